@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs, idempotently, the real programs the test suites drive, into .tools/ (ignored by git):
+#   .tools/venv      pip, uv, twine, build (PyPI, pinned in hack/python-tools.txt)
+#   .tools/bin       crane, oras, regctl, the OCI conformance suite (Go module proxy)
+#   skopeo           Debian package
+# A tool that cannot be installed stops this script with an error: the suites never skip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TOOLS=$ROOT/.tools
+mkdir -p "$TOOLS/bin"
+
+log() { printf '[tools] %s\n' "$*" >&2; }
+
+# --- Python clients --------------------------------------------------------------------------
+want_py=$(sha256sum hack/python-tools.txt | cut -c1-16)
+if [ ! -x "$TOOLS/venv/bin/twine" ] || [ "$(cat "$TOOLS/venv/.stamp" 2>/dev/null)" != "$want_py" ]; then
+  log "python venv: pip, uv, twine, build"
+  python3 -m venv "$TOOLS/venv"
+  "$TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r hack/python-tools.txt
+  echo "$want_py" > "$TOOLS/venv/.stamp"
+fi
+
+# --- Debian packages -------------------------------------------------------------------------
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "apt: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+apt_install skopeo
+
+# --- Go programs -----------------------------------------------------------------------------
+# shellcheck source=hack/go-tools.sh
+source hack/go-tools.sh
+install_go_tools "$TOOLS/bin"
+
+log "all tools present"

@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+/**
+ * The `velodex` command.
+ *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+ *   velodex check-config FILE
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError } from './config/errors.js';
+import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/load.js';
+import { uploadTokenPath } from './config/default.js';
+import type { Config } from './config/types.js';
+import { sanitizeUrl } from './config/sanitize.js';
+import { startServer } from './server.js';
+
+const USAGE = `usage:
+  velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
+  velodex check-config FILE
+
+Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
+at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(code);
+}
+
+function load(configPath: string | undefined, overrides: Overrides): Config {
+  return configPath ? loadConfigFile(configPath, overrides) : loadEmbeddedDefault(overrides);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'data-dir': { type: 'string' },
+    },
+  });
+  const overrides: Overrides = {};
+  if (values.host !== undefined) overrides.host = values.host;
+  if (values['data-dir'] !== undefined) overrides.dataDir = values['data-dir'];
+  if (values.port !== undefined) {
+    const port = Number(values.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: "${values.port}" is not a port number (0-65535)`);
+    overrides.port = port;
+  }
+
+  switch (command) {
+    case 'serve': {
+      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
+      const server = await startServer(config);
+      if (config.source === 'embedded default' && !process.env.VELODEX_UPLOAD_TOKEN) {
+        server.app.log.info({ token_file: uploadTokenPath(config.dataDir) }, 'upload token is in this file (password for twine, uv publish, docker login)');
+      }
+      const stop = async (signal: string) => {
+        server.app.log.info({ signal }, 'shutting down');
+        await server.close();
+        process.exit(0);
+      };
+      process.once('SIGINT', () => void stop('SIGINT'));
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      return;
+    }
+    case 'check-config': {
+      const file = positionals[0] ?? values.config;
+      if (!file) fail('check-config needs a file: velodex check-config FILE');
+      const config = load(file, overrides);
+      const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `storage: ${config.storage.backend}`];
+      for (const ix of config.indexes) {
+        const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream ?? '')}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
+        lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
+      }
+      process.stdout.write(`${lines.join('\n')}\n`);
+      return;
+    }
+    default:
+      fail(`unknown command "${command}"\n${USAGE}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) fail(err.message, 78);
+  fail(`velodex: ${err instanceof Error ? err.message : String(err)}`, 1);
+});

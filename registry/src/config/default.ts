@@ -1,0 +1,44 @@
+/**
+ * The embedded default: what `velodex serve` runs with no config file. One hosted Python index at
+ * `root/hosted` and one hosted OCI index at `root/oci`, both writable with one upload token taken
+ * from VELODEX_UPLOAD_TOKEN or generated once into `<data_dir>/upload-token` (mode 0600).
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export function uploadTokenPath(dataDir: string): string {
+  return join(dataDir, 'upload-token');
+}
+
+/** Returns the path of the token file, creating it with a fresh token when absent. */
+export function ensureUploadTokenFile(dataDir: string): string {
+  const path = uploadTokenPath(dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    if (readFileSync(path, 'utf8').trim() !== '') return path;
+  } catch {
+    // absent: create it below
+  }
+  const token = randomBytes(24).toString('base64url');
+  // 'wx' refuses to overwrite a file a concurrent start-up just wrote.
+  try {
+    writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  chmodSync(path, 0o600);
+  return path;
+}
+
+export function embeddedDefault(dataDir: string, env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const token = env.VELODEX_UPLOAD_TOKEN
+    ? { upload_token_env: 'VELODEX_UPLOAD_TOKEN' }
+    : { upload_token_file: ensureUploadTokenFile(dataDir) };
+  return {
+    index: [
+      { name: 'hosted', route: 'root/hosted', hosted: true, ...token },
+      { name: 'oci', route: 'root/oci', ecosystem: 'oci', hosted: true, ...token },
+    ],
+  };
+}

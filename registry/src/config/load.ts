@@ -1,0 +1,248 @@
+/**
+ * Turns a TOML file (or the embedded default) plus flags and `VELODEX_*` variables into a
+ * validated `Config`. Precedence: flag, then environment, then file, then default. Every problem
+ * is a `ConfigError` naming the key, the index and the fix; nothing half-loads.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import type { z } from 'zod';
+import { ConfigError } from './errors.js';
+import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
+import { Secret } from './secret.js';
+import type { Config, EcosystemId, IndexConfig, Role, StorageConfig } from './types.js';
+import { embeddedDefault } from './default.js';
+import { checkRoute } from './routes.js';
+
+export interface Overrides {
+  host?: string;
+  port?: number;
+  dataDir?: string;
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 4433;
+export const DEFAULT_DATA_DIR = 'velodex-data';
+export const DEFAULT_CACHE_TTL_SECS = 300;
+
+/** Reads and validates a config file. */
+export function loadConfigFile(path: string, overrides: Overrides = {}, env = process.env): Config {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(path, `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'pass an existing file to --config');
+  }
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (err) {
+    const where = err instanceof TomlError ? `${path}:${err.line}:${err.column}` : path;
+    throw new ConfigError(where, `not valid TOML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return buildConfig(raw, path, overrides, env);
+}
+
+/** The config used when no file is given: a hosted Python index and a hosted OCI index. */
+export function loadEmbeddedDefault(overrides: Overrides = {}, env = process.env): Config {
+  const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? DEFAULT_DATA_DIR;
+  return buildConfig(embeddedDefault(dataDir, env), 'embedded default', overrides, env);
+}
+
+export function buildConfig(raw: unknown, source: string, overrides: Overrides, env: NodeJS.ProcessEnv): Config {
+  const parsed = fileSchema.safeParse(raw);
+  if (!parsed.success) throw zodToConfigError(parsed.error, raw);
+  const file: FileConfig = parsed.data;
+
+  const host = overrides.host ?? env.VELODEX_HOST ?? file.host ?? DEFAULT_HOST;
+  const port = overrides.port ?? parsePortEnv(env.VELODEX_PORT) ?? file.port ?? DEFAULT_PORT;
+  const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? file.data_dir ?? DEFAULT_DATA_DIR;
+
+  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, env));
+  checkIndexes(indexes);
+
+  const s = file.storage ?? {};
+  const storage: StorageConfig = {
+    backend: s.backend ?? 'fs',
+    path: s.path ?? `${dataDir}/store`,
+    endpoint: s.endpoint,
+    bucket: s.bucket,
+    region: s.region,
+    prefix: s.prefix ?? '',
+    accessKey: resolveSecret(s, 'access_key', 'storage', env),
+    secretKey: resolveSecret(s, 'secret_key', 'storage', env),
+  };
+  if (storage.backend === 's3') {
+    for (const key of ['endpoint', 'bucket'] as const) {
+      if (!storage[key]) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set storage.${key}`);
+    }
+  }
+
+  const rl = file.rate_limit ?? {};
+  const classes: Config['rateLimit']['classes'] = {};
+  for (const cls of ['read', 'download', 'write', 'admin'] as const) {
+    const c = rl[cls];
+    if (c) classes[cls] = { requests: c.requests, windowSecs: c.window_secs };
+  }
+
+  return {
+    host,
+    port,
+    dataDir,
+    logLevel: env.VELODEX_LOG_LEVEL ?? file.log_level ?? 'info',
+    storage,
+    indexes,
+    rateLimit: { enabled: rl.enabled ?? false, classes },
+    source,
+  };
+}
+
+function parsePortEnv(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) {
+    throw new ConfigError('VELODEX_PORT', `"${value}" is not a port number`, 'use an integer from 0 to 65535');
+  }
+  return n;
+}
+
+function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.ProcessEnv): IndexConfig {
+  const where = `index "${ix.name}" (index[${position}])`;
+  const roles: Role[] = [];
+  if (ix.hosted) roles.push('hosted');
+  if (ix.cached !== undefined) roles.push('cached');
+  if (ix.members !== undefined) roles.push('virtual');
+  if (roles.length !== 1) {
+    throw new ConfigError(
+      where,
+      roles.length === 0 ? 'has no role' : `has several roles (${roles.join(', ')})`,
+      'give exactly one of hosted = true, cached = "<upstream URL>", members = [...]',
+    );
+  }
+  const role = roles[0] as Role;
+  const ecosystem: EcosystemId = ix.ecosystem ?? 'python';
+  const routeSegments = checkRoute(ix.route, ecosystem, `${where}.route`);
+
+  const onlyFor = (key: keyof IndexFileConfig, allowed: Role) => {
+    if (ix[key] !== undefined && role !== allowed) {
+      throw new ConfigError(`${where}.${key}`, `only applies to a ${allowed} index, this one is ${role}`, `remove ${key}`);
+    }
+  };
+  onlyFor('upstream_concurrency', 'cached');
+  onlyFor('cache_ttl_secs', 'cached');
+  onlyFor('upload_target', 'virtual');
+  onlyFor('volatile', 'hosted');
+  for (const key of ['upload_token', 'upload_token_env', 'upload_token_file'] as const) onlyFor(key, 'hosted');
+
+  return {
+    name: ix.name,
+    route: routeSegments.join('/'),
+    routeSegments,
+    ecosystem,
+    role,
+    upstream: ix.cached,
+    upstreamUsername: resolveSecret(ix, 'upstream_username', where, env),
+    upstreamPassword: resolveSecret(ix, 'upstream_password', where, env),
+    upstreamConcurrency: ix.upstream_concurrency,
+    cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
+    members: ix.members ?? [],
+    uploadTarget: ix.upload_target,
+    uploadToken: resolveSecret(ix, 'upload_token', where, env),
+    volatile: ix.volatile ?? false,
+    policy: {
+      maxFileSize: ix.policy?.['max-file-size'],
+      denyProjects: ix.policy?.['deny-projects'] ?? [],
+      allowProjects: ix.policy?.['allow-projects'] ?? [],
+    },
+    webhooks: (ix.webhook ?? []).map((w, j) => ({
+      url: w.url,
+      secret: resolveSecret(w, 'secret', `${where}.webhook[${j}]`, env),
+      events: w.events,
+    })),
+  };
+}
+
+/** Cross-index rules: unique names and routes, members that exist, a writable upload target. */
+function checkIndexes(indexes: IndexConfig[]): void {
+  const byName = new Map<string, IndexConfig>();
+  const byRoute = new Map<string, IndexConfig>();
+  for (const ix of indexes) {
+    if (byName.has(ix.name)) throw new ConfigError(`index "${ix.name}"`, 'the name is used twice', 'give every index its own name');
+    byName.set(ix.name, ix);
+    const other = byRoute.get(ix.route);
+    if (other) {
+      throw new ConfigError(`index "${ix.name}".route`, `route "${ix.route}" is also the route of index "${other.name}"`, 'give every index its own route');
+    }
+    byRoute.set(ix.route, ix);
+  }
+  for (const ix of indexes.filter((i) => i.role === 'virtual')) {
+    const where = `index "${ix.name}"`;
+    if (ix.members.length === 0) throw new ConfigError(`${where}.members`, 'is empty', 'list at least one member index name');
+    for (const m of ix.members) {
+      const member = byName.get(m);
+      if (!member) throw new ConfigError(`${where}.members`, `names "${m}", which is not a configured index`, `add an index named "${m}" or remove it from members`);
+      if (member === ix) throw new ConfigError(`${where}.members`, 'lists the index itself', 'remove it');
+      if (member.ecosystem !== ix.ecosystem) {
+        throw new ConfigError(`${where}.members`, `"${m}" is a ${member.ecosystem} index, this one is ${ix.ecosystem}`, 'members must share the ecosystem');
+      }
+      if (member.role === 'virtual') throw new ConfigError(`${where}.members`, `"${m}" is itself virtual`, 'list hosted and cached indexes only');
+    }
+    if (ix.uploadTarget !== undefined) {
+      if (!ix.members.includes(ix.uploadTarget)) {
+        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not one of its members`, 'name a hosted member');
+      }
+      if (byName.get(ix.uploadTarget)?.role !== 'hosted') {
+        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not a hosted index`, 'name a hosted member');
+      }
+    }
+  }
+}
+
+type SecretHolder = Record<string, unknown>;
+
+/** Resolves `key`, `key_env` or `key_file` (exactly one may be set) into a Secret. */
+export function resolveSecret(holder: SecretHolder, key: string, where: string, env: NodeJS.ProcessEnv): Secret | undefined {
+  const inline = holder[key] as string | undefined;
+  const envName = holder[`${key}_env`] as string | undefined;
+  const filePath = holder[`${key}_file`] as string | undefined;
+  const given = [inline, envName, filePath].filter((v) => v !== undefined).length;
+  if (given > 1) throw new ConfigError(`${where}.${key}`, `is given more than one way`, `set only one of ${key}, ${key}_env, ${key}_file`);
+  if (inline !== undefined) return new Secret(inline, 'inline');
+  if (envName !== undefined) {
+    const value = env[envName];
+    if (value === undefined || value === '') {
+      throw new ConfigError(`${where}.${key}_env`, `environment variable ${envName} is not set`, `export ${envName} or use ${key}_file`);
+    }
+    return new Secret(value, `env:${envName}`);
+  }
+  if (filePath !== undefined) {
+    let value: string;
+    try {
+      value = readFileSync(filePath, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
+      throw new ConfigError(`${where}.${key}_file`, `cannot read ${filePath} (${code})`, 'point it at a readable file holding the secret');
+    }
+    if (value === '') throw new ConfigError(`${where}.${key}_file`, `${filePath} is empty`, 'write the secret into the file');
+    return new Secret(value, `file:${filePath}`);
+  }
+  return undefined;
+}
+
+/** Maps the first zod issue to a message that names the key and, inside `[[index]]`, the index. */
+function zodToConfigError(error: z.ZodError, raw: unknown): ConfigError {
+  const issue = error.issues[0];
+  if (!issue) return new ConfigError('config', 'invalid');
+  const path = issue.path.map(String);
+  let where = path.length ? path.join('.') : '(top level)';
+  if (path[0] === 'index' && path[1] !== undefined) {
+    const i = Number(path[1]);
+    const name = (raw as { index?: Array<{ name?: unknown }> }).index?.[i]?.name;
+    const label = typeof name === 'string' ? `index "${name}" (index[${i}])` : `index[${i}]`;
+    where = [label, ...path.slice(2)].join('.');
+  }
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((k) => `"${k}"`).join(', ');
+    return new ConfigError(where, `unknown key ${keys}`, 'remove it or correct its spelling (docs/configuration.md lists every key)');
+  }
+  return new ConfigError(where, issue.message);
+}

@@ -1,0 +1,83 @@
+/**
+ * The shape of the TOML file, as zod schemas. Every table is strict: an unknown key is an error
+ * that names it. Secrets appear here as their three spellings (`x`, `x_env`, `x_file`); the
+ * loader resolves them into `Secret` values and checks that exactly one spelling is used.
+ */
+import { z } from 'zod';
+
+const port = z.number().int().min(0).max(65535);
+const positiveInt = z.number().int().positive();
+
+/** The three ways to give one secret; `secretKeys('upload_token')` yields all three keys. */
+function secretFields<K extends string>(key: K) {
+  return {
+    [key]: z.string().optional(),
+    [`${key}_env`]: z.string().optional(),
+    [`${key}_file`]: z.string().optional(),
+  } as { [P in K | `${K}_env` | `${K}_file`]: z.ZodOptional<z.ZodString> };
+}
+
+export const policySchema = z.strictObject({
+  'max-file-size': positiveInt.optional(),
+  'deny-projects': z.array(z.string()).optional(),
+  'allow-projects': z.array(z.string()).optional(),
+});
+
+export const webhookSchema = z.strictObject({
+  url: z.string().url(),
+  ...secretFields('secret'),
+  events: z.array(z.enum(['upload', 'yank', 'unyank', 'delete', 'restore'])).optional(),
+});
+
+export const indexSchema = z.strictObject({
+  name: z.string().min(1),
+  route: z.string().min(1),
+  ecosystem: z.enum(['python', 'oci']).optional(),
+  hosted: z.boolean().optional(),
+  cached: z.string().url().optional(),
+  members: z.array(z.string()).optional(),
+  upload_target: z.string().optional(),
+  ...secretFields('upload_token'),
+  volatile: z.boolean().optional(),
+  upstream_concurrency: positiveInt.optional(),
+  cache_ttl_secs: z.number().int().min(0).optional(),
+  ...secretFields('upstream_username'),
+  ...secretFields('upstream_password'),
+  policy: policySchema.optional(),
+  webhook: z.array(webhookSchema).optional(),
+});
+
+export const storageSchema = z.strictObject({
+  backend: z.enum(['fs', 's3']).optional(),
+  path: z.string().optional(),
+  endpoint: z.string().url().optional(),
+  bucket: z.string().optional(),
+  region: z.string().optional(),
+  prefix: z.string().optional(),
+  ...secretFields('access_key'),
+  ...secretFields('secret_key'),
+});
+
+const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });
+
+export const rateLimitSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  read: rateClassSchema.optional(),
+  download: rateClassSchema.optional(),
+  write: rateClassSchema.optional(),
+  admin: rateClassSchema.optional(),
+});
+
+export const fileSchema = z.strictObject({
+  host: z.string().optional(),
+  port: port.optional(),
+  data_dir: z.string().optional(),
+  log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  storage: storageSchema.optional(),
+  index: z.array(indexSchema).optional(),
+  rate_limit: rateLimitSchema.optional(),
+});
+
+export type FileConfig = z.infer<typeof fileSchema>;
+export type IndexFileConfig = z.infer<typeof indexSchema>;
+export type WebhookFileConfig = z.infer<typeof webhookSchema>;

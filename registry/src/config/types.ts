@@ -1,0 +1,75 @@
+/** The resolved, validated configuration that the rest of the server reads. */
+import type { Secret } from './secret.js';
+
+export type Role = 'hosted' | 'cached' | 'virtual';
+export type EcosystemId = 'python' | 'oci';
+
+export interface PolicyConfig {
+  maxFileSize?: number;
+  denyProjects: string[];
+  allowProjects: string[];
+}
+
+export interface WebhookConfig {
+  url: string;
+  secret?: Secret;
+  events?: string[];
+}
+
+export interface IndexConfig {
+  name: string;
+  /** Normalised: no leading or trailing slash, segments joined by `/`. */
+  route: string;
+  routeSegments: string[];
+  ecosystem: EcosystemId;
+  role: Role;
+  /** cached: the upstream URL. */
+  upstream?: string;
+  upstreamUsername?: Secret;
+  upstreamPassword?: Secret;
+  upstreamConcurrency?: number;
+  cacheTtlSecs: number;
+  /** virtual: member index names, in order. */
+  members: string[];
+  /** virtual: the member that receives writes. */
+  uploadTarget?: string;
+  /** hosted: the token writes must present; absent means uploads are disabled. */
+  uploadToken?: Secret;
+  volatile: boolean;
+  policy: PolicyConfig;
+  webhooks: WebhookConfig[];
+}
+
+export interface StorageConfig {
+  backend: 'fs' | 's3';
+  /** fs: root folder of the store. */
+  path: string;
+  endpoint?: string;
+  bucket?: string;
+  region?: string;
+  prefix: string;
+  accessKey?: Secret;
+  secretKey?: Secret;
+}
+
+export interface RateClass {
+  requests: number;
+  windowSecs: number;
+}
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  classes: Partial<Record<'read' | 'download' | 'write' | 'admin', RateClass>>;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  logLevel: string;
+  storage: StorageConfig;
+  indexes: IndexConfig[];
+  rateLimit: RateLimitConfig;
+  /** Where the config came from: a file path, or `embedded default`. */
+  source: string;
+}

@@ -1,0 +1,88 @@
+/**
+ * Builds the fastify application: logging with redaction and request ids, raw (unbuffered) request
+ * bodies, multipart for the upload forms, the index namespace dispatch and the error handler.
+ */
+import { randomUUID } from 'node:crypto';
+import multipart from '@fastify/multipart';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Config, IndexConfig } from '../config/types.js';
+import type { Stores } from '../storage/index.js';
+import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
+import { errorBody, HttpError } from './errors.js';
+import { parseSafePath } from './path.js';
+import { resolveRoute } from './resolve.js';
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  ecosystems: Ecosystem[];
+}
+
+/** Never logged, whatever a future serializer decides to include. */
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization'];
+
+export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[]): Promise<BuiltApp> {
+  const app = Fastify({
+    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    // Paths are checked segment by segment in parseSafePath; the router must not rewrite them.
+    routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 2048 },
+    bodyLimit: 1024 * 1024,
+    return503OnClosing: true,
+  });
+
+  // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
+  // artifact is ever buffered. Multipart (the upload form) is parsed lazily by the plugin.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+  await app.register(multipart, {
+    limits: { fileSize: Number.MAX_SAFE_INTEGER, fieldSize: 16 * 1024 * 1024, fields: 200, files: 4, parts: 256 },
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    if (err instanceof HttpError) {
+      reply.headers(err.headers);
+      return reply.code(err.status).type('application/json').send(errorBody(err.status, err.message));
+    }
+    const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
+    if (status >= 500) {
+      request.log.error({ err }, 'request failed');
+      return reply.code(500).type('application/json').send(errorBody(500, `internal error (request id ${request.id})`));
+    }
+    return reply.code(status).type('application/json').send(errorBody(status, err instanceof Error ? err.message : 'bad request'));
+  });
+
+  const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName };
+  const ecosystems = factories.map((make) => make(ctx));
+  const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  for (const eco of ecosystems) await eco.register?.(app);
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
+  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
+  app.all('/*', async (request, reply) => {
+    const path = parseSafePath(request.raw.url ?? '/');
+    const hit = resolveRoute(routed, path.segments);
+    if (!hit) throw new HttpError(404, `no index serves /${path.segments.join('/')}`);
+    const eco = byId.get(hit.index.ecosystem);
+    await eco?.handleIndexRequest?.({
+      index: hit.index,
+      rest: hit.rest,
+      trailingSlash: path.trailingSlash,
+      query: new URLSearchParams(path.query),
+      request,
+      reply,
+    });
+    if (!reply.sent) return reply;
+  });
+
+  return { app, ecosystems };
+}

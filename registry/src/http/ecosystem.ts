@@ -1,0 +1,39 @@
+/**
+ * The one interface through which an ecosystem (Python, OCI, ...) plugs into the neutral server.
+ * The core owns the process, storage, logging, path safety and route resolution; an ecosystem
+ * owns the meaning of the paths under its indexes' routes, and may mount its own top-level tree
+ * (the OCI API lives under `/v2/`).
+ */
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config, IndexConfig } from '../config/types.js';
+import type { Stores } from '../storage/index.js';
+
+export interface ServerContext {
+  config: Config;
+  stores: Stores;
+  log: FastifyBaseLogger;
+  indexByName: ReadonlyMap<string, IndexConfig>;
+}
+
+export interface IndexRequest {
+  index: IndexConfig;
+  /** Decoded, safe path segments after the route. */
+  rest: string[];
+  trailingSlash: boolean;
+  query: URLSearchParams;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export interface Ecosystem {
+  /** Matches `IndexConfig.ecosystem`. */
+  readonly id: string;
+  /** Answers a request under `/{route}/` of one of this ecosystem's indexes. */
+  handleIndexRequest?(req: IndexRequest): Promise<void>;
+  /** Registers routes outside the index namespace. */
+  register?(app: FastifyInstance): void | Promise<void>;
+  /** Stops background work on shutdown. */
+  close?(): Promise<void>;
+}
+
+export type EcosystemFactory = (ctx: ServerContext) => Ecosystem;

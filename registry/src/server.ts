@@ -1,0 +1,39 @@
+/** Starts velodex for a loaded config: opens storage, builds the app, listens. */
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config/types.js';
+import { ecosystems } from './ecosystems.js';
+import { buildApp } from './http/app.js';
+import { openStores } from './storage/index.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const stores = await openStores(config.storage);
+  const { app, ecosystems: running } = await buildApp(config, stores, ecosystems);
+  await app.listen({ host: config.host, port: config.port });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  const url = `http://${host}:${port}`;
+  app.log.info(
+    {
+      url,
+      config: config.source,
+      storage: config.storage.backend === 'fs' ? config.storage.path : `${config.storage.endpoint}/${config.storage.bucket}`,
+      indexes: config.indexes.map((ix) => ({ name: ix.name, route: ix.route, ecosystem: ix.ecosystem, role: ix.role })),
+    },
+    'velodex listening',
+  );
+  return {
+    app,
+    url,
+    async close() {
+      await app.close();
+      await Promise.all(running.map((e) => e.close?.()));
+    },
+  };
+}

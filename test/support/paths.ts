@@ -1,0 +1,32 @@
+/** Where the repository, the built server and the tools of `hack/tools.sh` live. */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const TOOLS = join(REPO, '.tools');
+export const CLI = join(REPO, 'registry', 'dist', 'cli.js');
+
+const TOOL_PATHS: Record<string, string> = {
+  python: join(TOOLS, 'venv', 'bin', 'python'),
+  pip: join(TOOLS, 'venv', 'bin', 'pip'),
+  uv: join(TOOLS, 'venv', 'bin', 'uv'),
+  twine: join(TOOLS, 'venv', 'bin', 'twine'),
+  crane: join(TOOLS, 'bin', 'crane'),
+  oras: join(TOOLS, 'bin', 'oras'),
+  regctl: join(TOOLS, 'bin', 'regctl'),
+  conformance: join(TOOLS, 'bin', 'oci-conformance'),
+  'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),
+  skopeo: '/usr/bin/skopeo',
+};
+
+/**
+ * The absolute path of a tool the suites drive. A missing tool fails the test that needs it with
+ * an instruction; it never skips.
+ */
+export function tool(name: keyof typeof TOOL_PATHS | string): string {
+  const path = TOOL_PATHS[name];
+  if (!path) throw new Error(`unknown tool "${name}"`);
+  if (!existsSync(path)) throw new Error(`${name} is not installed at ${path}: run "bash hack/tools.sh" (make tools)`);
+  return path;
+}

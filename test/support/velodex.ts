@@ -1,0 +1,107 @@
+/**
+ * Starts the real `velodex` bin as a child process on 127.0.0.1 with a fresh data dir, the way a
+ * user would, and stops it. The server's stdout (JSON log lines) is kept for assertions.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CLI, REPO } from './paths.js';
+
+export interface Velodex {
+  url: string;
+  port: number;
+  dataDir: string;
+  pid: number;
+  /** Every line the server printed so far (stdout and stderr). */
+  logs(): string;
+  /** Peak resident memory of the server process so far, in bytes (Linux VmHWM). */
+  peakRss(): number;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** TOML config text; without it the embedded default runs. */
+  config?: string;
+  env?: Record<string, string>;
+  args?: string[];
+  dataDir?: string;
+}
+
+export function tempDir(prefix = 'velodex-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const args = [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...(opts.args ?? [])];
+  if (opts.config !== undefined) {
+    const path = join(dataDir, 'velodex.toml');
+    writeFileSync(path, opts.config);
+    args.push('--config', path);
+  }
+  const child = spawn(process.execPath, args, {
+    cwd: REPO,
+    env: { ...process.env, VELODEX_LOG_LEVEL: 'info', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (b: Buffer) => (output += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (output += b.toString()));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`velodex did not start within 20s:\n${output}`)), 20_000);
+    const onData = () => {
+      for (const line of output.split('\n')) {
+        if (!line.includes('"velodex listening"')) continue;
+        clearTimeout(timer);
+        child.stdout.off('data', onData);
+        resolve((JSON.parse(line) as { url: string }).url);
+        return;
+      }
+    };
+    child.stdout.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`velodex exited with ${code} before listening:\n${output}`));
+    });
+  });
+
+  return {
+    url,
+    port: Number(new URL(url).port),
+    dataDir,
+    pid: child.pid ?? -1,
+    logs: () => output,
+    peakRss: () => peakRss(child),
+    stop: () => stop(child),
+  };
+}
+
+function peakRss(child: ChildProcess): number {
+  const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  if (!m?.[1]) throw new Error('no VmHWM in /proc status');
+  return Number(m[1]) * 1024;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** The default config's upload token, as a user would read it from the data dir. */
+export function defaultToken(server: Velodex): string {
+  return readFileSync(join(server.dataDir, 'upload-token'), 'utf8').trim();
+}
+
+export function basicAuth(token: string, user = '__token__'): string {
+  return `Basic ${Buffer.from(`${user}:${token}`).toString('base64')}`;
+}
