@@ -58,7 +58,7 @@ export class FsMetaStore implements MetaStore {
     }
   }
 
-  put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
+  async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
     const path = this.#path(key);
     return this.#locked(key, async () => {
       if (ifVersion !== undefined) {
@@ -80,7 +80,7 @@ export class FsMetaStore implements MetaStore {
     });
   }
 
-  delete(key: string, ifVersion?: string): Promise<boolean> {
+  async delete(key: string, ifVersion?: string): Promise<boolean> {
     const path = this.#path(key);
     return this.#locked(key, async () => {
       const current = await this.#read(key);

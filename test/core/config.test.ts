@@ -1,0 +1,136 @@
+/**
+ * The config as a user meets it: through the `velodex` command. Every bad config stops with a
+ * message that names the key and the index; a good one lists what would be served.
+ */
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CLI } from '../support/paths.js';
+import { run } from '../support/run.js';
+import { startVelodex, tempDir } from '../support/velodex.js';
+
+function configFile(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'velodex-config-'));
+  const path = join(dir, 'velodex.toml');
+  writeFileSync(path, text);
+  return path;
+}
+
+async function checkConfig(text: string, env: Record<string, string> = {}) {
+  return run(process.execPath, [CLI, 'check-config', configFile(text)], { allowFailure: true, env });
+}
+
+describe('velodex check-config', () => {
+  it('lists the indexes of a good config', async () => {
+    const res = await checkConfig(`
+port = 5000
+[[index]]
+name = "hosted"
+route = "/root/hosted/"
+hosted = true
+upload_token = "s3cret-token"
+
+[[index]]
+name = "pypi"
+route = "root/pypi"
+cached = "https://user:pw@pypi.example/simple/?key=abc"
+
+[[index]]
+name = "dev"
+route = "root/dev"
+members = ["hosted", "pypi"]
+upload_target = "hosted"
+`);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('index hosted: /root/hosted/ python hosted');
+    expect(res.stdout).toContain('index dev: /root/dev/ python virtual members=hosted,pypi');
+    expect(res.stdout).toContain('upstream=https://pypi.example/simple/');
+    expect(res.stdout).toContain('listen: http://127.0.0.1:5000');
+    // Neither the token nor the upstream credentials are ever printed.
+    expect(res.stdout + res.stderr).not.toMatch(/s3cret-token|user:pw|key=abc/);
+  });
+
+  it.each([
+    [
+      'an unknown key, naming it and the index',
+      `[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_tokn = "x"\n`,
+      /index "hosted" \(index\[0\]\): unknown key "upload_tokn".*fix:/,
+    ],
+    ['an unknown top-level key', `prot = 4433\n`, /unknown key "prot"/],
+    [
+      'a missing token file',
+      `[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_token_file = "/nonexistent/token"\n`,
+      /index "hosted" \(index\[0\]\)\.upload_token_file: cannot read \/nonexistent\/token \(ENOENT\)/,
+    ],
+    [
+      'two indexes on one route',
+      `[[index]]\nname = "a"\nroute = "root/x"\nhosted = true\n[[index]]\nname = "b"\nroute = "/root/x/"\nhosted = true\n`,
+      /index "b"\.route: route "root\/x" is also the route of index "a".*fix: give every index its own route/,
+    ],
+    ['an index with two roles', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\ncached = "https://x.example/simple/"\n`, /index "a" \(index\[0\]\): has several roles/],
+    ['an index with no role', `[[index]]\nname = "a"\nroute = "r/a"\n`, /has no role.*hosted = true/],
+    ['a secret given two ways', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = "x"\nupload_token_env = "X"\n`, /upload_token: is given more than one way/],
+    ['an unset secret variable', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_UNSET_VAR"\n`, /environment variable VELODEX_TEST_UNSET_VAR is not set/],
+    ['a virtual member that does not exist', `[[index]]\nname = "v"\nroute = "r/v"\nmembers = ["ghost"]\n`, /index "v"\.members: names "ghost", which is not a configured index/],
+    ['an upload target that is not hosted', `[[index]]\nname = "c"\nroute = "r/c"\ncached = "https://x.example/simple/"\n[[index]]\nname = "v"\nroute = "r/v"\nmembers = ["c"]\nupload_target = "c"\n`, /upload_target: "c" is not a hosted index/],
+    ['a route segment that escapes', `[[index]]\nname = "a"\nroute = "root/../x"\nhosted = true\n`, /segment "\.\." of "root\/\.\.\/x" is not allowed/],
+    ['a route on a reserved path', `[[index]]\nname = "a"\nroute = "v2/x"\nhosted = true\n`, /starts with "v2", which the server serves itself/],
+    ['an OCI route with uppercase', `[[index]]\nname = "a"\nroute = "Root/oci"\necosystem = "oci"\nhosted = true\n`, /segment "Root"/],
+    ['a key for another role', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupstream_concurrency = 4\n`, /upstream_concurrency: only applies to a cached index/],
+    ['broken TOML', `[[index]\nname = `, /not valid TOML/],
+  ])('refuses %s', async (_what, text, message) => {
+    const res = await checkConfig(text);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(message);
+  });
+
+  it('lets VELODEX_PORT override the file and --port override both', async () => {
+    const file = configFile('port = 5000\n');
+    const fromEnv = await run(process.execPath, [CLI, 'check-config', file], { env: { VELODEX_PORT: '5055' } });
+    expect(fromEnv.stdout).toContain('listen: http://127.0.0.1:5055');
+    const fromFlag = await run(process.execPath, [CLI, 'check-config', file, '--port', '6066'], { env: { VELODEX_PORT: '5055' } });
+    expect(fromFlag.stdout).toContain('listen: http://127.0.0.1:6066');
+  });
+
+  it('reads a secret from the environment without printing it', async () => {
+    const res = await checkConfig(`[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_TOKEN"\n`, {
+      VELODEX_TEST_TOKEN: 'env-secret-value',
+    });
+    expect(res.code).toBe(0);
+    expect(res.stdout).not.toContain('env-secret-value');
+  });
+});
+
+describe('velodex serve', () => {
+  it('does not start on a bad config', async () => {
+    const res = await run(process.execPath, [CLI, 'serve', '--port', '0', '--config', configFile('bogus = 1\n')], { allowFailure: true, timeoutMs: 20_000 });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/unknown key "bogus"/);
+    expect(res.stdout).not.toContain('velodex listening');
+  });
+
+  it('generates the default upload token once, mode 0600, and keeps it across restarts', async () => {
+    const dataDir = tempDir();
+    const first = await startVelodex({ dataDir });
+    const path = join(dataDir, 'upload-token');
+    const { readFileSync } = await import('node:fs');
+    const token = readFileSync(path, 'utf8').trim();
+    await first.stop();
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(first.logs()).toContain(path);
+    expect(first.logs()).not.toContain(token);
+    const second = await startVelodex({ dataDir });
+    await second.stop();
+    expect(readFileSync(path, 'utf8').trim()).toBe(token);
+  });
+
+  it('takes the token from VELODEX_UPLOAD_TOKEN instead of generating one', async () => {
+    const dataDir = tempDir();
+    const server = await startVelodex({ dataDir, env: { VELODEX_UPLOAD_TOKEN: 'from-env-token' } });
+    await server.stop();
+    const { existsSync } = await import('node:fs');
+    expect(existsSync(join(dataDir, 'upload-token'))).toBe(false);
+    expect(server.logs()).not.toContain('from-env-token');
+  });
+});
