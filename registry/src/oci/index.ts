@@ -1,6 +1,24 @@
-/** The OCI ecosystem: the distribution-spec `/v2/` API. */
+/** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { OciDeps } from './context.js';
+import { Members } from './members.js';
+import { registerOciRoutes } from './routes.js';
+import { UploadSessions } from './upload-sessions.js';
 
-export function createOciEcosystem(_ctx: ServerContext): Ecosystem {
-  return { id: 'oci' };
+export function createOciEcosystem(ctx: ServerContext): Ecosystem {
+  const sessions = new UploadSessions(ctx.stores.spoolDir);
+  const deps: OciDeps = {
+    ctx,
+    members: new Members(ctx),
+    sessions,
+    ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
+  };
+  return {
+    id: 'oci',
+    async register(app) {
+      await sessions.removeOrphans();
+      await registerOciRoutes(app, deps);
+    },
+    close: () => sessions.close(),
+  };
 }

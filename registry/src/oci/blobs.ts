@@ -1,0 +1,46 @@
+/**
+ * Blob GET, HEAD and DELETE. Blobs live in the shared content-addressed store, so visibility is
+ * global: a stored digest is served under every repository of every OCI index, and a DELETE
+ * removes the bytes for all of them (the spec: "globally, since blobs are shared").
+ */
+import { authorizeWrite } from './access.js';
+import { OCTET_STREAM, type OciCall } from './context.js';
+import { OciError, OciStatusError } from './errors.js';
+import { parseDigest } from './names.js';
+import { parseRange } from './range.js';
+
+export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
+  const { deps, request, reply } = call;
+  const hex = parseDigest(digest);
+  const blobs = deps.ctx.stores.blobs;
+  const info = await blobs.stat(hex);
+  if (!info) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
+  const rangeHeader = request.headers.range;
+  const wanted = parseRange(typeof rangeHeader === 'string' ? rangeHeader : undefined, info.size);
+  if (wanted.kind === 'unsatisfiable') {
+    throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${String(rangeHeader)}" cannot be served from ${info.size} bytes`, {
+      'Content-Range': `bytes */${info.size}`,
+    });
+  }
+  const range = wanted.kind === 'range' ? wanted.range : undefined;
+  const length = range ? range.end - range.start + 1 : info.size;
+  reply.header('Content-Length', String(length));
+  if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${info.size}`);
+  if (head || length === 0) {
+    await reply.send();
+    return;
+  }
+  const stream = await blobs.get(hex, range);
+  // Deleted between stat and open.
+  if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  await reply.send(stream);
+}
+
+export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
+  const { deps, target, request, reply } = call;
+  authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  const hex = parseDigest(digest);
+  if (!(await deps.ctx.stores.blobs.delete(hex))) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  await reply.code(202).header('Content-Length', '0').send();
+}

@@ -1,0 +1,48 @@
+/** What every `/v2/` handler gets: the server, the member readers, the upload sessions. */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IndexConfig } from '../config/types.js';
+import type { ServerContext } from '../http/ecosystem.js';
+import type { Target } from './access.js';
+import type { Members } from './members.js';
+import type { UploadSessions } from './upload-sessions.js';
+
+export interface OciDeps {
+  ctx: ServerContext;
+  members: Members;
+  sessions: UploadSessions;
+  ociIndexes: IndexConfig[];
+}
+
+export interface OciCall {
+  deps: OciDeps;
+  target: Target;
+  query: URLSearchParams;
+  request: FastifyRequest;
+  reply: FastifyReply;
+}
+
+export const OCTET_STREAM = 'application/octet-stream';
+
+export function blobLocation(name: string, hex: string): string {
+  return `/v2/${name}/blobs/sha256:${hex}`;
+}
+
+export function manifestLocation(name: string, hex: string): string {
+  return `/v2/${name}/manifests/sha256:${hex}`;
+}
+
+export function uploadLocation(name: string, session: string): string {
+  return `/v2/${name}/blobs/uploads/${session}`;
+}
+
+/** The `Range` header of an upload: the inclusive span received so far (`0-0` when empty, as distribution does). */
+export function uploadRange(size: number): string {
+  return `0-${Math.max(size - 1, 0)}`;
+}
+
+/** True when the request carries a body (a length above zero, or chunked transfer). */
+export function hasBody(request: FastifyRequest): boolean {
+  const len = request.headers['content-length'];
+  if (len !== undefined) return Number(len) > 0;
+  return request.headers['transfer-encoding'] !== undefined;
+}

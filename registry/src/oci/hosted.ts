@@ -1,0 +1,100 @@
+/**
+ * The hosted role's repository state: tag maps, manifest records and referrer lists of one hosted
+ * index, kept in the MetaStore with compare-and-swap updates. Manifest bytes are published to the
+ * blob store before any document points at them, so a reader never sees a record without bytes.
+ */
+import type { IndexConfig } from '../config/types.js';
+import type { Stores } from '../storage/index.js';
+import { updateDoc } from '../storage/update.js';
+import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
+import type { Reference } from './names.js';
+
+export interface FoundManifest {
+  hex: string;
+  record: ManifestRecord;
+}
+
+export class HostedRepos {
+  constructor(
+    readonly index: IndexConfig,
+    private readonly stores: Stores,
+  ) {}
+
+  async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
+    const found = await this.stores.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
+    return found?.doc ?? null;
+  }
+
+  async tags(repo: readonly string[]): Promise<Record<string, string>> {
+    const found = await this.stores.meta.get<TagsDoc>(keys.tags(this.index, repo));
+    return found?.doc.tags ?? {};
+  }
+
+  async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+    const hex = ref.kind === 'digest' ? ref.hex : (await this.tags(repo))[ref.tag];
+    if (!hex) return null;
+    const record = await this.manifest(repo, hex);
+    return record ? { hex, record } : null;
+  }
+
+  async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
+    const found = await this.stores.meta.get<ReferrersDoc>(keys.referrers(this.index, repo, subjectHex));
+    return Object.values(found?.doc.referrers ?? {});
+  }
+
+  /** Records a manifest whose bytes are already in the blob store, then its referrer entry and tag. */
+  async putManifest(repo: readonly string[], hex: string, record: ManifestRecord, tag?: string): Promise<void> {
+    await this.stores.meta.put(keys.manifest(this.index, repo, hex), record);
+    if (record.subject) {
+      const subject = record.subject;
+      await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
+        const next = doc ?? { referrers: {} };
+        next.referrers[hex] = record.descriptor;
+        return next;
+      });
+    }
+    if (tag !== undefined) {
+      await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+        const next = doc ?? { tags: {} };
+        if (next.tags[tag] === hex) return undefined;
+        next.tags[tag] = hex;
+        return next;
+      });
+    }
+  }
+
+  /** Drops one tag mapping; false when the tag did not exist. */
+  async deleteTag(repo: readonly string[], tag: string): Promise<boolean> {
+    const { changed } = await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+      if (!doc || !(tag in doc.tags)) return undefined;
+      delete doc.tags[tag];
+      return doc;
+    });
+    return changed;
+  }
+
+  /**
+   * Removes a manifest from the repository: the tags pointing at it, its referrer entry, then the
+   * record. The bytes stay in the shared blob store (another repository or index may hold the same
+   * manifest). False when the repository has no such manifest.
+   */
+  async deleteManifest(repo: readonly string[], hex: string): Promise<boolean> {
+    const record = await this.manifest(repo, hex);
+    if (!record) return false;
+    await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+      if (!doc) return undefined;
+      const stale = Object.keys(doc.tags).filter((t) => doc.tags[t] === hex);
+      if (stale.length === 0) return undefined;
+      for (const t of stale) delete doc.tags[t];
+      return doc;
+    });
+    if (record.subject) {
+      await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, record.subject), (doc) => {
+        if (!doc || !(hex in doc.referrers)) return undefined;
+        delete doc.referrers[hex];
+        return doc;
+      });
+    }
+    return this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Reads through an index's members, hosted first: a hosted member shadows a same-named image of
+ * an upstream member. Only the hosted role answers today; the cached (pull-through) role plugs in
+ * here as another `MemberReader` and is consulted after the hosted ones.
+ */
+import type { IndexConfig } from '../config/types.js';
+import type { ServerContext } from '../http/ecosystem.js';
+import { membersOf } from '../roles/write-target.js';
+import { HostedRepos, type FoundManifest } from './hosted.js';
+import type { Descriptor } from './meta.js';
+import type { Reference } from './names.js';
+
+export interface MemberReader {
+  readonly index: IndexConfig;
+  resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null>;
+  tags(repo: readonly string[]): Promise<Record<string, string>>;
+  referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]>;
+}
+
+export class Members {
+  readonly #hosted = new Map<string, HostedRepos>();
+
+  constructor(private readonly ctx: ServerContext) {}
+
+  /** The hosted state of a hosted index (the target of a write). */
+  hosted(index: IndexConfig): HostedRepos {
+    let repos = this.#hosted.get(index.name);
+    if (!repos) {
+      repos = new HostedRepos(index, this.ctx.stores);
+      this.#hosted.set(index.name, repos);
+    }
+    return repos;
+  }
+
+  /** The readers of an index's members in lookup order: hosted members first, then the others. */
+  readers(index: IndexConfig): MemberReader[] {
+    const members = membersOf(index, this.ctx.indexByName).filter((m) => m.ecosystem === 'oci');
+    const ordered = [...members.filter((m) => m.role === 'hosted'), ...members.filter((m) => m.role !== 'hosted')];
+    const readers: MemberReader[] = [];
+    for (const member of ordered) {
+      if (member.role === 'hosted') readers.push(this.hosted(member));
+      // cached members: pull-through is not served yet; they contribute nothing.
+    }
+    return readers;
+  }
+
+  async resolve(index: IndexConfig, repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+    for (const reader of this.readers(index)) {
+      const found = await reader.resolve(repo, ref);
+      if (found) return found;
+    }
+    return null;
+  }
+
+  /** Union of the members' tags; the first (hosted-first) member's mapping wins. */
+  async tags(index: IndexConfig, repo: readonly string[]): Promise<string[]> {
+    const seen = new Set<string>();
+    for (const reader of this.readers(index)) {
+      for (const tag of Object.keys(await reader.tags(repo))) seen.add(tag);
+    }
+    return [...seen];
+  }
+
+  async referrers(index: IndexConfig, repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
+    const byDigest = new Map<string, Descriptor>();
+    for (const reader of this.readers(index)) {
+      for (const d of await reader.referrers(repo, subjectHex)) if (!byDigest.has(d.digest)) byDigest.set(d.digest, d);
+    }
+    return [...byDigest.values()];
+  }
+}

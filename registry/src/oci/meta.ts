@@ -1,0 +1,59 @@
+/**
+ * Where the OCI API keeps its small documents in the MetaStore, and their shapes. Per hosted
+ * index and repository:
+ *
+ *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
+ *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
+ *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
+ *
+ * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
+ * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
+ * content-addressed store.
+ */
+import { createHash } from 'node:crypto';
+import type { IndexConfig } from '../config/types.js';
+
+export interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  artifactType?: string;
+  annotations?: Record<string, string>;
+}
+
+export interface ManifestRecord {
+  mediaType: string;
+  size: number;
+  /** Hex of the declared subject's sha256 digest. */
+  subject?: string;
+  /** The descriptor the referrers API lists for this manifest. */
+  descriptor: Descriptor;
+  pushedAt: string;
+}
+
+export interface TagsDoc {
+  tags: Record<string, string>;
+}
+
+export interface ReferrersDoc {
+  /** Referrer manifest hex -> its descriptor, in push order. */
+  referrers: Record<string, Descriptor>;
+}
+
+const SAFE_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** Index names are free text in the config; a name that is not a safe key segment is hashed. */
+function indexSegment(index: IndexConfig): string {
+  if (SAFE_SEGMENT.test(index.name)) return index.name;
+  return `_h${createHash('sha256').update(index.name).digest('hex').slice(0, 32)}`;
+}
+
+export function repoPrefix(index: IndexConfig, repo: readonly string[]): string {
+  return `oci/${indexSegment(index)}/repos/${repo.join('/')}`;
+}
+
+export const keys = {
+  tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,
+  manifest: (index: IndexConfig, repo: readonly string[], hex: string) => `${repoPrefix(index, repo)}/_manifests/${hex}`,
+  referrers: (index: IndexConfig, repo: readonly string[], subjectHex: string) => `${repoPrefix(index, repo)}/_referrers/${subjectHex}`,
+};
