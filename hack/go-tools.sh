@@ -1,19 +1,94 @@
 # Go programs for the OCI suites, built from the Go module proxy into a bin folder.
 # Sourced by hack/tools.sh; defines install_go_tools DIR.
+#
+# Every version is pinned. Each binary has a stamp file (DIR/.NAME.version); a binary whose stamp
+# matches the pinned version is not rebuilt, so a second run costs nothing.
+#
+# Only the Go module proxy is reachable (no github.com), and the proxy this machine and CI reach
+# serves a fixed set of module versions: anything else answers 403 "This module version is not
+# available", including `@latest`, `@<branch>`, `@<commit>` queries and `/@v/list`. Hence:
+#   - oras: `go install oras.land/oras/cmd/oras@V` probes the path oras.land/oras/cmd/oras first,
+#     gets 403 (fatal for go) and stops. We download the module oras.land/oras@V itself and build
+#     ./cmd/oras inside a writable copy of it, with the module's own go.mod/go.sum.
+#   - the distribution-spec conformance suite is a nested module
+#     (github.com/opencontainers/distribution-spec/conformance) that has never been tagged, so
+#     only pseudo-versions exist; the root module's zip leaves the nested folder out. The proxy
+#     serves neither the pseudo-version of the v1.1.1 release commit (a139cc423184,
+#     v0.0.0-20250123160558-a139cc423184) nor any commit of the current main line (403 for each).
+#     The newest pseudo-version it does serve is CONFORMANCE_VERSION below (2023-11-02, after
+#     v1.1.0-rc3, before v1.1.0); the checksum database has no record of it, so its module hash
+#     is pinned here instead and checked after download. It is built as a test binary
+#     (`go test -c`), the way the suite is meant to be run.
+#   - the main-line suite (oci-conformance-main) cannot be obtained: see above. It is not built;
+#     test/oci/conformance.test.ts says so in its output.
 
 CRANE_VERSION=v0.22.1
-REGCTL_VERSION=latest
+REGCTL_VERSION=v0.11.7
+ORAS_VERSION=v1.2.3
+CONFORMANCE_MODULE=github.com/opencontainers/distribution-spec/conformance
+CONFORMANCE_VERSION=v0.0.0-20231101194043-f2182352d4cc
+CONFORMANCE_SUM=h1:jL+CgYEEZluGb08ZcLpEyhn389kNMlwrWOHaIqXazq0=
 
-go_install() { # DIR NAME PACKAGE@VERSION
-  local dir=$1 name=$2 pkg=$3
-  [ -x "$dir/$name" ] && return 0
-  log "go install $pkg"
-  GOBIN=$dir GOFLAGS=-mod=mod go install "$pkg"
+# True when DIR/NAME exists and was built for VERSION.
+go_tool_current() { # DIR NAME VERSION
+  [ -x "$1/$2" ] && [ "$(cat "$1/.$2.version" 2>/dev/null)" = "$3" ]
+}
+
+go_install() { # DIR NAME PACKAGE VERSION
+  local dir=$1 name=$2 pkg=$3 version=$4
+  go_tool_current "$dir" "$name" "$version" && return 0
+  log "go install $pkg@$version"
+  local tmpbin
+  tmpbin=$(mktemp -d)
+  GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version"
+  mv -f "$tmpbin/$name" "$dir/$name"
+  rm -rf "$tmpbin"
+  echo "$version" > "$dir/.$name.version"
+}
+
+# Downloads MODULE@VERSION through the proxy, copies it to a writable temp dir and builds it there
+# with the module's own go.mod and go.sum. MODE is "build" (a command at ./SUBDIR) or "test" (the
+# test binary of the package at ./SUBDIR). SUM, when given, must equal the module's h1: hash.
+go_build_module() { # DIR NAME MODULE VERSION SUBDIR MODE [SUM]
+  local dir=$1 name=$2 module=$3 version=$4 subdir=$5 mode=$6 sum=${7:-}
+  go_tool_current "$dir" "$name" "$version" && return 0
+  log "go build $module@$version ($subdir) -> $name"
+  local json src got work
+  if [ -n "$sum" ]; then
+    # No checksum-database record for this version: the pinned hash below stands in for it.
+    json=$(GONOSUMDB=$module GOFLAGS=-mod=mod go mod download -json "$module@$version")
+  else
+    json=$(GOFLAGS=-mod=mod go mod download -json "$module@$version")
+  fi
+  if printf '%s' "$json" | grep -q '"Error"'; then
+    printf '%s\n' "$json" >&2
+    echo "cannot download $module@$version from the Go module proxy" >&2
+    return 1
+  fi
+  src=$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  got=$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Sum": "\(.*\)",\{0,1\}$/\1/p')
+  if [ -n "$sum" ] && [ "$got" != "$sum" ]; then
+    echo "$module@$version: module hash $got, pinned $sum" >&2
+    return 1
+  fi
+  work=$(mktemp -d)
+  cp -r "$src/." "$work/"
+  chmod -R u+w "$work"
+  if [ "$mode" = test ]; then
+    (cd "$work" && GOFLAGS=-mod=readonly go test -c -trimpath -o "$work/.out" "./$subdir")
+  else
+    (cd "$work" && GOFLAGS=-mod=readonly go build -trimpath -o "$work/.out" "./$subdir")
+  fi
+  mv -f "$work/.out" "$dir/$name"
+  rm -rf "$work"
+  echo "$version" > "$dir/.$name.version"
 }
 
 install_go_tools() {
   local dir=$1
   command -v go >/dev/null || { echo "go is required to build the OCI tools" >&2; return 1; }
-  go_install "$dir" crane "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
-  go_install "$dir" regctl "github.com/regclient/regclient/cmd/regctl@$REGCTL_VERSION"
+  go_install "$dir" crane github.com/google/go-containerregistry/cmd/crane "$CRANE_VERSION"
+  go_install "$dir" regctl github.com/regclient/regclient/cmd/regctl "$REGCTL_VERSION"
+  go_build_module "$dir" oras oras.land/oras "$ORAS_VERSION" cmd/oras build
+  go_build_module "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_SUM"
 }
