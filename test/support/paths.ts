@@ -12,6 +12,7 @@ const TOOL_PATHS: Record<string, string> = {
   pip: join(TOOLS, 'venv', 'bin', 'pip'),
   uv: join(TOOLS, 'venv', 'bin', 'uv'),
   twine: join(TOOLS, 'venv', 'bin', 'twine'),
+  'pypi-server': join(TOOLS, 'venv', 'bin', 'pypi-server'),
   crane: join(TOOLS, 'bin', 'crane'),
   oras: join(TOOLS, 'bin', 'oras'),
   regctl: join(TOOLS, 'bin', 'regctl'),

@@ -1,0 +1,94 @@
+/**
+ * Fetches one small upstream document (a page, a tag list, a manifest) for `readThrough`: a
+ * conditional GET, the body read into memory up to a bound, and the answer sorted into
+ * not-modified, ok, absent (404/410) or a thrown failure (anything else, 5xx included).
+ */
+import type { FreshnessHeaders } from './freshness.js';
+import { header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+
+export const DEFAULT_MAX_DOC_BYTES = 64 * 1024 * 1024;
+
+export type FetchedDoc =
+  | { status: 'not_modified'; headers: FreshnessHeaders }
+  | { status: 'ok'; body: Buffer; headers: FreshnessHeaders }
+  | { status: 'absent'; code: number };
+
+/** The validators a revalidation sends. */
+export interface Conditional {
+  etag?: string;
+  lastModified?: string;
+}
+
+/** The upstream answered, but not with something a cache can use. */
+export class UpstreamStatusError extends Error {
+  constructor(
+    readonly status: number,
+    url: string,
+  ) {
+    super(`upstream ${url} answered ${status}`);
+    this.name = 'UpstreamStatusError';
+  }
+}
+
+export class DocumentTooLargeError extends Error {
+  constructor(url: string, limit: number) {
+    super(`upstream ${url} sent a document larger than ${limit} bytes`);
+    this.name = 'DocumentTooLargeError';
+  }
+}
+
+export interface FetchDocOptions {
+  headers?: Record<string, string>;
+  maxBytes?: number;
+  signal?: AbortSignal;
+}
+
+export async function fetchDoc(client: UpstreamClient, target: string | URL, cond: Conditional, opts: FetchDocOptions = {}): Promise<FetchedDoc> {
+  const req: Parameters<UpstreamClient['get']>[1] = { headers: opts.headers ?? {} };
+  if (cond.etag !== undefined) req.etag = cond.etag;
+  if (cond.lastModified !== undefined) req.lastModified = cond.lastModified;
+  if (opts.signal) req.signal = opts.signal;
+  const res = await client.get(target, req);
+  if (res.status === 304) {
+    res.body.resume();
+    return { status: 'not_modified', headers: freshnessHeaders(res) };
+  }
+  if (res.status === 404 || res.status === 410) {
+    res.body.resume();
+    return { status: 'absent', code: res.status };
+  }
+  if (res.status !== 200) {
+    res.body.resume();
+    throw new UpstreamStatusError(res.status, res.url);
+  }
+  const body = await readBounded(res, opts.maxBytes ?? DEFAULT_MAX_DOC_BYTES);
+  return { status: 'ok', body, headers: freshnessHeaders(res) };
+}
+
+export function freshnessHeaders(res: Pick<UpstreamResponse, 'headers'>): FreshnessHeaders {
+  const out: FreshnessHeaders = {};
+  const set = (k: keyof FreshnessHeaders, name: string): void => {
+    const v = header(res.headers, name);
+    if (v !== undefined) out[k] = v;
+  };
+  set('cacheControl', 'cache-control');
+  set('age', 'age');
+  set('etag', 'etag');
+  set('lastModified', 'last-modified');
+  set('contentType', 'content-type');
+  return out;
+}
+
+async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      res.body.destroy();
+      throw new DocumentTooLargeError(res.url, limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}

@@ -1,0 +1,236 @@
+/**
+ * The HTTP client a cached index uses to reach its upstream. One GET (or HEAD) with a streamed
+ * body, a deadline for the response headers, an idle deadline for the body, redirects followed by
+ * hand (so credentials go only to the upstream's own origin), Basic credentials from the index's
+ * Secrets, and conditional headers for revalidation.
+ *
+ * Credentials and query strings never appear in an error message or in a URL this module hands
+ * out for logging: every URL shown passes through `sanitizeUrl`.
+ *
+ * Every status is returned, not thrown: a 404 or a 401 challenge is an answer the caller reads.
+ * Only a failure to get an answer (connect error, timeout, redirect loop) throws `UpstreamError`.
+ * The caller must consume or destroy `body` of every response: it holds a connection and, with an
+ * `UpstreamSlots` cap, an upstream slot until it closes.
+ */
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
+import { sanitizeUrl } from '../config/sanitize.js';
+import type { Secret } from '../config/secret.js';
+import type { UpstreamSlots } from '../limits/upstream-slots.js';
+
+export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+export const DEFAULT_MAX_REDIRECTS = 5;
+
+export interface UpstreamClientOptions {
+  /** The upstream base URL (`cached = ...`). User info in it is used as credentials, never shown. */
+  baseUrl: string;
+  username?: Secret;
+  password?: Secret;
+  /** Connect plus response headers must take no longer than this. */
+  headersTimeoutMs?: number;
+  /** The body may go silent for no longer than this. */
+  idleTimeoutMs?: number;
+  maxRedirects?: number;
+  /** Caps concurrent fetches; a slot is held from the request until the body closes. */
+  slots?: UpstreamSlots;
+  userAgent?: string;
+}
+
+export interface UpstreamRequest {
+  method?: 'GET' | 'HEAD';
+  /** Extra request headers. An `authorization` here replaces the Basic credentials. */
+  headers?: Record<string, string>;
+  /** Sent as `If-None-Match`. */
+  etag?: string;
+  /** Sent as `If-Modified-Since` (an HTTP date, as the upstream sent it). */
+  lastModified?: string;
+  signal?: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The final URL after redirects, sanitized: fit for logs and messages. */
+  url: string;
+  /** The final URL after redirects, as fetched: for resolving relative links. Do not log it. */
+  rawUrl: string;
+  body: Readable;
+}
+
+export type UpstreamFailure = 'connect' | 'timeout' | 'redirect' | 'aborted';
+
+/** No answer from the upstream. The message names the sanitized URL and the cause, nothing else. */
+export class UpstreamError extends Error {
+  constructor(
+    readonly kind: UpstreamFailure,
+    readonly url: string,
+    detail: string,
+  ) {
+    super(`upstream ${sanitizeUrl(url)}: ${detail}`);
+    this.name = 'UpstreamError';
+  }
+}
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+interface Credentials {
+  origin: string;
+  authorization: string;
+}
+
+export class UpstreamClient {
+  readonly baseUrl: URL;
+  readonly #credentials: Credentials | undefined;
+  readonly #headersTimeoutMs: number;
+  readonly #idleTimeoutMs: number;
+  readonly #maxRedirects: number;
+  readonly #slots: UpstreamSlots | undefined;
+  readonly #userAgent: string;
+  readonly #agents = {
+    'http:': new http.Agent({ keepAlive: true }),
+    'https:': new https.Agent({ keepAlive: true }),
+  };
+
+  constructor(opts: UpstreamClientOptions) {
+    const base = new URL(opts.baseUrl);
+    const user = opts.username?.reveal() ?? decodeURIComponent(base.username);
+    const pass = opts.password?.reveal() ?? decodeURIComponent(base.password);
+    base.username = '';
+    base.password = '';
+    this.baseUrl = base;
+    this.#credentials =
+      user !== '' || pass !== ''
+        ? { origin: base.origin, authorization: `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}` }
+        : undefined;
+    this.#headersTimeoutMs = opts.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS;
+    this.#idleTimeoutMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.#maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    this.#slots = opts.slots;
+    this.#userAgent = opts.userAgent ?? 'velodex';
+  }
+
+  /** The base URL fit for logs and status documents. */
+  get displayUrl(): string {
+    return sanitizeUrl(this.baseUrl.toString());
+  }
+
+  /** Fetches `target` (absolute, or relative to the base URL). */
+  async get(target: string | URL, req: UpstreamRequest = {}): Promise<UpstreamResponse> {
+    const release = this.#slots ? await this.#slots.acquire(req.signal) : undefined;
+    try {
+      let url = new URL(target, this.baseUrl);
+      for (let hop = 0; ; hop++) {
+        const res = await this.#once(url, req);
+        const location = res.headers.location;
+        if (!REDIRECTS.has(res.statusCode ?? 0) || location === undefined) {
+          if (release) res.once('close', release);
+          return {
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            url: sanitizeUrl(url.toString()),
+            rawUrl: url.toString(),
+            body: res,
+          };
+        }
+        res.resume();
+        if (hop >= this.#maxRedirects) throw new UpstreamError('redirect', url.toString(), `more than ${this.#maxRedirects} redirects`);
+        url = new URL(location, url);
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+          throw new UpstreamError('redirect', url.toString(), 'redirect to a scheme other than http(s)');
+        }
+      }
+    } catch (err) {
+      release?.();
+      throw err;
+    }
+  }
+
+  /** Closes idle keep-alive connections. */
+  close(): void {
+    this.#agents['http:'].destroy();
+    this.#agents['https:'].destroy();
+  }
+
+  #headers(url: URL, req: UpstreamRequest): Record<string, string> {
+    const headers: Record<string, string> = {
+      'user-agent': this.#userAgent,
+      // Identity only: digests are of the stored bytes, so nothing may be transformed in transit.
+      'accept-encoding': 'identity',
+    };
+    // Credentials go to the configured origin only, never to a host a redirect points at.
+    if (this.#credentials && url.origin === this.#credentials.origin) headers.authorization = this.#credentials.authorization;
+    if (req.etag !== undefined) headers['if-none-match'] = req.etag;
+    if (req.lastModified !== undefined) headers['if-modified-since'] = req.lastModified;
+    for (const [k, v] of Object.entries(req.headers ?? {})) headers[k.toLowerCase()] = v;
+    return headers;
+  }
+
+  #once(url: URL, req: UpstreamRequest): Promise<IncomingMessage> {
+    const agent = url.protocol === 'https:' ? this.#agents['https:'] : url.protocol === 'http:' ? this.#agents['http:'] : undefined;
+    if (!agent) return Promise.reject(new UpstreamError('connect', url.toString(), `unsupported scheme ${url.protocol}`));
+    const shown = url.toString();
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(url, {
+        method: req.method ?? 'GET',
+        headers: this.#headers(url, req),
+        agent,
+      });
+      let settled = false;
+      const fail = (err: UpstreamError): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        req.signal?.removeEventListener('abort', onAbort);
+        request.destroy();
+        reject(err);
+      };
+      const deadline = setTimeout(
+        () => fail(new UpstreamError('timeout', shown, `no response headers within ${this.#headersTimeoutMs} ms`)),
+        this.#headersTimeoutMs,
+      );
+      const onAbort = (): void => fail(new UpstreamError('aborted', shown, 'request aborted'));
+      req.signal?.addEventListener('abort', onAbort, { once: true });
+      request.on('error', (err: NodeJS.ErrnoException) => fail(new UpstreamError('connect', shown, describe(err))));
+      request.on('response', (res) => {
+        if (settled) {
+          res.destroy();
+          return;
+        }
+        settled = true;
+        clearTimeout(deadline);
+        // Body idle deadline: the socket timer restarts on every byte.
+        request.setTimeout(this.#idleTimeoutMs, () =>
+          res.destroy(new UpstreamError('timeout', shown, `body idle for more than ${this.#idleTimeoutMs} ms`)),
+        );
+        if (req.signal) {
+          req.signal.removeEventListener('abort', onAbort);
+          const abortBody = (): void => {
+            res.destroy(new UpstreamError('aborted', shown, 'request aborted'));
+          };
+          req.signal.addEventListener('abort', abortBody, { once: true });
+          res.once('close', () => req.signal?.removeEventListener('abort', abortBody));
+        }
+        resolve(res);
+      });
+      request.end();
+    });
+  }
+}
+
+/** A network error's code, never its full message (which may quote a host or path). */
+function describe(err: NodeJS.ErrnoException): string {
+  return err.code ? `connection failed (${err.code})` : 'connection failed';
+}
+
+/** Reads and drops a body the caller does not want, so the connection and slot are freed. */
+export function discard(res: UpstreamResponse): void {
+  res.body.resume();
+}
+
+/** One header value as a string (the first, when repeated). */
+export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name.toLowerCase()];
+  return Array.isArray(v) ? v[0] : v;
+}
