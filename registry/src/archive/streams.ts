@@ -1,0 +1,82 @@
+/** Small stream helpers for the walkers. */
+import { pipeline, Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import { ArchiveError } from './errors.js';
+
+/**
+ * Pipes `first` through `rest` and returns the last stream. An error anywhere destroys the whole
+ * chain and reaches the reader of the returned stream; destroying it tears the chain down.
+ */
+export function chain(first: Readable, ...rest: Transform[]): Readable {
+  const last = rest[rest.length - 1];
+  if (!last) return first;
+  pipeline([first, ...rest], () => undefined);
+  return last;
+}
+
+/** Fails when a member yields more or fewer bytes than its header declared. */
+export function exactSize(declared: number, what: string): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback) {
+      seen += chunk.length;
+      if (seen > declared) done(new ArchiveError('corrupt', `${what} holds more than the ${declared} bytes it declares`));
+      else done(null, chunk);
+    },
+    flush(done: TransformCallback) {
+      done(seen < declared ? new ArchiveError('corrupt', `${what} ends after ${seen} of the ${declared} bytes it declares`) : null);
+    },
+  });
+}
+
+/** Reads a whole stream that must not exceed `limit` bytes. */
+export async function collect(stream: Readable, limit: number, what: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) {
+      stream.destroy();
+      throw new ArchiveError('corrupt', `${what} holds more bytes than declared`);
+    }
+    parts.push(chunk);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Skips `offset` bytes and returns at most `max` after them; stops reading (destroys) once it has them. */
+export async function slice(stream: Readable, offset: number, max: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let skipped = 0;
+  let got = 0;
+  if (max <= 0) {
+    stream.destroy();
+    return Buffer.alloc(0);
+  }
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    let part = chunk;
+    if (skipped < offset) {
+      const skip = Math.min(offset - skipped, part.length);
+      skipped += skip;
+      part = part.subarray(skip);
+    }
+    if (part.length > 0) {
+      const take = Math.min(max - got, part.length);
+      parts.push(part.subarray(0, take));
+      got += take;
+    }
+    if (got >= max) break; // leaving the loop destroys the stream
+  }
+  return Buffer.concat(parts);
+}
+
+export function drainOrClose(stream: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+  });
+}
