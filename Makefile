@@ -14,8 +14,9 @@ $(NPM_STAMP): package.json package-lock.json registry/package.json operator/pack
 	npm ci --no-audit --no-fund
 	@touch $(NPM_STAMP)
 
+# tsc writes the bin without its executable bit; `npx velodex` needs it.
 build: install
-	npx tsc -b registry operator
+	npm run --silent build
 
 typecheck: build
 	npx tsc -p test --noEmit
