@@ -1,12 +1,91 @@
-/** The Python ecosystem (PEP 503/691 Simple API, uploads, legacy JSON). */
-import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+/**
+ * The Python ecosystem: dispatch of requests under `/{route}/` to the Simple API, file
+ * downloads, legacy JSON and uploads. Routes are a table of (path shape, methods) so the write
+ * endpoints to come (yank, delete, restore, promote) are one entry each.
+ */
+import type { Ecosystem, IndexRequest, ServerContext } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
+import { isSha256Hex } from '../storage/types.js';
+import { findFile, serveFile } from './files/handler.js';
+import { handleInspect } from './inspect/handler.js';
+import { serveLegacyJson } from './legacy-json/handler.js';
+import { ProjectRecords } from './records.js';
+import { serveProjectDetail, serveProjectList } from './simple/handler.js';
+import { handleUpload } from './upload/handler.js';
+import { ProjectSource } from './simple/source.js';
 
-export function createPythonEcosystem(_ctx: ServerContext): Ecosystem {
+type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
+
+interface Route {
+  /** The path parameters when `rest` has this route's shape, else null. */
+  match(rest: readonly string[], trailingSlash: boolean): string[] | null;
+  /** GET also answers HEAD. */
+  methods: Partial<Record<Method, Handler>>;
+}
+
+export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
+  const source = new ProjectSource(new ProjectRecords(ctx.stores.meta));
+  const routes = pythonRoutes(ctx, source);
   return {
     id: 'python',
     async handleIndexRequest(req) {
-      throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}`);
+      for (const route of routes) {
+        const params = route.match(req.rest, req.trailingSlash);
+        if (!params) continue;
+        const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
+        const handler = route.methods[method];
+        if (!handler) {
+          const allow = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
+          throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allow.join(', ') });
+        }
+        return handler(req, params);
+      }
+      throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
     },
   };
+}
+
+function pythonRoutes(ctx: ServerContext, source: ProjectSource): Route[] {
+  return [
+    // Checked in order. Legacy JSON comes before the Simple detail page so that
+    // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
+    // `/simple/{project}/` with the slash.
+    {
+      match: (rest) => (rest.length === 0 ? [] : null),
+      methods: {
+        POST: (req) => handleUpload(ctx, req),
+      },
+    },
+    {
+      match: (rest) => (rest.length === 3 && rest[0] === 'files' && isSha256Hex(rest[1] ?? '') ? [rest[1]!, rest[2]!] : null),
+      methods: { GET: (req, params) => serveFile(source, ctx.stores.blobs, req, params[0]!, params[1]!) },
+    },
+    {
+      // inspect/{sha256}/{filename}[/{member...}]: members of an archive this index serves.
+      match: (rest) => (rest.length >= 3 && rest[0] === 'inspect' ? rest.slice(1) : null),
+      methods: {
+        GET: (req, params) =>
+          handleInspect(ctx, req, params[0]!, params[1]!, params.length > 2 ? params.slice(2).join('/') : null, {
+            owns: async (sha256, filename) => (await findFile(source, req.index.name, sha256, filename)) !== null,
+          }),
+      },
+    },
+    {
+      match: (rest, slash) => (rest.length === 2 && rest[1] === 'json' && !slash ? [rest[0]!] : null),
+      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!) },
+    },
+    {
+      match: (rest, slash) => (rest.length === 3 && rest[2] === 'json' && !slash ? [rest[0]!, rest[1]!] : null),
+      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!, params[1]!) },
+    },
+    {
+      match: (rest) => (rest.length === 1 && rest[0] === 'simple' ? [] : null),
+      methods: { GET: (req) => serveProjectList(source, req) },
+    },
+    {
+      match: (rest) => (rest.length === 2 && rest[0] === 'simple' ? [rest[1]!] : null),
+      methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
+    },
+  ];
 }

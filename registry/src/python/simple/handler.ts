@@ -1,0 +1,38 @@
+/**
+ * `GET /{route}/simple/` and `GET /{route}/simple/{project}/`. Project names are PEP 503
+ * normalised; any other spelling, or a missing trailing slash, is redirected (301) to the
+ * canonical URL, as PyPI does.
+ */
+import type { IndexRequest } from '../../http/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { normalizeName } from '../records.js';
+import { HTML_V1_TYPE, negotiate, type Negotiated } from './negotiate.js';
+import type { RenderedPage } from './page-cache.js';
+import { renderDetailHtml, renderDetailJson, renderProjectListHtml, renderProjectListJson } from './render.js';
+import { redirect, sendPage } from './respond.js';
+import type { ProjectSource } from './source.js';
+
+const VARY = { vary: 'Accept' };
+
+export async function serveProjectList(source: ProjectSource, req: IndexRequest): Promise<void> {
+  if (!req.trailingSlash) return redirect(req, `/${req.index.route}/simple/`, VARY);
+  const chosen = negotiate(req.request.headers.accept);
+  const page = await source.listPage(req.index.name, chosen.format, chosen.format === 'json' ? renderProjectListJson : renderProjectListHtml);
+  sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
+}
+
+export async function serveProjectDetail(source: ProjectSource, req: IndexRequest, project: string): Promise<void> {
+  const normalized = normalizeName(project);
+  if (normalized !== project || !req.trailingSlash) {
+    return redirect(req, `/${req.index.route}/simple/${encodeURIComponent(normalized)}/`, VARY);
+  }
+  const chosen = negotiate(req.request.headers.accept);
+  const page = await source.projectPage(req.index.name, normalized, chosen.format, chosen.format === 'json' ? renderDetailJson : renderDetailHtml);
+  if (!page) throw new HttpError(404, `project "${normalized}" not found in index ${req.index.name}`, VARY);
+  sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
+}
+
+/** The two HTML media types share bytes but are different representations: distinct ETags. */
+function forMediaType(page: RenderedPage, chosen: Negotiated): RenderedPage {
+  return chosen.contentType === HTML_V1_TYPE ? { body: page.body, etag: `${page.etag.slice(0, -1)}-v1"` } : page;
+}

@@ -1,0 +1,80 @@
+/**
+ * Simple API renderers: PEP 503 HTML and PEP 691 JSON for the project list and the project
+ * detail page, with the PEP 592 (yanked), 658/714 (core metadata), 700 (versions, size,
+ * upload-time) and 792 (project status) fields, at API version 1.4.
+ */
+import { escapeHtml } from './html.js';
+import type { ResolvedFile, ResolvedProject } from './resolved.js';
+
+export const API_VERSION = '1.4';
+
+/**
+ * File links are relative to the detail page (`/{route}/simple/{project}/`), so they keep
+ * working behind a proxy that mounts the server under another prefix; pip and uv both resolve
+ * them against the page URL.
+ */
+export function fileHref(file: ResolvedFile): string {
+  return `../../files/${file.sha256}/${encodeURIComponent(file.filename)}`;
+}
+
+export function renderProjectListHtml(names: readonly string[]): string {
+  const links = names.map((n) => `    <a href="${escapeHtml(encodeURIComponent(n))}/">${escapeHtml(n)}</a><br>\n`).join('');
+  return (
+    '<!DOCTYPE html>\n<html>\n  <head>\n' +
+    `    <meta name="pypi:repository-version" content="${API_VERSION}">\n` +
+    '    <title>Simple index</title>\n  </head>\n  <body>\n' +
+    links +
+    '  </body>\n</html>\n'
+  );
+}
+
+export function renderProjectListJson(names: readonly string[]): string {
+  return JSON.stringify({ meta: { 'api-version': API_VERSION }, projects: names.map((name) => ({ name })) });
+}
+
+export function renderDetailHtml(project: ResolvedProject): string {
+  const name = escapeHtml(project.name);
+  const links = project.files
+    .map((f) => {
+      const attrs = [`href="${escapeHtml(fileHref(f))}#sha256=${f.sha256}"`];
+      if (f.requiresPython !== null) attrs.push(`data-requires-python="${escapeHtml(f.requiresPython)}"`);
+      if (f.metadataSha256 !== null) {
+        // PEP 714 renamed the attribute; older pip only reads the PEP 658 spelling.
+        attrs.push(`data-dist-info-metadata="sha256=${f.metadataSha256}"`, `data-core-metadata="sha256=${f.metadataSha256}"`);
+      }
+      if (f.yanked !== false) attrs.push(`data-yanked="${escapeHtml(f.yanked)}"`);
+      return `    <a ${attrs.join(' ')}>${escapeHtml(f.filename)}</a><br>\n`;
+    })
+    .join('');
+  return (
+    '<!DOCTYPE html>\n<html>\n  <head>\n' +
+    `    <meta name="pypi:repository-version" content="${API_VERSION}">\n` +
+    '    <meta name="pypi:project-status" content="active">\n' +
+    `    <title>Links for ${name}</title>\n  </head>\n  <body>\n` +
+    `    <h1>Links for ${name}</h1>\n` +
+    links +
+    '  </body>\n</html>\n'
+  );
+}
+
+export function renderDetailJson(project: ResolvedProject): string {
+  const metadata = (f: ResolvedFile) => (f.metadataSha256 !== null ? { sha256: f.metadataSha256 } : false);
+  return JSON.stringify({
+    meta: { 'api-version': API_VERSION },
+    name: project.name,
+    'project-status': { status: 'active' },
+    versions: project.releases.map((r) => r.version),
+    files: project.files.map((f) => ({
+      filename: f.filename,
+      url: fileHref(f),
+      hashes: { sha256: f.sha256 },
+      'requires-python': f.requiresPython,
+      size: f.size,
+      'upload-time': f.uploadTime,
+      // PEP 691: true for a yank without a reason, the reason string otherwise.
+      yanked: f.yanked === false ? false : f.yanked === '' ? true : f.yanked,
+      'core-metadata': metadata(f),
+      'dist-info-metadata': metadata(f),
+    })),
+  });
+}

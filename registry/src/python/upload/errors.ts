@@ -1,0 +1,42 @@
+/**
+ * How the upload path refuses a request. Every refusal is an `HttpError` (rendered by the app's
+ * error handler) except a policy denial, whose body is the spec's denial object instead.
+ */
+import { HttpError } from '../../http/errors.js';
+
+/** A malformed upload: 400 with a message that says what is wrong. */
+export function badUpload(message: string): HttpError {
+  return new HttpError(400, message);
+}
+
+/** The spec's policy denial object. */
+export interface PolicyDenial {
+  action: 'upload';
+  project: string;
+  filename: string;
+  version: string;
+  rule: string;
+  field: string;
+  reason: string;
+}
+
+export class PolicyDenialError extends Error {
+  readonly status = 403;
+  constructor(readonly denial: PolicyDenial) {
+    super(denial.reason);
+    this.name = 'PolicyDenialError';
+  }
+}
+
+const MAX_REASON = 300;
+
+/**
+ * The message as an HTTP reason phrase: `twine` prints the reason phrase, not the body, so the
+ * person at the terminal sees why. A reason phrase is one line of visible ASCII, and we keep it
+ * short.
+ */
+export function reasonPhraseOf(message: string): string {
+  let text = message.replace(/\s+/g, ' ').replace(/[^\x20-\x7e]/g, '?').trim();
+  if (text.length > MAX_REASON) text = `${text.slice(0, MAX_REASON - 3)}...`;
+  return text === '' ? 'Bad Request' : text;
+}
