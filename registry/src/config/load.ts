@@ -12,6 +12,7 @@ import { Secret } from './secret.js';
 import type { Config, EcosystemId, IndexConfig, Role, StorageConfig } from './types.js';
 import { embeddedDefault } from './default.js';
 import { checkRoute } from './routes.js';
+import { parseDuration } from '../policy/duration.js';
 
 export interface Overrides {
   host?: string;
@@ -152,6 +153,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.Process
       maxFileSize: ix.policy?.['max-file-size'],
       denyProjects: ix.policy?.['deny-projects'] ?? [],
       allowProjects: ix.policy?.['allow-projects'] ?? [],
+      minReleaseAgeSecs: ix.policy?.['min-release-age'] === undefined ? undefined : (parseDuration(ix.policy['min-release-age']) ?? undefined),
     },
     webhooks: (ix.webhook ?? []).map((w, j) => ({
       url: w.url,

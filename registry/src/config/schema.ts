@@ -4,6 +4,7 @@
  * loader resolves them into `Secret` values and checks that exactly one spelling is used.
  */
 import { z } from 'zod';
+import { DURATION_PATTERN } from '../policy/duration.js';
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
@@ -21,6 +22,9 @@ export const policySchema = z.strictObject({
   'max-file-size': positiveInt.optional(),
   'deny-projects': z.array(z.string()).optional(),
   'allow-projects': z.array(z.string()).optional(),
+  'min-release-age': z
+    .union([z.number().int().min(0), z.string().regex(DURATION_PATTERN, 'must be seconds or a duration like "7d", "12h", "1d12h"')])
+    .optional(),
 });
 
 export const webhookSchema = z.strictObject({

@@ -8,6 +8,8 @@ export interface PolicyConfig {
   maxFileSize?: number;
   denyProjects: string[];
   allowProjects: string[];
+  /** Files younger than this are not served (seconds). */
+  minReleaseAgeSecs?: number;
 }
 
 export interface WebhookConfig {

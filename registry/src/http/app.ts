@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config, IndexConfig } from '../config/types.js';
+import { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
 import { errorBody, HttpError } from './errors.js';
@@ -48,7 +49,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   app.setErrorHandler((err, request, reply) => {
     if (err instanceof HttpError) {
       reply.headers(err.headers);
-      return reply.code(err.status).type('application/json').send(errorBody(err.status, err.message));
+      return reply.code(err.status).type('application/json').send(err.body ?? errorBody(err.status, err.message));
     }
     const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
     if (status >= 500) {
@@ -59,7 +60,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   });
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName };
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters() };
   const ecosystems = factories.map((make) => make(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);

@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config, IndexConfig } from '../config/types.js';
+import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 
 export interface ServerContext {
@@ -13,6 +14,8 @@ export interface ServerContext {
   stores: Stores;
   log: FastifyBaseLogger;
   indexByName: ReadonlyMap<string, IndexConfig>;
+  /** The usage counters of `/+stats`, per index route; shared by every ecosystem. */
+  counters: UsageCounters;
 }
 
 export interface IndexRequest {

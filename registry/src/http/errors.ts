@@ -5,6 +5,8 @@ export class HttpError extends Error {
     message: string,
     /** Extra headers for the response, e.g. `WWW-Authenticate` or `Retry-After`. */
     readonly headers: Record<string, string> = {},
+    /** A JSON body to send instead of the default error body (e.g. a policy denial object). */
+    readonly body?: object,
   ) {
     super(message);
     this.name = 'HttpError';

@@ -6,13 +6,17 @@
 import type { Ecosystem, IndexRequest, ServerContext } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
 import { isSha256Hex } from '../storage/types.js';
-import { findFile, serveFile } from './files/handler.js';
+import { findServableFile, serveFile } from './files/handler.js';
 import { handleInspect } from './inspect/handler.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
 import { ProjectRecords } from './records.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
 import { handleUpload } from './upload/handler.js';
+import { ProjectOverrides } from './mutations/overrides.js';
+import { mutationRoutes } from './mutations/routes.js';
+import type { MutationDeps } from './mutations/handler.js';
 import { ProjectSource } from './simple/source.js';
+import { buildSources } from './sources/build.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
@@ -25,28 +29,40 @@ interface Route {
 }
 
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
-  const source = new ProjectSource(new ProjectRecords(ctx.stores.meta));
-  const routes = pythonRoutes(ctx, source);
+  const records = new ProjectRecords(ctx.stores.meta);
+  const overrides = new ProjectOverrides(ctx.stores.meta);
+  // One project source per index (hosted records, cached upstream, virtual merge).
+  const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route));
+  const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
+  const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
+  const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer });
   return {
     id: 'python',
+    async close() {
+      sources.close();
+    },
     async handleIndexRequest(req) {
+      // Several shapes may match one path (`simple/yank` is a detail page to GET and a yank to
+      // PUT): the first route with the method wins; 405 (with the first shape's methods) when none has it.
+      const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
+      let first: Route | null = null;
       for (const route of routes) {
         const params = route.match(req.rest, req.trailingSlash);
         if (!params) continue;
-        const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
         const handler = route.methods[method];
-        if (!handler) {
-          const allow = Object.keys(route.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
-          throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allow.join(', ') });
-        }
-        return handler(req, params);
+        if (handler) return handler(req, params);
+        first ??= route;
+      }
+      if (first) {
+        const allow = Object.keys(first.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
+        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allow.join(', ') });
       }
       throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
     },
   };
 }
 
-function pythonRoutes(ctx: ServerContext, source: ProjectSource): Route[] {
+function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<MutationDeps, 'overrides' | 'cachedLayer'>): Route[] {
   return [
     // Checked in order. Legacy JSON comes before the Simple detail page so that
     // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
@@ -67,7 +83,7 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource): Route[] {
       methods: {
         GET: (req, params) =>
           handleInspect(ctx, req, params[0]!, params[1]!, params.length > 2 ? params.slice(2).join('/') : null, {
-            owns: async (sha256, filename) => (await findFile(source, req.index.name, sha256, filename)) !== null,
+            owns: async (sha256, filename) => (await findServableFile(source, req.index, sha256, filename)) !== null,
           }),
       },
     },
@@ -87,5 +103,7 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource): Route[] {
       match: (rest) => (rest.length === 2 && rest[0] === 'simple' ? [rest[1]!] : null),
       methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
     },
+    // yank, un-yank, delete, restore, promote (PUT/DELETE only).
+    ...mutationRoutes({ ctx, records: source.records, ...layers }),
   ];
 }

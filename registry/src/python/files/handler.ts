@@ -1,15 +1,17 @@
 /**
  * `GET`/`HEAD /{route}/files/{sha256}/{filename}` (artifact bytes) and `.../{filename}.metadata`
- * (the PEP 658 core-metadata sibling). A file is served only if a record of this index names it
- * with that sha256; bytes stream from the blob store, with single-range support.
+ * (the PEP 658 core-metadata sibling). A file is served only if this index lists it with that
+ * sha256 (whatever its role: see `sources/types.ts`); stored bytes stream from the blob store,
+ * with single-range support; bytes still arriving from an upstream stream as they come.
  */
+import type { IndexConfig } from '../../config/types.js';
 import type { IndexRequest } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { isSha256Hex, type BlobStore } from '../../storage/types.js';
-import type { FileRecord } from '../records.js';
 import { etagMatches } from '../simple/page-cache.js';
 import type { ProjectSource } from '../simple/source.js';
-import { candidateProjects } from './lookup.js';
+import { assertFileServable, resolvedFacts } from '../policy/apply.js';
+import type { FileBody, ListedFile } from '../sources/types.js';
 import { parseRange } from './range.js';
 
 const METADATA_SUFFIX = '.metadata';
@@ -19,28 +21,63 @@ export async function serveFile(source: ProjectSource, blobs: BlobStore, req: In
   if (!isSha256Hex(sha256)) throw notFound();
   const wantsMetadata = filename.endsWith(METADATA_SUFFIX);
   const artifact = wantsMetadata ? filename.slice(0, -METADATA_SUFFIX.length) : filename;
-  const file = await findFile(source, req.index.name, sha256, artifact);
-  const digest = wantsMetadata ? file?.metadataSha256 : file?.sha256;
-  if (!digest) throw notFound();
-  const info = await blobs.stat(digest);
-  if (!info) {
-    req.request.log.warn({ digest, filename }, 'a recorded file has no blob');
+  // Policy applies to the file and its metadata sibling alike.
+  const listed = await findServableFile(source, req.index, sha256, artifact);
+  if (!listed) throw notFound();
+  const body = await listed.open(wantsMetadata ? 'metadata' : 'file');
+  if (!body) {
+    if (!wantsMetadata) req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
     throw notFound();
   }
-  await sendBlob(blobs, req, digest, info.size, wantsMetadata ? 'text/plain; charset=utf-8' : 'application/octet-stream');
-}
-
-/** The record of `filename` in this index, if it has exactly those bytes. */
-export async function findFile(source: ProjectSource, indexName: string, sha256: string, filename: string): Promise<FileRecord | null> {
-  for (const project of candidateProjects(filename)) {
-    const loaded = await source.load(indexName, project);
-    const file = loaded?.record.files[filename];
-    if (file) return file.sha256 === sha256 ? file : null;
+  source.count(req.index.name, wantsMetadata ? 'metadata' : 'downloads');
+  const contentType = wantsMetadata ? 'text/plain; charset=utf-8' : 'application/octet-stream';
+  if (body.kind === 'blob') {
+    const sent = await sendBlob(blobs, req, body.digest, body.size, contentType);
+    source.count(req.index.name, 'bytes', sent);
+  } else {
+    sendStream(req, body, contentType);
+    source.count(req.index.name, 'bytes', body.size ?? 0);
   }
-  return null;
 }
 
-async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string): Promise<void> {
+/** The file this index lists under `filename` with these bytes (any role), else null. */
+export async function findFile(source: ProjectSource, indexName: string, sha256: string, filename: string): Promise<ListedFile | null> {
+  return source.sourceFor(indexName).locate(sha256, filename);
+}
+
+/** `findFile`, but a file the index policy blocks is a 403 policy denial (thrown). */
+export async function findServableFile(source: ProjectSource, index: IndexConfig, sha256: string, filename: string): Promise<ListedFile | null> {
+  const listed = await findFile(source, index.name, sha256, filename);
+  if (listed) assertFileServable(index, listed.project, resolvedFacts(listed.file));
+  return listed;
+}
+
+/**
+ * Bytes arriving from an upstream: no ranges (the whole file is on its way anyway), and the
+ * announced length, so a client whose transfer is cut (digest mismatch, upstream failure) sees
+ * a short body, never a complete-looking bad one.
+ */
+function sendStream(req: IndexRequest, body: Extract<FileBody, { kind: 'stream' }>, contentType: string): void {
+  const { request, reply } = req;
+  reply.headers({ etag: `"${body.digest}"`, 'cache-control': 'public, max-age=31536000, immutable' });
+  reply.code(200).type(contentType);
+  if (body.size !== undefined) reply.header('content-length', String(body.size));
+  if (request.method === 'HEAD') {
+    // The flight goes on and stores the file; this client just does not read it.
+    body.stream.resume();
+    void reply.send();
+    return;
+  }
+  // A failed flight errors the stream: cut the connection rather than end it cleanly.
+  body.stream.once('error', (err) => {
+    request.log.warn({ err: err.message }, 'upstream transfer failed; download cut');
+    reply.raw.destroy();
+  });
+  void reply.send(body.stream);
+}
+
+/** Sends a stored blob; resolves to the number of body bytes sent. */
+async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string): Promise<number> {
   const { request, reply } = req;
   const etag = `"${digest}"`;
   reply.headers({
@@ -51,7 +88,7 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
   });
   if (etagMatches(request.headers['if-none-match'], etag)) {
     void reply.code(304).send();
-    return;
+    return 0;
   }
   const ifRange = request.headers['if-range'];
   const range = ifRange === undefined || ifRange === etag ? parseRange(request.headers.range, size) : ({ kind: 'full' } as const);
@@ -64,9 +101,10 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
   if (part) reply.header('content-range', `bytes ${part.start}-${part.end}/${size}`);
   if (request.method === 'HEAD') {
     void reply.send();
-    return;
+    return 0;
   }
   const stream = await blobs.get(digest, part);
   if (!stream) throw new HttpError(404, `blob ${digest} vanished`);
   void reply.send(stream);
+  return length;
 }

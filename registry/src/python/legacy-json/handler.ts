@@ -1,6 +1,7 @@
 /** `GET /{route}/{project}/json` and `GET /{route}/{project}/{version}/json`. */
 import type { IndexRequest } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
+import { assertProjectServable, policyPageVariant, servableFiles } from '../policy/apply.js';
 import { normalizeName } from '../records.js';
 import { redirect, sendPage } from '../simple/respond.js';
 import type { ProjectSource } from '../simple/source.js';
@@ -10,12 +11,14 @@ export async function serveLegacyJson(source: ProjectSource, req: IndexRequest, 
   const normalized = normalizeName(project);
   const tail = version === undefined ? 'json' : `${encodeURIComponent(version)}/json`;
   if (normalized !== project) return redirect(req, `/${req.index.route}/${encodeURIComponent(normalized)}/${tail}`);
+  assertProjectServable(req.index, normalized);
   const base = urlBase(req);
   // The documents hold absolute URLs, so the origin is part of what the bytes depend on.
-  const variant = `legacy\n${base.origin}\n${version ?? ''}`;
-  const page = await source.projectPage(req.index.name, normalized, variant, (resolved) =>
-    version === undefined ? renderProjectJson(base, resolved) : renderReleaseJson(base, resolved, version),
-  );
+  const variant = `legacy\n${base.origin}\n${version ?? ''}${policyPageVariant(req.index)}`;
+  const page = await source.projectPage(req.index.name, normalized, variant, (resolved) => {
+    const servable = servableFiles(req.index, resolved);
+    return version === undefined ? renderProjectJson(base, servable) : renderReleaseJson(base, servable, version);
+  });
   if (!page) {
     throw new HttpError(404, version === undefined ? `project "${normalized}" not found` : `project "${normalized}" has no version "${version}"`);
   }

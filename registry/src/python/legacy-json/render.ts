@@ -3,7 +3,7 @@
  * shape PyPI's JSON API uses, built from the same resolved project as the Simple detail page.
  * Fields only an upload form or PyPI's database could supply are null, empty, 0 or -1.
  */
-import type { ResolvedFile, ResolvedProject, ResolvedRelease } from '../simple/resolved.js';
+import type { FileKind, ResolvedFile, ResolvedProject, ResolvedRelease } from '../simple/resolved.js';
 import { findRelease, latestRelease } from '../simple/resolved.js';
 
 /** Absolute URLs are built from this (the origin the client used, plus the index route). */
@@ -20,23 +20,25 @@ function fileUrl(base: UrlBase, f: ResolvedFile): string {
 function fileEntry(base: UrlBase, f: ResolvedFile): Record<string, unknown> {
   return {
     comment_text: null,
-    digests: { blake2b_256: null, md5: null, sha256: f.sha256 },
+    digests: { blake2b_256: f.hashes?.blake2b_256 ?? null, md5: f.hashes?.md5 ?? null, sha256: f.sha256 },
     downloads: -1,
     filename: f.filename,
-    has_sig: false,
-    md5_digest: null,
-    packagetype: f.kind === 'wheel' ? 'bdist_wheel' : 'sdist',
+    has_sig: f.gpgSig ?? false,
+    md5_digest: f.hashes?.md5 ?? null,
+    packagetype: PACKAGE_TYPE[f.kind],
     python_version: f.kind === 'wheel' ? wheelPythonTag(f.filename) : 'source',
     requires_python: f.requiresPython,
     size: f.size,
     // PyPI's two spellings: naive UTC seconds, and ISO 8601 with the zone.
-    upload_time: f.uploadTime.slice(0, 19),
+    upload_time: f.uploadTime?.slice(0, 19) ?? null,
     upload_time_iso_8601: f.uploadTime,
     url: fileUrl(base, f),
     yanked: f.yanked !== false,
     yanked_reason: f.yanked === false || f.yanked === '' ? null : f.yanked,
   };
 }
+
+const PACKAGE_TYPE: Record<FileKind, string> = { wheel: 'bdist_wheel', sdist: 'sdist', egg: 'bdist_egg', other: 'bdist_dumb' };
 
 function wheelPythonTag(filename: string): string {
   const parts = filename.slice(0, -'.whl'.length).split('-');

@@ -5,6 +5,7 @@
  */
 import type { IndexRequest } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
+import { assertProjectServable, policyPageVariant, servableFiles, visibleProjects } from '../policy/apply.js';
 import { normalizeName } from '../records.js';
 import { HTML_V1_TYPE, negotiate, type Negotiated } from './negotiate.js';
 import type { RenderedPage } from './page-cache.js';
@@ -17,7 +18,9 @@ const VARY = { vary: 'Accept' };
 export async function serveProjectList(source: ProjectSource, req: IndexRequest): Promise<void> {
   if (!req.trailingSlash) return redirect(req, `/${req.index.route}/simple/`, VARY);
   const chosen = negotiate(req.request.headers.accept);
-  const page = await source.listPage(req.index.name, chosen.format, chosen.format === 'json' ? renderProjectListJson : renderProjectListHtml);
+  const render = chosen.format === 'json' ? renderProjectListJson : renderProjectListHtml;
+  // Policy is fixed for the process, so the cached page may hold the filtered list.
+  const page = await source.listPage(req.index.name, chosen.format, (names) => render(visibleProjects(req.index, names)));
   sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
 }
 
@@ -26,8 +29,11 @@ export async function serveProjectDetail(source: ProjectSource, req: IndexReques
   if (normalized !== project || !req.trailingSlash) {
     return redirect(req, `/${req.index.route}/simple/${encodeURIComponent(normalized)}/`, VARY);
   }
+  assertProjectServable(req.index, normalized);
   const chosen = negotiate(req.request.headers.accept);
-  const page = await source.projectPage(req.index.name, normalized, chosen.format, chosen.format === 'json' ? renderDetailJson : renderDetailHtml);
+  const render = chosen.format === 'json' ? renderDetailJson : renderDetailHtml;
+  const variant = chosen.format + policyPageVariant(req.index);
+  const page = await source.projectPage(req.index.name, normalized, variant, (project) => render(servableFiles(req.index, project)));
   if (!page) throw new HttpError(404, `project "${normalized}" not found in index ${req.index.name}`, VARY);
   sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
 }

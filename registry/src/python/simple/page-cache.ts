@@ -29,6 +29,15 @@ export class PageCache {
     return this.#entries.size;
   }
 
+  /** The cached page for `key` if it was rendered from `version`, without rendering. */
+  peek(key: string, version: string): RenderedPage | null {
+    const hit = this.#entries.get(key);
+    if (!hit || hit.version !== version) return null;
+    this.#entries.delete(key);
+    this.#entries.set(key, hit);
+    return hit;
+  }
+
   /**
    * The cached page for `key` if it was rendered from `version`; otherwise renders and caches it.
    * A renderer's null (nothing to show) is passed through and not cached.

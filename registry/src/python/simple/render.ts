@@ -4,7 +4,7 @@
  * upload-time) and 792 (project status) fields, at API version 1.4.
  */
 import { escapeHtml } from './html.js';
-import type { ResolvedFile, ResolvedProject } from './resolved.js';
+import { projectVersions, type ResolvedFile, type ResolvedProject } from './resolved.js';
 
 export const API_VERSION = '1.4';
 
@@ -38,18 +38,22 @@ export function renderDetailHtml(project: ResolvedProject): string {
     .map((f) => {
       const attrs = [`href="${escapeHtml(fileHref(f))}#sha256=${f.sha256}"`];
       if (f.requiresPython !== null) attrs.push(`data-requires-python="${escapeHtml(f.requiresPython)}"`);
-      if (f.metadataSha256 !== null) {
+      const metadata = f.metadataSha256 !== null ? `sha256=${f.metadataSha256}` : f.metadataUnhashed ? 'true' : null;
+      if (metadata !== null) {
         // PEP 714 renamed the attribute; older pip only reads the PEP 658 spelling.
-        attrs.push(`data-dist-info-metadata="sha256=${f.metadataSha256}"`, `data-core-metadata="sha256=${f.metadataSha256}"`);
+        attrs.push(`data-dist-info-metadata="${metadata}"`, `data-core-metadata="${metadata}"`);
       }
+      if (f.gpgSig !== undefined) attrs.push(`data-gpg-sig="${f.gpgSig ? 'true' : 'false'}"`);
       if (f.yanked !== false) attrs.push(`data-yanked="${escapeHtml(f.yanked)}"`);
+      if (f.provenance) attrs.push(`data-provenance="${escapeHtml(f.provenance)}"`);
       return `    <a ${attrs.join(' ')}>${escapeHtml(f.filename)}</a><br>\n`;
     })
     .join('');
   return (
     '<!DOCTYPE html>\n<html>\n  <head>\n' +
     `    <meta name="pypi:repository-version" content="${API_VERSION}">\n` +
-    '    <meta name="pypi:project-status" content="active">\n' +
+    `    <meta name="pypi:project-status" content="${escapeHtml(project.status?.status ?? 'active')}">\n` +
+    (project.status?.reason ? `    <meta name="pypi:project-status-reason" content="${escapeHtml(project.status.reason)}">\n` : '') +
     `    <title>Links for ${name}</title>\n  </head>\n  <body>\n` +
     `    <h1>Links for ${name}</h1>\n` +
     links +
@@ -58,23 +62,26 @@ export function renderDetailHtml(project: ResolvedProject): string {
 }
 
 export function renderDetailJson(project: ResolvedProject): string {
-  const metadata = (f: ResolvedFile) => (f.metadataSha256 !== null ? { sha256: f.metadataSha256 } : false);
+  const metadata = (f: ResolvedFile) => (f.metadataSha256 !== null ? { sha256: f.metadataSha256 } : f.metadataUnhashed === true);
   return JSON.stringify({
     meta: { 'api-version': API_VERSION },
     name: project.name,
-    'project-status': { status: 'active' },
-    versions: project.releases.map((r) => r.version),
+    'project-status': project.status ?? { status: 'active' },
+    versions: projectVersions(project),
     files: project.files.map((f) => ({
       filename: f.filename,
       url: fileHref(f),
-      hashes: { sha256: f.sha256 },
+      hashes: { ...f.hashes, sha256: f.sha256 },
       'requires-python': f.requiresPython,
-      size: f.size,
-      'upload-time': f.uploadTime,
+      // Left out, not null, when an upstream page did not say (PEP 503 HTML carries neither).
+      ...(f.size !== null ? { size: f.size } : {}),
+      ...(f.uploadTime !== null ? { 'upload-time': f.uploadTime } : {}),
       // PEP 691: true for a yank without a reason, the reason string otherwise.
       yanked: f.yanked === false ? false : f.yanked === '' ? true : f.yanked,
       'core-metadata': metadata(f),
       'dist-info-metadata': metadata(f),
+      ...(f.gpgSig !== undefined ? { 'gpg-sig': f.gpgSig } : {}),
+      ...(f.provenance !== undefined ? { provenance: f.provenance } : {}),
     })),
   });
 }

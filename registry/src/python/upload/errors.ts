@@ -9,24 +9,8 @@ export function badUpload(message: string): HttpError {
   return new HttpError(400, message);
 }
 
-/** The spec's policy denial object. */
-export interface PolicyDenial {
-  action: 'upload';
-  project: string;
-  filename: string;
-  version: string;
-  rule: string;
-  field: string;
-  reason: string;
-}
-
-export class PolicyDenialError extends Error {
-  readonly status = 403;
-  constructor(readonly denial: PolicyDenial) {
-    super(denial.reason);
-    this.name = 'PolicyDenialError';
-  }
-}
+// The denial object and its error are shared by every policy check (src/policy/).
+export { PolicyDenialError, type PolicyDenial } from '../../policy/denial.js';
 
 const MAX_REASON = 300;
 

@@ -10,8 +10,10 @@ import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES, type WriteDenial } 
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import type { IndexConfig } from '../../config/types.js';
+import { sizeDenial } from '../../policy/rules.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { normalizeVersion } from '../pep440.js';
+import { writePolicy } from '../policy/effective.js';
 import { normalizeName, ProjectRecords, type FileRecord } from '../records.js';
 import { discardRest } from './body.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
@@ -70,25 +72,21 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
   }
 
-  const maxFileSize = strictest(index.policy.maxFileSize, target.policy.maxFileSize);
+  const policy = writePolicy(index, target);
+  const maxFileSize = policy.maxFileSize;
   let form: UploadForm;
   try {
     form = await readUploadForm(request, ctx.stores.spoolDir, maxFileSize);
   } catch (err) {
     if (err instanceof FileTooLargeError) {
-      throw new PolicyDenialError({
-        action: 'upload',
-        project: err.artifact.project,
-        filename: err.artifact.filename,
-        version: err.artifact.version,
-        rule: 'max-file-size',
-        field: 'size',
-        reason: `${err.artifact.filename} is larger than the max-file-size of ${err.limit} bytes allowed on this index`,
-      });
+      const { project, filename, version } = err.artifact;
+      throw new PolicyDenialError(sizeDenial({ action: 'upload', project, filename, version }, err.limit));
     }
     throw err;
   }
   try {
+    const denied = policy.projectDenial('upload', form.file.name.project);
+    if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
     checkFormFields(form);
     const archive = form.file.name.kind === 'wheel'
       ? await validateWheel(form.file.path, form.file.size, form.file.name)
@@ -110,11 +108,6 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
   } finally {
     await rm(form.file.path, { force: true });
   }
-}
-
-function strictest(...limits: (number | undefined)[]): number | undefined {
-  const set = limits.filter((l): l is number => l !== undefined);
-  return set.length === 0 ? undefined : Math.min(...set);
 }
 
 /** The form's own claims (name, version, filetype, digest) must agree with the file. */

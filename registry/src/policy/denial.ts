@@ -1,0 +1,27 @@
+/**
+ * The spec's policy denial object and the error that carries it. Every ecosystem and every
+ * action (upload, mirror, serve) refuses with this one shape, as 403.
+ */
+import { HttpError } from '../http/errors.js';
+
+export type PolicyAction = 'upload' | 'mirror' | 'serve';
+
+export interface PolicyDenial {
+  action: PolicyAction;
+  project: string;
+  /** Present for file-level denials. */
+  filename?: string;
+  version?: string;
+  /** The policy key that denied, e.g. `max-file-size`. */
+  rule: string;
+  /** The field of the matched value, e.g. `size`. */
+  field: string;
+  reason: string;
+}
+
+export class PolicyDenialError extends HttpError {
+  constructor(readonly denial: PolicyDenial) {
+    super(403, denial.reason, {}, denial);
+    this.name = 'PolicyDenialError';
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * `PUT|DELETE /{route}/{project}/[{version}/]yank`, `DELETE /{route}/{project}/[{version}/]` and
+ * `PUT /{route}/{project}/[{version}/]restore`. A mutation touches two layers of the route:
+ * the uploaded files in the write target's records, and (through a virtual route) cached files,
+ * which get per-file overrides instead. The answer says how many files changed; zero is a
+ * success too (the mutations are idempotent).
+ */
+import type { IndexConfig } from '../../config/types.js';
+import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { compareVersions } from '../pep440.js';
+import { normalizeName, type FileRecord, type ProjectRecords } from '../records.js';
+import type { ResolvedFile } from '../simple/resolved.js';
+import { authorizeWrite } from './auth.js';
+import { mutateRecord } from './hosted.js';
+import type { ProjectOverrides } from './overrides.js';
+import { yankReason } from './reason.js';
+
+export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote';
+
+/** The cached files a route serves for a project, so mutations can override them. */
+export interface CachedLayer {
+  /**
+   * The cached files of `normalized` as route `index` serves them before overrides (hidden ones
+   * included, shadowed ones not), or null when no cached member has the project.
+   */
+  files(index: IndexConfig, normalized: string): Promise<ResolvedFile[] | null>;
+}
+
+export interface MutationDeps {
+  ctx: ServerContext;
+  records: ProjectRecords;
+  overrides: ProjectOverrides;
+  /** Absent until the cached roles provide one: then only uploaded files are mutated. */
+  cachedLayer?: CachedLayer;
+}
+
+export interface MutationResult {
+  project: string;
+  version?: string;
+  action: MutationAction;
+  changed: number;
+  /** Filenames whose state changed. */
+  files: string[];
+}
+
+export async function handleMutation(
+  deps: MutationDeps,
+  req: IndexRequest,
+  action: Exclude<MutationAction, 'promote'>,
+  project: string,
+  version?: string,
+): Promise<void> {
+  const target = authorizeWrite(deps.ctx, req.index, req);
+  const normalized = normalizeName(project);
+  const reason = action === 'yank' ? await yankReason(req) : '';
+  const inScope = versionScope(version);
+
+  // What exists in each layer, so "unknown project/version" and "not volatile" are decided
+  // before anything is written.
+  const hosted = Object.values((await deps.records.get(target.name, normalized))?.record.files ?? {});
+  const cached = (await deps.cachedLayer?.files(req.index, normalized)) ?? [];
+  if (hosted.length === 0 && cached.length === 0) throw new HttpError(404, `project "${normalized}" not found in index ${req.index.name}`);
+  const hostedInScope = hosted.filter(inScope);
+  const cachedInScope = cached.filter(inScope);
+  if (version !== undefined && hostedInScope.length === 0 && cachedInScope.length === 0) {
+    throw new HttpError(404, `project "${normalized}" has no version "${version}" in index ${req.index.name}`);
+  }
+  if (action === 'delete' && hostedInScope.length > 0 && !target.volatile) {
+    throw new HttpError(
+      403,
+      `index ${target.name} is not volatile: uploaded files cannot be deleted (yank them instead, or set volatile = true on the index)`,
+    );
+  }
+
+  const changed: string[] = [];
+  if (hostedInScope.length > 0 && action !== 'restore') {
+    changed.push(...(await mutateRecord(deps.records, deps.ctx.stores.meta, target.name, normalized, inScope, action, reason)));
+  }
+  if (cachedInScope.length > 0) {
+    changed.push(...(await deps.overrides.change(req.index.name, normalized, cachedInScope, action, reason)));
+  }
+  const result: MutationResult = { project: normalized, ...(version !== undefined ? { version } : {}), action, changed: changed.length, files: changed.sort() };
+  req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
+  await req.reply.code(200).type('application/json').send(result);
+}
+
+/** Files of one version (PEP 440 equality: `1.1` is `1.1.0`), or every file without a version. */
+export function versionScope(version: string | undefined): (file: Pick<FileRecord, 'version'>) => boolean {
+  if (version === undefined) return () => true;
+  return (file) => compareVersions(file.version, version) === 0;
+}

@@ -1,0 +1,52 @@
+/**
+ * "The project source of an index": what every read handler (Simple pages, legacy JSON, file
+ * downloads, inspection) asks, whatever the index's role. Hosted indexes answer from their
+ * records, cached ones from their upstream through the document cache, virtual ones by merging
+ * their members. Handlers never branch on the role.
+ */
+import type { Readable } from 'node:stream';
+import type { ResolvedFile, ResolvedProject } from '../simple/resolved.js';
+
+export interface ProjectView {
+  /** Changes whenever the resolved project would: the rendered-page cache tag. */
+  version: string;
+  /** The project comes from (or, merged, includes) a hosted index: it shadows upstream members. */
+  hosted: boolean;
+  resolve(): Promise<ResolvedProject>;
+}
+
+export interface NameList {
+  /** Normalized or display names, as the source knows them; de-duplicated by the caller. */
+  names: string[];
+  /** Changes whenever `names` would. */
+  version: string;
+}
+
+/** Which bytes of a listed file: the artifact or its PEP 658 `.metadata` sibling. */
+export type FilePart = 'file' | 'metadata';
+
+export type FileBody =
+  /** Stored: served from the blob store, ranges and all. */
+  | { kind: 'blob'; digest: string; size: number }
+  /** Arriving from an upstream right now; errors rather than end short. */
+  | { kind: 'stream'; digest: string; stream: Readable; size: number | undefined };
+
+/** A file an index lists, with the way to its bytes (through whichever member lists it). */
+export interface ListedFile {
+  /** Normalized name of the project that lists it. */
+  project: string;
+  file: ResolvedFile;
+  /** Null when the part does not exist (no metadata sibling) or its bytes are gone. */
+  open(part: FilePart): Promise<FileBody | null>;
+}
+
+export interface IndexSource {
+  /** Null when the index has no such project. */
+  project(normalized: string): Promise<ProjectView | null>;
+  names(): Promise<NameList>;
+  /** The file this index lists under `filename` with exactly these bytes, else null. */
+  locate(sha256: string, filename: string): Promise<ListedFile | null>;
+}
+
+/** The source of an index, by index name (every Python index has one). */
+export type SourceLookup = (indexName: string) => IndexSource | undefined;
