@@ -5,6 +5,7 @@
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   formatOf,
@@ -17,6 +18,7 @@ import {
   type ArchiveFormat,
   type MemberInfo,
 } from '../../registry/src/archive/index.js';
+import { sliceWithHead } from '../../registry/src/archive/streams.js';
 import { expectArchiveError, makeFixtures, type Fixtures } from './fixtures.js';
 
 let fx: Fixtures;
@@ -280,6 +282,8 @@ describe('refusals', () => {
       }
       expect(members.filter((x) => x.path === 'dup.txt').every((x) => x.duplicate)).toBe(true);
       await expectArchiveError(read(name, 'dup.txt'), 'unsafe', /more than once/);
+      // firstMatch stops at the first copy instead of reading on to refuse the repeat.
+      expect((await read(name, 'dup.txt', { firstMatch: true })).data.length).toBeGreaterThan(0);
       await expectArchiveError(read(name, 'escape'), 'unsafe', /link/);
       for (const bad of ['../evil.txt', '/abs.txt', 'a\\b.txt', 'C:/win.txt', 'a/../../x', 'x!/', '']) {
         await expectArchiveError(read(name, bad), 'unsafe', /refused/);
@@ -335,5 +339,44 @@ describe('text sniffing', () => {
     expect(utf8SafeLength(Buffer.from('abc ✓'))).toBe(7);
     expect(utf8SafeLength(Buffer.from('é'))).toBe(2);
     expect(utf8SafeLength(Buffer.alloc(0))).toBe(0);
+  });
+});
+
+describe('sniffing text while listing and reading', () => {
+  it('says which files look like text only when asked', { timeout: QUICK }, async () => {
+    for (const name of ['demo-1.0-py3-none-any.whl', 'demo-1.0.tar.gz']) {
+      expect((await list(name)).members.some((x) => 'text' in x)).toBe(false);
+    }
+    const wheel = byPath((await list('demo-1.0-py3-none-any.whl', { sniffBytes: 512 })).members);
+    expect(wheel.get('demo/__init__.py')?.text).toBe(true);
+    expect(wheel.get('demo/data.bin')?.text).toBe(false);
+    expect(wheel.get('demo/big.txt')?.text).toBe(true);
+    const tar = byPath((await list('demo-1.0.tar.gz', { sniffBytes: 512 })).members);
+    expect(tar.get('demo-1.0/setup.py')?.text).toBe(true);
+    expect(tar.get('demo-1.0')?.text).toBeUndefined();
+    expect(tar.get('demo-1.0/link')?.text).toBeUndefined();
+    // Unsafe members are never opened, not even to sniff them.
+    const unsafe = (await list('traversal.tar', { sniffBytes: 512 })).members.filter((x) => x.unsafe);
+    expect(unsafe.length).toBeGreaterThan(0);
+    expect(unsafe.every((x) => x.text === undefined)).toBe(true);
+  });
+
+  it('judges a member read at any offset by its first bytes', { timeout: QUICK }, async () => {
+    const big = await read('demo-1.0-py3-none-any.whl', 'demo/big.txt', { sniffBytes: 512, offset: 100_000, maxBytes: 10 });
+    expect(big).toMatchObject({ text: true, offset: 100_000, nextOffset: 100_010 });
+    expect(big.data.length).toBe(10);
+    const bin = await read('demo-1.0-py3-none-any.whl', 'demo/data.bin', { sniffBytes: 512, offset: 4096 });
+    expect(bin).toMatchObject({ text: false, nextOffset: null });
+    expect(bin.data.length).toBe(0);
+    expect((await read('demo-1.0.tar', 'demo-1.0/setup.py')).text).toBeUndefined();
+  });
+
+  it('keeps the head and a window of one stream in a single pass', async () => {
+    const bytes = Buffer.from('0123456789abcdefghij');
+    const from = (n: number) => Readable.from([bytes.subarray(0, n), bytes.subarray(n)]);
+    expect(await sliceWithHead(from(3), 12, 4, 5)).toEqual({ head: Buffer.from('01234'), data: Buffer.from('cdef') });
+    expect(await sliceWithHead(from(7), 2, 3, 8)).toEqual({ head: Buffer.from('01234567'), data: Buffer.from('234') });
+    expect(await sliceWithHead(from(7), 18, 10, 0)).toEqual({ head: Buffer.alloc(0), data: Buffer.from('ij') });
+    expect(await sliceWithHead(from(7), 0, 0, 0)).toEqual({ head: Buffer.alloc(0), data: Buffer.alloc(0) });
   });
 });

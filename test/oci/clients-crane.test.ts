@@ -3,34 +3,23 @@
  * copy between repositories, tag, list, read manifests/configs/blobs, export, delete. Credentials
  * come from `crane auth login` into a private DOCKER_CONFIG, as a user would set them up.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, sha256, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
+import { clientSuite } from './client-setup.js';
 
-let server: Velodex;
-let host: string;
-let work: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  server = await startVelodex();
-  host = `127.0.0.1:${server.port}`;
-  work = mkdtempSync(join(tmpdir(), 'velodex-crane-'));
-  env = { DOCKER_CONFIG: join(work, 'docker'), HOME: work };
-  await crane(['auth', 'login', host, '-u', '__token__', '--password-stdin'], defaultToken(server));
-});
-
-afterAll(async () => {
-  await server?.stop();
+const c = clientSuite('crane', {
+  env: (work) => ({ DOCKER_CONFIG: join(work, 'docker') }),
+  setup: async ({ host, token }) => {
+    await crane(['auth', 'login', host, '-u', '__token__', '--password-stdin'], token);
+  },
 });
 
 function crane(args: string[], input?: string, allowFailure = false): Promise<RunResult> {
-  return run(tool('crane'), [...args, '--insecure'], { env, input, allowFailure, timeoutMs: 180_000 });
+  return run(tool('crane'), [...args, '--insecure'], { env: c.env, input, allowFailure, timeoutMs: 180_000 });
 }
 
 const out = (r: RunResult) => r.stdout.trim();
@@ -38,8 +27,8 @@ const out = (r: RunResult) => r.stdout.trim();
 describe('crane', () => {
   it('pushes a layout image; digest, manifest, config, blobs and pull match what was built', async () => {
     const image = buildImage({ seed: 'crane-single' });
-    const src = writeLayout(join(work, 'single-src'), [{ tag: 'v1', item: image }]);
-    const ref = `${host}/root/oci/crane/app:v1`;
+    const src = writeLayout(join(c.work, 'single-src'), [{ tag: 'v1', item: image }]);
+    const ref = `${c.host}/root/oci/crane/app:v1`;
 
     await crane(['push', src, ref]);
 
@@ -48,11 +37,11 @@ describe('crane', () => {
     expect(Buffer.from((await crane(['config', ref])).stdout).equals(image.config.bytes)).toBe(true);
     const layer = image.layers[0];
     expect(layer).toBeDefined();
-    const blobFile = join(work, 'layer0.tgz');
-    await run('sh', ['-c', `"$0" blob --insecure "$1" > "$2"`, tool('crane'), `${host}/root/oci/crane/app@${layer?.descriptor.digest}`, blobFile], { env });
+    const blobFile = join(c.work, 'layer0.tgz');
+    await run('sh', ['-c', `"$0" blob --insecure "$1" > "$2"`, tool('crane'), `${c.host}/root/oci/crane/app@${layer?.descriptor.digest}`, blobFile], { env: c.env });
     expect(readFileSync(blobFile).equals(layer?.bytes ?? Buffer.alloc(0))).toBe(true);
 
-    const pulled = join(work, 'single-pull');
+    const pulled = join(c.work, 'single-pull');
     await crane(['pull', '--format', 'oci', ref, pulled]);
     const layout = readLayout(pulled);
     expect(layout.manifests.map((d) => d.digest)).toContain(image.manifest.descriptor.digest);
@@ -61,8 +50,8 @@ describe('crane', () => {
 
   it('tags, lists and deletes a tag without losing the image', async () => {
     const image = buildImage({ seed: 'crane-tags', layers: 1, bigFileSize: 2048 });
-    const src = writeLayout(join(work, 'tags-src'), [{ tag: 'v1', item: image }]);
-    const repo = `${host}/root/oci/crane/tags`;
+    const src = writeLayout(join(c.work, 'tags-src'), [{ tag: 'v1', item: image }]);
+    const repo = `${c.host}/root/oci/crane/tags`;
     await crane(['push', src, `${repo}:v1`]);
     for (const tag of ['v2', 'latest', 'release-2024.01', 'A_b-c.d']) await crane(['tag', `${repo}:v1`, tag]);
 
@@ -78,8 +67,8 @@ describe('crane', () => {
 
   it('pushes a multi-platform index and resolves each platform', async () => {
     const index = buildIndex('crane-multi');
-    const src = writeLayout(join(work, 'multi-src'), [{ tag: 'multi', item: index }]);
-    const ref = `${host}/root/oci/crane/multi:1.0`;
+    const src = writeLayout(join(c.work, 'multi-src'), [{ tag: 'multi', item: index }]);
+    const ref = `${c.host}/root/oci/crane/multi:1.0`;
 
     await crane(['push', src, ref]);
 
@@ -91,7 +80,7 @@ describe('crane', () => {
       expect(Buffer.from((await crane(['config', '--platform', platform, ref])).stdout).equals(image.config.bytes)).toBe(true);
     }
 
-    const pulled = join(work, 'multi-pull');
+    const pulled = join(c.work, 'multi-pull');
     await crane(['pull', '--format', 'oci', ref, pulled]);
     const layout = readLayout(pulled);
     expect(layout.manifests.map((d) => d.digest)).toContain(index.index.descriptor.digest);
@@ -100,30 +89,30 @@ describe('crane', () => {
 
   it('copies an index to another repository (cross-repository blobs) with identical digests', async () => {
     const index = buildIndex('crane-copy');
-    const src = writeLayout(join(work, 'copy-src'), [{ tag: 'multi', item: index }]);
-    const from = `${host}/root/oci/crane/copy-from:v1`;
-    const to = `${host}/root/oci/crane/elsewhere/copy-to:v1`;
+    const src = writeLayout(join(c.work, 'copy-src'), [{ tag: 'multi', item: index }]);
+    const from = `${c.host}/root/oci/crane/copy-from:v1`;
+    const to = `${c.host}/root/oci/crane/elsewhere/copy-to:v1`;
     await crane(['push', src, from]);
 
     await crane(['copy', from, to]);
 
     expect(out(await crane(['digest', to]))).toBe(index.index.descriptor.digest);
     for (const image of index.images) {
-      const byDigest = `${host}/root/oci/crane/elsewhere/copy-to@${image.manifest.descriptor.digest}`;
+      const byDigest = `${c.host}/root/oci/crane/elsewhere/copy-to@${image.manifest.descriptor.digest}`;
       expect(Buffer.from((await crane(['manifest', byDigest])).stdout).equals(image.manifest.bytes)).toBe(true);
     }
-    const pulled = join(work, 'copy-pull');
+    const pulled = join(c.work, 'copy-pull');
     await crane(['pull', '--format', 'oci', to, pulled]);
     expect(layoutMismatches(readLayout(pulled), allBlobs(index))).toEqual([]);
   });
 
   it('exports the flattened filesystem of a pushed image', async () => {
     const image = buildImage({ seed: 'crane-export', layers: 3, bigFileSize: 100_000 });
-    const src = writeLayout(join(work, 'export-src'), [{ tag: 'v1', item: image }]);
-    const ref = `${host}/root/oci/crane/export:v1`;
+    const src = writeLayout(join(c.work, 'export-src'), [{ tag: 'v1', item: image }]);
+    const ref = `${c.host}/root/oci/crane/export:v1`;
     await crane(['push', src, ref]);
 
-    const tarFile = join(work, 'export.tar');
+    const tarFile = join(c.work, 'export.tar');
     await crane(['export', ref, tarFile]);
     const listing = (await run('tar', ['-tf', tarFile])).stdout.split('\n');
     for (const files of image.files) for (const path of files.keys()) expect(listing).toContain(path);
@@ -135,8 +124,8 @@ describe('crane', () => {
 
   it('deletes a manifest by digest', async () => {
     const image = buildImage({ seed: 'crane-delete', layers: 1, bigFileSize: 2048 });
-    const src = writeLayout(join(work, 'delete-src'), [{ tag: 'v1', item: image }]);
-    const repo = `${host}/root/oci/crane/delete`;
+    const src = writeLayout(join(c.work, 'delete-src'), [{ tag: 'v1', item: image }]);
+    const repo = `${c.host}/root/oci/crane/delete`;
     await crane(['push', src, `${repo}:v1`]);
     const byDigest = `${repo}@${image.manifest.descriptor.digest}`;
     await crane(['manifest', byDigest]);
@@ -150,9 +139,9 @@ describe('crane', () => {
 
   it('refuses a push without credentials', async () => {
     const image = buildImage({ seed: 'crane-anon', layers: 1, bigFileSize: 1024 });
-    const src = writeLayout(join(work, 'anon-src'), [{ tag: 'v1', item: image }]);
-    const res = await run(tool('crane'), ['push', '--insecure', src, `${host}/root/oci/crane/anon:v1`], {
-      env: { DOCKER_CONFIG: join(work, 'no-credentials'), HOME: work },
+    const src = writeLayout(join(c.work, 'anon-src'), [{ tag: 'v1', item: image }]);
+    const res = await run(tool('crane'), ['push', '--insecure', src, `${c.host}/root/oci/crane/anon:v1`], {
+      env: { DOCKER_CONFIG: join(c.work, 'no-credentials'), HOME: c.work },
       allowFailure: true,
     });
     expect(res.code).not.toBe(0);

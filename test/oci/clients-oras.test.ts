@@ -3,32 +3,15 @@
  * attach referrers (a signature-like and an SBOM-like artifact), discover them through the
  * referrers API, pull the files back, copy with referrers, delete.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { pseudoRandom, sha256 } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
+import { clientSuite } from './client-setup.js';
 
-let server: Velodex;
-let token: string;
-let host: string;
-let work: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  server = await startVelodex();
-  token = defaultToken(server);
-  host = `127.0.0.1:${server.port}`;
-  work = mkdtempSync(join(tmpdir(), 'velodex-oras-'));
-  env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
-});
-
-afterAll(async () => {
-  await server?.stop();
-});
+const c = clientSuite('oras', { env: (work) => ({ DOCKER_CONFIG: join(work, 'docker') }) });
 
 interface Pushed {
   digest: string;
@@ -40,17 +23,17 @@ interface Referrers {
   manifests?: { digest: string; artifactType?: string; mediaType: string; annotations?: Record<string, string> }[];
 }
 
-function oras(args: string[], cwd = work, allowFailure = false): Promise<RunResult> {
+function oras(args: string[], cwd = c.work, allowFailure = false): Promise<RunResult> {
   // `oras cp` takes --from-plain-http/--to-plain-http instead.
   const plain = args[0] === 'cp' ? [] : ['--plain-http'];
-  return run(tool('oras'), [...args, ...plain], { cwd, env, allowFailure, timeoutMs: 180_000 });
+  return run(tool('oras'), [...args, ...plain], { cwd, env: c.env, allowFailure, timeoutMs: 180_000 });
 }
 
-const auth = () => ['-u', '__token__', '-p', token];
+const auth = () => ['-u', '__token__', '-p', c.token];
 
 /** A directory with the given files; returns its path. */
 function files(name: string, content: Record<string, Buffer | string>): string {
-  const dir = join(work, name);
+  const dir = join(c.work, name);
   mkdirSync(dir, { recursive: true });
   for (const [path, bytes] of Object.entries(content)) writeFileSync(join(dir, path), bytes);
   return dir;
@@ -67,7 +50,7 @@ describe('oras', () => {
 
   it('pushes an artifact of files with an artifact type', async () => {
     const dir = files('artifact', { 'readme.md': readme, 'data.bin': data });
-    const ref = `${host}/root/oci/oras/thing:v1`;
+    const ref = `${c.host}/root/oci/oras/thing:v1`;
     const res = await oras(
       ['push', ...auth(), '--artifact-type', thingType, '--annotation', 'org.example.origin=velodex-tests', '--export-manifest', 'manifest.json', '--format', 'json', ref, 'readme.md:text/markdown', 'data.bin:application/octet-stream'],
       dir,
@@ -84,17 +67,17 @@ describe('oras', () => {
     expect(manifest.layers.map((l) => l.annotations?.['org.opencontainers.image.title']).sort()).toEqual(['data.bin', 'readme.md']);
     expect(manifest.layers.map((l) => l.digest).sort()).toEqual([sha256(data), sha256(readme)].sort());
 
-    expect((await oras(['repo', 'tags', `${host}/root/oci/oras/thing`])).stdout.trim().split('\n')).toEqual(['v1']);
+    expect((await oras(['repo', 'tags', `${c.host}/root/oci/oras/thing`])).stdout.trim().split('\n')).toEqual(['v1']);
     expect((await oras(['resolve', ref])).stdout.trim()).toBe(subject.digest);
   });
 
   it('pulls the artifact back byte for byte', async () => {
-    const out = join(work, 'pulled');
-    await oras(['pull', '-o', out, `${host}/root/oci/oras/thing:v1`]);
+    const out = join(c.work, 'pulled');
+    await oras(['pull', '-o', out, `${c.host}/root/oci/oras/thing:v1`]);
     expect(readFileSync(join(out, 'readme.md')).equals(readme)).toBe(true);
     expect(readFileSync(join(out, 'data.bin')).equals(data)).toBe(true);
 
-    const blob = await run('sh', ['-c', '"$0" blob fetch --plain-http --output - "$1" | sha256sum', tool('oras'), `${host}/root/oci/oras/thing@${sha256(data)}`], { env });
+    const blob = await run('sh', ['-c', '"$0" blob fetch --plain-http --output - "$1" | sha256sum', tool('oras'), `${c.host}/root/oci/oras/thing@${sha256(data)}`], { env: c.env });
     expect(`sha256:${blob.stdout.split(' ')[0]}`).toBe(sha256(data));
   });
 
@@ -102,7 +85,7 @@ describe('oras', () => {
   let sbom: Pushed;
 
   it('attaches referrers and discovers them', async () => {
-    const ref = `${host}/root/oci/oras/thing:v1`;
+    const ref = `${c.host}/root/oci/oras/thing:v1`;
     const dir = files('referrers', {
       'signature.sig': Buffer.from(`signed ${subject.digest}\n`),
       'sbom.json': JSON.stringify({ packages: [{ name: 'demo', version: '1.0' }] }),
@@ -131,31 +114,31 @@ describe('oras', () => {
     expect((sigs.manifests ?? []).map((m) => m.digest)).toEqual([signature.digest]);
 
     // The referrer is itself pullable by digest.
-    const out = join(work, 'sig-pulled');
-    await oras(['pull', '-o', out, `${host}/root/oci/oras/thing@${signature.digest}`]);
+    const out = join(c.work, 'sig-pulled');
+    await oras(['pull', '-o', out, `${c.host}/root/oci/oras/thing@${signature.digest}`]);
     expect(readFileSync(join(out, 'signature.sig'), 'utf8')).toBe(`signed ${subject.digest}\n`);
   });
 
   it('copies an artifact with its referrers to another repository', async () => {
-    const from = `${host}/root/oci/oras/thing:v1`;
-    const to = `${host}/root/oci/oras/copied/thing:v1`;
-    await oras(['cp', '-r', '--from-plain-http', '--to-plain-http', '--to-username', '__token__', '--to-password', token, from, to]);
+    const from = `${c.host}/root/oci/oras/thing:v1`;
+    const to = `${c.host}/root/oci/oras/copied/thing:v1`;
+    await oras(['cp', '-r', '--from-plain-http', '--to-plain-http', '--to-username', '__token__', '--to-password', c.token, from, to]);
     expect((await oras(['resolve', to])).stdout.trim()).toBe(subject.digest);
     const refs = JSON.parse((await oras(['discover', '--format', 'json', to])).stdout) as Referrers;
     expect((refs.manifests ?? []).map((m) => m.digest).sort()).toEqual([signature.digest, sbom.digest].sort());
   });
 
   it('deletes a manifest by digest', async () => {
-    const ref = `${host}/root/oci/oras/thing@${sbom.digest}`;
+    const ref = `${c.host}/root/oci/oras/thing@${sbom.digest}`;
     await oras(['manifest', 'delete', '--force', ...auth(), ref]);
-    const gone = await oras(['manifest', 'fetch', ref], work, true);
+    const gone = await oras(['manifest', 'fetch', ref], c.work, true);
     expect(gone.code).not.toBe(0);
     expect(gone.stderr).toMatch(/not found|MANIFEST_UNKNOWN|404/i);
   });
 
   it('refuses a push with a wrong token', async () => {
     const dir = files('denied', { 'x.txt': 'x\n' });
-    const res = await oras(['push', '-u', '__token__', '-p', 'wrong', `${host}/root/oci/oras/denied:v1`, 'x.txt'], dir, true);
+    const res = await oras(['push', '-u', '__token__', '-p', 'wrong', `${c.host}/root/oci/oras/denied:v1`, 'x.txt'], dir, true);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/401|unauthorized/i);
   });

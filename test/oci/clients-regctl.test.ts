@@ -4,41 +4,30 @@
  * and between repositories, tag listing and deletion, manifest and blob reads, referrers through
  * `artifact put --subject` / `artifact list`, image delete.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, sha256, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
+import { clientSuite } from './client-setup.js';
 
-let server: Velodex;
-let host: string;
-let work: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  server = await startVelodex();
-  host = `127.0.0.1:${server.port}`;
-  work = mkdtempSync(join(tmpdir(), 'velodex-regctl-'));
-  env = { REGCTL_CONFIG: join(work, 'regctl.json'), HOME: work, DOCKER_CONFIG: join(work, 'docker') };
-  await regctl(['registry', 'set', host, '--tls', 'disabled']);
-  await regctl(['registry', 'login', host, '-u', '__token__', '--pass-stdin'], defaultToken(server));
-});
-
-afterAll(async () => {
-  await server?.stop();
+const c = clientSuite('regctl', {
+  env: (work) => ({ REGCTL_CONFIG: join(work, 'regctl.json'), DOCKER_CONFIG: join(work, 'docker') }),
+  setup: async ({ host, token }) => {
+    await regctl(['registry', 'set', host, '--tls', 'disabled']);
+    await regctl(['registry', 'login', host, '-u', '__token__', '--pass-stdin'], token);
+  },
 });
 
 function regctl(args: string[], input?: string, allowFailure = false): Promise<RunResult> {
-  return run(tool('regctl'), args, { env, input, allowFailure, timeoutMs: 180_000 });
+  return run(tool('regctl'), args, { env: c.env, input, allowFailure, timeoutMs: 180_000 });
 }
 
 /** Raw bytes of a command's stdout (blob get writes binary). */
 async function bytesOf(args: string[]): Promise<Buffer> {
-  const file = join(work, `out-${Date.now()}-${Math.random().toString(16).slice(2)}`);
-  await run('sh', ['-c', '"$0" "$@" > "$OUT"', tool('regctl'), ...args], { env: { ...env, OUT: file } });
+  const file = join(c.work, `out-${Date.now()}-${Math.random().toString(16).slice(2)}`);
+  await run('sh', ['-c', '"$0" "$@" > "$OUT"', tool('regctl'), ...args], { env: { ...c.env, OUT: file } });
   return readFileSync(file);
 }
 
@@ -47,23 +36,23 @@ const out = (r: RunResult) => r.stdout.trim();
 describe('regctl', () => {
   it('copies a layout image in; digest, manifest, blobs and tags match', async () => {
     const image = buildImage({ seed: 'regctl-single' });
-    const src = writeLayout(join(work, 'single-src'), [{ tag: 'v1', item: image }]);
-    const ref = `${host}/root/oci/regctl/app:v1`;
+    const src = writeLayout(join(c.work, 'single-src'), [{ tag: 'v1', item: image }]);
+    const ref = `${c.host}/root/oci/regctl/app:v1`;
 
     await regctl(['image', 'copy', `ocidir://${src}:v1`, ref]);
 
     expect(out(await regctl(['image', 'digest', ref]))).toBe(image.manifest.descriptor.digest);
     expect((await bytesOf(['manifest', 'get', '--format', 'raw-body', ref])).equals(image.manifest.bytes)).toBe(true);
     for (const blob of [image.config, ...image.layers]) {
-      expect((await bytesOf(['blob', 'get', `${host}/root/oci/regctl/app`, blob.descriptor.digest])).equals(blob.bytes)).toBe(true);
+      expect((await bytesOf(['blob', 'get', `${c.host}/root/oci/regctl/app`, blob.descriptor.digest])).equals(blob.bytes)).toBe(true);
     }
-    expect(out(await regctl(['tag', 'ls', `${host}/root/oci/regctl/app`])).split('\n')).toEqual(['v1']);
+    expect(out(await regctl(['tag', 'ls', `${c.host}/root/oci/regctl/app`])).split('\n')).toEqual(['v1']);
   });
 
   it('copies a multi-platform index in, across repositories, and back out to a layout', async () => {
     const index = buildIndex('regctl-multi');
-    const src = writeLayout(join(work, 'multi-src'), [{ tag: 'multi', item: index }]);
-    const ref = `${host}/root/oci/regctl/multi:1.0`;
+    const src = writeLayout(join(c.work, 'multi-src'), [{ tag: 'multi', item: index }]);
+    const ref = `${c.host}/root/oci/regctl/multi:1.0`;
     await regctl(['image', 'copy', `ocidir://${src}:multi`, ref]);
 
     expect(out(await regctl(['image', 'digest', ref]))).toBe(index.index.descriptor.digest);
@@ -72,11 +61,11 @@ describe('regctl', () => {
       expect(out(await regctl(['image', 'digest', '--platform', platform, ref]))).toBe(image.manifest.descriptor.digest);
     }
 
-    const copy = `${host}/root/oci/regctl/other/multi:copy`;
+    const copy = `${c.host}/root/oci/regctl/other/multi:copy`;
     await regctl(['image', 'copy', ref, copy]);
     expect(out(await regctl(['image', 'digest', copy]))).toBe(index.index.descriptor.digest);
 
-    const outDir = join(work, 'multi-out');
+    const outDir = join(c.work, 'multi-out');
     await regctl(['image', 'copy', copy, `ocidir://${outDir}:back`]);
     const layout = readLayout(outDir);
     expect(layout.manifests.map((d) => d.digest)).toContain(index.index.descriptor.digest);
@@ -85,10 +74,10 @@ describe('regctl', () => {
 
   it('attaches an artifact to an image and lists it as a referrer', async () => {
     const image = buildImage({ seed: 'regctl-referrers', layers: 1, bigFileSize: 2048 });
-    const src = writeLayout(join(work, 'ref-src'), [{ tag: 'v1', item: image }]);
-    const ref = `${host}/root/oci/regctl/signed:v1`;
+    const src = writeLayout(join(c.work, 'ref-src'), [{ tag: 'v1', item: image }]);
+    const ref = `${c.host}/root/oci/regctl/signed:v1`;
     await regctl(['image', 'copy', `ocidir://${src}:v1`, ref]);
-    const sigFile = join(work, 'sig.txt');
+    const sigFile = join(c.work, 'sig.txt');
     writeFileSync(sigFile, `signature for ${image.manifest.descriptor.digest}\n`);
 
     await regctl([
@@ -104,15 +93,15 @@ describe('regctl', () => {
     expect(listed).toHaveLength(1);
     expect(listed[0]?.artifactType).toBe('application/vnd.example.signature');
     expect(listed[0]?.annotations?.['org.example.signer']).toBe('regctl');
-    const body = await bytesOf(['manifest', 'get', '--format', 'raw-body', `${host}/root/oci/regctl/signed@${listed[0]?.digest}`]);
+    const body = await bytesOf(['manifest', 'get', '--format', 'raw-body', `${c.host}/root/oci/regctl/signed@${listed[0]?.digest}`]);
     expect(sha256(body)).toBe(listed[0]?.digest);
     expect((JSON.parse(body.toString()) as { subject?: { digest: string } }).subject?.digest).toBe(image.manifest.descriptor.digest);
   });
 
   it('deletes a tag, then the image', async () => {
     const image = buildImage({ seed: 'regctl-delete', layers: 1, bigFileSize: 2048 });
-    const src = writeLayout(join(work, 'delete-src'), [{ tag: 'v1', item: image }]);
-    const repo = `${host}/root/oci/regctl/delete`;
+    const src = writeLayout(join(c.work, 'delete-src'), [{ tag: 'v1', item: image }]);
+    const repo = `${c.host}/root/oci/regctl/delete`;
     await regctl(['image', 'copy', `ocidir://${src}:v1`, `${repo}:v1`]);
     await regctl(['image', 'copy', `${repo}:v1`, `${repo}:v2`]);
     expect(out(await regctl(['tag', 'ls', repo])).split('\n')).toEqual(['v1', 'v2']);

@@ -3,47 +3,34 @@
  * layouts are copied in with `docker://`, copied back out to another layout, and compared byte for
  * byte, the way a user mirrors images between a directory and a registry.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
+import { clientSuite } from './client-setup.js';
 
-let server: Velodex;
-let token: string;
-let host: string;
-let work: string;
-let env: Record<string, string>;
-
-beforeAll(async () => {
-  server = await startVelodex();
-  token = defaultToken(server);
-  host = `127.0.0.1:${server.port}`;
-  work = mkdtempSync(join(tmpdir(), 'velodex-skopeo-'));
+const c = clientSuite('skopeo', {
+  env: (work) => ({ REGISTRY_AUTH_FILE: join(work, 'auth.json') }),
   // A private auth file and trust policy: nothing from the machine's own container config is used.
-  writeFileSync(join(work, 'auth.json'), '{}');
-  writeFileSync(join(work, 'policy.json'), JSON.stringify({ default: [{ type: 'insecureAcceptAnything' }] }));
-  env = { REGISTRY_AUTH_FILE: join(work, 'auth.json'), HOME: work };
-});
-
-afterAll(async () => {
-  await server?.stop();
+  setup: ({ work }) => {
+    writeFileSync(join(work, 'auth.json'), '{}');
+    writeFileSync(join(work, 'policy.json'), JSON.stringify({ default: [{ type: 'insecureAcceptAnything' }] }));
+  },
 });
 
 function skopeo(args: string[], allowFailure = false): Promise<RunResult> {
-  return run(tool('skopeo'), ['--policy', join(work, 'policy.json'), ...args], { env, allowFailure, timeoutMs: 180_000 });
+  return run(tool('skopeo'), ['--policy', join(c.work, 'policy.json'), ...args], { env: c.env, allowFailure, timeoutMs: 180_000 });
 }
 
-const creds = () => `__token__:${token}`;
+const creds = () => `__token__:${c.token}`;
 
 describe('skopeo', () => {
   it('copies an OCI layout image in and back out byte for byte', async () => {
     const image = buildImage({ seed: 'skopeo-single' });
-    const src = writeLayout(join(work, 'single-src'), [{ tag: 'v1', item: image }]);
-    const ref = `docker://${host}/root/oci/skopeo/app:v1`;
+    const src = writeLayout(join(c.work, 'single-src'), [{ tag: 'v1', item: image }]);
+    const ref = `docker://${c.host}/root/oci/skopeo/app:v1`;
 
     await skopeo(['copy', '--preserve-digests', '--format', 'oci', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${src}:v1`, ref]);
 
@@ -55,11 +42,11 @@ describe('skopeo', () => {
     expect(inspected.Layers).toEqual(image.layers.map((l) => l.descriptor.digest));
     expect(inspected.Architecture).toBe('amd64');
 
-    const tags = JSON.parse((await skopeo(['list-tags', '--tls-verify=false', `docker://${host}/root/oci/skopeo/app`])).stdout) as { Tags: string[] };
+    const tags = JSON.parse((await skopeo(['list-tags', '--tls-verify=false', `docker://${c.host}/root/oci/skopeo/app`])).stdout) as { Tags: string[] };
     expect(tags.Tags).toEqual(['v1']);
 
     // Pull back (reads need no credentials) into a fresh layout.
-    const out = join(work, 'single-out');
+    const out = join(c.work, 'single-out');
     await skopeo(['copy', '--preserve-digests', '--src-tls-verify=false', ref, `oci:${out}:v1`]);
     const layout = readLayout(out);
     expect(layout.byTag('v1')?.digest).toBe(image.manifest.descriptor.digest);
@@ -68,8 +55,8 @@ describe('skopeo', () => {
 
   it('copies a multi-platform index with --all and keeps every digest', async () => {
     const index = buildIndex('skopeo-multi');
-    const src = writeLayout(join(work, 'multi-src'), [{ tag: 'multi', item: index }]);
-    const ref = `docker://${host}/root/oci/skopeo/multi:1.0`;
+    const src = writeLayout(join(c.work, 'multi-src'), [{ tag: 'multi', item: index }]);
+    const ref = `docker://${c.host}/root/oci/skopeo/multi:1.0`;
 
     await skopeo(['copy', '--all', '--preserve-digests', '--format', 'oci', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${src}:multi`, ref]);
 
@@ -85,7 +72,7 @@ describe('skopeo', () => {
       expect(got.Layers).toEqual(image.layers.map((l) => l.descriptor.digest));
     }
 
-    const out = join(work, 'multi-out');
+    const out = join(c.work, 'multi-out');
     await skopeo(['copy', '--all', '--preserve-digests', '--src-tls-verify=false', ref, `oci:${out}:multi`]);
     const layout = readLayout(out);
     expect(layout.byTag('multi')?.digest).toBe(index.index.descriptor.digest);
@@ -94,15 +81,15 @@ describe('skopeo', () => {
     // A single platform by digest, as `docker://name@digest`.
     const arm = index.images[1];
     expect(arm).toBeDefined();
-    const byDigest = `docker://${host}/root/oci/skopeo/multi@${arm?.manifest.descriptor.digest}`;
+    const byDigest = `docker://${c.host}/root/oci/skopeo/multi@${arm?.manifest.descriptor.digest}`;
     const armRaw = await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest]);
     expect(Buffer.from(armRaw.stdout).equals(arm?.manifest.bytes ?? Buffer.alloc(0))).toBe(true);
   });
 
   it('refuses a push without the upload token', async () => {
     const image = buildImage({ seed: 'skopeo-denied', layers: 1, bigFileSize: 1024 });
-    const src = writeLayout(join(work, 'denied-src'), [{ tag: 'v1', item: image }]);
-    const ref = `docker://${host}/root/oci/skopeo/denied:v1`;
+    const src = writeLayout(join(c.work, 'denied-src'), [{ tag: 'v1', item: image }]);
+    const ref = `docker://${c.host}/root/oci/skopeo/denied:v1`;
 
     const anonymous = await skopeo(['copy', '--dest-tls-verify=false', `oci:${src}:v1`, ref], true);
     expect(anonymous.code).not.toBe(0);
@@ -119,10 +106,10 @@ describe('skopeo', () => {
 
   it('deletes an image by digest', async () => {
     const image = buildImage({ seed: 'skopeo-delete', layers: 1, bigFileSize: 1024 });
-    const src = writeLayout(join(work, 'delete-src'), [{ tag: 'v1', item: image }]);
-    const ref = `docker://${host}/root/oci/skopeo/delete:v1`;
+    const src = writeLayout(join(c.work, 'delete-src'), [{ tag: 'v1', item: image }]);
+    const ref = `docker://${c.host}/root/oci/skopeo/delete:v1`;
     await skopeo(['copy', '--preserve-digests', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${src}:v1`, ref]);
-    const byDigest = `docker://${host}/root/oci/skopeo/delete@${image.manifest.descriptor.digest}`;
+    const byDigest = `docker://${c.host}/root/oci/skopeo/delete@${image.manifest.descriptor.digest}`;
     await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest]);
 
     await skopeo(['delete', '--tls-verify=false', '--creds', creds(), byDigest]);

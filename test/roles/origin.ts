@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { writeChunk } from '../support/fault-proxy.js';
 
 const BLOCK = 1024 * 1024;
 
@@ -93,18 +94,7 @@ export class Origin {
   async #stream(name: string, size: number, res: ServerResponse): Promise<void> {
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) });
     for (let i = 0; i * BLOCK < size && !res.destroyed; i++) {
-      const chunk = block(name, i).subarray(0, Math.min(BLOCK, size - i * BLOCK));
-      if (!res.write(chunk)) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
+      await writeChunk(res, block(name, i).subarray(0, Math.min(BLOCK, size - i * BLOCK)));
     }
     res.end();
   }

@@ -163,13 +163,13 @@ export class FaultProxy {
       if (action.kind === 'stall' && action.afterBytes !== undefined && !stalledOnce && sent + chunk.length >= action.afterBytes) {
         stalledOnce = true;
         const cut = action.afterBytes - sent;
-        await write(res, chunk.subarray(0, cut));
+        await writeChunk(res, chunk.subarray(0, cut));
         sent += cut;
         chunk = chunk.subarray(cut);
         await this.#stall(action.ms);
         if (res.destroyed) return;
       }
-      await write(res, chunk);
+      await writeChunk(res, chunk);
       sent += chunk.length;
     }
     res.end();
@@ -194,7 +194,8 @@ function matches(match: PathMatch, path: string): boolean {
   return match(path);
 }
 
-function write(res: ServerResponse, chunk: Buffer): Promise<void> {
+/** Writes `chunk`, resolving once the response can take more (or has gone away). */
+export function writeChunk(res: ServerResponse, chunk: Buffer): Promise<void> {
   if (chunk.length === 0 || res.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     if (res.write(chunk)) resolve();

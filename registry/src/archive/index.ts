@@ -16,8 +16,9 @@ import { ArchiveError, asArchiveError } from './errors.js';
 import { Guard, type ArchiveLimits } from './limits.js';
 import { NESTING_SEPARATOR, requireFormat, splitMemberPath, type ArchiveFormat } from './names.js';
 import { bufferSource, fileSource, type ArchiveSource } from './source.js';
-import { collect, slice } from './streams.js';
+import { collect, slice, sliceWithHead } from './streams.js';
 import { walkTar } from './tar.js';
+import { headLooksLikeText } from './text.js';
 import type { MemberInfo, Visit, WalkEntry } from './types.js';
 import { walkZip } from './zip.js';
 
@@ -33,6 +34,18 @@ export interface InspectOptions {
   limits?: Partial<ArchiveLimits>;
   /** Where a large nested zip is spilled while it is read; default: the OS temp dir. */
   tmpDir?: string;
+  /**
+   * Read the first this-many bytes (at most `maxPreviewBytes`) of each file listed, or of the
+   * member read, and say in `text` whether they look like text. Off by default.
+   */
+  sniffBytes?: number;
+  /**
+   * readMember: open the first member with the path and stop reading there, instead of reading
+   * the whole archive to refuse a path that occurs twice. For large streamed archives whose
+   * format allows repeated paths (a tar stream may append a newer copy), where one page of a
+   * preview must not cost a pass over the whole archive.
+   */
+  firstMatch?: boolean;
 }
 
 export interface Listing {
@@ -52,6 +65,8 @@ export interface MemberContent {
   data: Buffer;
   /** Where the next page starts, or null when `data` reaches the end of the member. */
   nextOffset: number | null;
+  /** Only with `sniffBytes`: whether the member's first bytes look like text (whatever `offset` is). */
+  text?: boolean;
 }
 
 /**
@@ -63,15 +78,21 @@ export async function listMembers(source: ArchiveSource, format: ArchiveFormat, 
   const within = opts.within?.endsWith(NESTING_SEPARATOR) ? opts.within.slice(0, -NESTING_SEPARATOR.length) : opts.within;
   const levels = within ? splitMemberPath(within) : [];
   checkDepth(levels.length, guard);
+  const sniff = sniffLength(opts, guard);
   return run(guard, () =>
     descend({ source }, format, levels, guard, opts, async (walk, innerFormat) => {
       const members: MemberInfo[] = [];
       const seen = new Map<string, MemberInfo>();
       let truncated = false;
-      await walk(async ({ info }) => {
+      await walk(async (entry) => {
+        const { info } = entry;
         if (members.length >= guard.limits.maxMembersListed) {
           truncated = true;
           return false;
+        }
+        // Unsafe and encrypted members are never opened, so they get no verdict.
+        if (sniff > 0 && info.kind === 'file' && !info.unsafe && !info.encrypted) {
+          info.text = headLooksLikeText(await slice(await entry.open(), 0, sniff), info.size);
         }
         const first = seen.get(info.path);
         if (first) {
@@ -105,15 +126,19 @@ export async function readMember(
   const offset = opts.offset ?? 0;
   if (!Number.isSafeInteger(offset) || offset < 0) throw new ArchiveError('range', `offset ${offset} is not a non-negative integer`);
   const max = Math.min(opts.maxBytes ?? guard.limits.maxPreviewBytes, guard.limits.maxPreviewBytes);
+  const sniff = sniffLength(opts, guard);
   return run(guard, () =>
     descend({ source }, format, levels, guard, opts, (walk) =>
-      findOne(walk, target, async (entry) => {
+      findOne(walk, target, opts.firstMatch ?? false, async (entry) => {
         const { size } = entry.info;
         if (offset > size) throw new ArchiveError('range', `offset ${offset} is past the end of ${path} (${size} bytes)`);
-        if (offset >= size) return { path, size, offset, data: Buffer.alloc(0), nextOffset: null };
-        const data = await slice(await entry.open(), offset, max);
+        const take = offset < size ? max : 0;
+        const empty = Buffer.alloc(0);
+        const { head, data } = take > 0 || sniff > 0 ? await sliceWithHead(await entry.open(), offset, take, sniff) : { head: empty, data: empty };
         const end = offset + data.length;
-        return { path, size, offset, data, nextOffset: end < size ? end : null };
+        const content: MemberContent = { path, size, offset, data, nextOffset: end < size ? end : null };
+        if (sniff > 0) content.text = headLooksLikeText(head, size);
+        return content;
       }),
     ),
   );
@@ -121,6 +146,10 @@ export async function readMember(
 
 type Container = { source: ArchiveSource } | { stream: Readable; size: number; name: string };
 type Walk = (visit: Visit) => Promise<void>;
+
+function sniffLength(opts: InspectOptions, guard: Guard): number {
+  return Math.max(0, Math.min(opts.sniffBytes ?? 0, guard.limits.maxPreviewBytes));
+}
 
 function checkDepth(nested: number, guard: Guard): void {
   if (nested > guard.limits.maxNestingDepth) {
@@ -141,7 +170,7 @@ async function descend<T>(
   const [next, ...rest] = levels;
   if (next === undefined) return action(walk, format);
   const nestedFormat = requireFormat(next);
-  return findOne(walk, next, async (entry) =>
+  return findOne(walk, next, opts.firstMatch ?? false, async (entry) =>
     descend({ stream: await entry.open(), size: entry.info.size, name: next }, nestedFormat, rest, guard, opts, action),
   );
 }
@@ -158,10 +187,11 @@ async function walker(container: Container, format: ArchiveFormat, guard: Guard,
 }
 
 /**
- * Walks the whole archive for the member at `path`, refusing links, non-files and paths that occur
- * more than once, and runs `use` on it while it is open.
+ * Walks the archive for the member at `path`, refusing links and non-files, and runs `use` on it
+ * while it is open. Unless `firstMatch`, the walk goes on to the end and refuses a path that occurs
+ * more than once.
  */
-async function findOne<T>(walk: Walk, path: string, use: (entry: WalkEntry) => Promise<T>): Promise<T> {
+async function findOne<T>(walk: Walk, path: string, firstMatch: boolean, use: (entry: WalkEntry) => Promise<T>): Promise<T> {
   let found: { result: T } | null = null;
   await walk(async (entry) => {
     const { info } = entry;
@@ -173,7 +203,7 @@ async function findOne<T>(walk: Walk, path: string, use: (entry: WalkEntry) => P
     }
     if (info.kind !== 'file') throw new ArchiveError('not-a-file', `${path} is a ${info.kind === 'directory' ? 'directory' : 'special file'}, not a file`);
     found = { result: await use(entry) };
-    return true;
+    return !firstMatch;
   });
   if (!found) throw new ArchiveError('not-found', `no member ${path} in the archive`);
   return (found as { result: T }).result;

@@ -97,6 +97,11 @@ export class Guard {
     return stream;
   }
 
+  /** Forgets a stream that has been dealt with, so that a long walk does not pile them up. */
+  untrack(stream: Destroyable): void {
+    this.#streams.delete(stream);
+  }
+
   onCleanup(fn: () => Promise<void>): void {
     this.#cleanups.push(fn);
   }

@@ -45,28 +45,40 @@ export async function collect(stream: Readable, limit: number, what: string): Pr
 
 /** Skips `offset` bytes and returns at most `max` after them; stops reading (destroys) once it has them. */
 export async function slice(stream: Readable, offset: number, max: number): Promise<Buffer> {
-  const parts: Buffer[] = [];
-  let skipped = 0;
+  return (await sliceWithHead(stream, offset, max, 0)).data;
+}
+
+/**
+ * `slice`, and also the stream's first `headBytes` bytes (they are read on the way to `offset`
+ * anyway); stops reading once it has both.
+ */
+export async function sliceWithHead(stream: Readable, offset: number, max: number, headBytes: number): Promise<{ head: Buffer; data: Buffer }> {
+  const head: Buffer[] = [];
+  const data: Buffer[] = [];
+  let headLen = 0;
   let got = 0;
-  if (max <= 0) {
+  let pos = 0;
+  const done = () => got >= max && headLen >= headBytes;
+  if (done()) {
     stream.destroy();
-    return Buffer.alloc(0);
+    return { head: Buffer.alloc(0), data: Buffer.alloc(0) };
   }
   for await (const chunk of stream as AsyncIterable<Buffer>) {
-    let part = chunk;
-    if (skipped < offset) {
-      const skip = Math.min(offset - skipped, part.length);
-      skipped += skip;
-      part = part.subarray(skip);
+    if (headLen < headBytes) {
+      const part = chunk.subarray(0, headBytes - headLen);
+      head.push(part);
+      headLen += part.length;
     }
-    if (part.length > 0) {
-      const take = Math.min(max - got, part.length);
-      parts.push(part.subarray(0, take));
-      got += take;
+    const from = Math.max(offset - pos, 0);
+    if (got < max && from < chunk.length) {
+      const part = chunk.subarray(from, from + (max - got));
+      data.push(part);
+      got += part.length;
     }
-    if (got >= max) break; // leaving the loop destroys the stream
+    pos += chunk.length;
+    if (done()) break; // leaving the loop destroys the stream
   }
-  return Buffer.concat(parts);
+  return { head: Buffer.concat(head), data: Buffer.concat(data) };
 }
 
 export function drainOrClose(stream: Writable): Promise<void> {

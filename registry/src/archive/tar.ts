@@ -91,6 +91,7 @@ async function visitEntry(entry: AsyncIterable<unknown>, info: MemberInfo, guard
   const opened = body as PassThrough | null;
   if (opened && !opened.writableEnded) opened.destroy();
   await start(null);
+  if (opened) guard.untrack(opened);
   return more;
 }
 

@@ -32,3 +32,8 @@ export function isProbablyText(bytes: Uint8Array, opts: { partial?: boolean } = 
     return false;
   }
 }
+
+/** Whether a member of `size` bytes whose first bytes are `head` looks like text. */
+export function headLooksLikeText(head: Uint8Array, size: number): boolean {
+  return isProbablyText(head, { partial: head.length < size });
+}

@@ -22,6 +22,8 @@ export interface MemberInfo {
   unsafe?: string;
   /** More than one member has this path; none of them can be opened by path. */
   duplicate?: true;
+  /** Only when listed with `sniffBytes`: whether the file's first bytes look like text. */
+  text?: boolean;
 }
 
 export interface WalkEntry {

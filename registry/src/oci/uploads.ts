@@ -21,12 +21,7 @@ export async function startUpload(call: OciCall): Promise<void> {
     // A mount is a digest check: blobs are shared, so `from` needs no lookup.
     const hex = parseDigest(mount);
     if (await blobs.stat(hex)) {
-      await reply
-        .code(201)
-        .header('Location', blobLocation(target.name, hex))
-        .header('Docker-Content-Digest', `sha256:${hex}`)
-        .header('Content-Length', '0')
-        .send();
+      await blobCreated(call, hex);
       return;
     }
   }
@@ -40,12 +35,7 @@ export async function startUpload(call: OciCall): Promise<void> {
       if (err instanceof DigestMismatchError) throw new OciError('DIGEST_INVALID', err.message);
       throw err;
     }
-    await reply
-      .code(201)
-      .header('Location', blobLocation(target.name, hex))
-      .header('Docker-Content-Digest', `sha256:${hex}`)
-      .header('Content-Length', '0')
-      .send();
+    await blobCreated(call, hex);
     return;
   }
 
@@ -55,6 +45,16 @@ export async function startUpload(call: OciCall): Promise<void> {
     .header('Location', uploadLocation(target.name, session.id))
     .header('Docker-Upload-UUID', session.id)
     .header('Range', uploadRange(0))
+    .header('Content-Length', '0')
+    .send();
+}
+
+/** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
+async function blobCreated(call: OciCall, hex: string): Promise<void> {
+  await call.reply
+    .code(201)
+    .header('Location', blobLocation(call.target.name, hex))
+    .header('Docker-Content-Digest', `sha256:${hex}`)
     .header('Content-Length', '0')
     .send();
 }
@@ -122,7 +122,7 @@ export async function cancelUpload(call: OciCall, id: string): Promise<void> {
 
 export async function commitUpload(call: OciCall, id: string): Promise<void> {
   await withSession(call, id, async (s) => {
-    const { deps, query, request, reply, target } = call;
+    const { deps, query, request } = call;
     const digest = query.get('digest');
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
@@ -140,11 +140,6 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     }
     await deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
     await sessions.discard(s);
-    await reply
-      .code(201)
-      .header('Location', blobLocation(target.name, hex))
-      .header('Docker-Content-Digest', `sha256:${hex}`)
-      .header('Content-Length', '0')
-      .send();
+    await blobCreated(call, hex);
   });
 }

@@ -1,0 +1,42 @@
+/**
+ * The common frame of the real-client suites (crane, oras, regctl, skopeo): one velodex per file,
+ * its upload token and `host:port`, and a private temp folder that is the client's HOME, so no
+ * configuration or credentials of the machine are used.
+ */
+import { afterAll, beforeAll } from 'vitest';
+import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+
+export interface ClientSuite {
+  server: Velodex;
+  /** The upload token of the default hosted index. */
+  token: string;
+  /** `127.0.0.1:<port>`, as image references want it. */
+  host: string;
+  /** The suite's temp folder, also the client's HOME. */
+  work: string;
+  /** The client's environment: HOME plus what `opts.env` added. */
+  env: Record<string, string>;
+}
+
+/**
+ * Registers the suite's `beforeAll`/`afterAll` and returns the suite, filled in once `beforeAll`
+ * has run. `env` adds client configuration paths below `work`; `setup` runs last (a login).
+ */
+export function clientSuite(
+  client: string,
+  opts: { env?: (work: string) => Record<string, string>; setup?: (suite: ClientSuite) => Promise<void> | void } = {},
+): ClientSuite {
+  const suite = {} as ClientSuite;
+  beforeAll(async () => {
+    suite.server = await startVelodex();
+    suite.token = defaultToken(suite.server);
+    suite.host = `127.0.0.1:${suite.server.port}`;
+    suite.work = tempDir(`velodex-${client}-`);
+    suite.env = { HOME: suite.work, ...opts.env?.(suite.work) };
+    await opts.setup?.(suite);
+  });
+  afterAll(async () => {
+    await suite.server?.stop();
+  });
+  return suite;
+}
