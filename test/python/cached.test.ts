@@ -16,17 +16,9 @@ import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { CLEAN_ENV, freshPipVenv, requestedPaths } from './fixtures/clients.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
 
-const CLEAN_ENV = {
-  PIP_CONFIG_FILE: '/dev/null',
-  PIP_DISABLE_PIP_VERSION_CHECK: '1',
-  PIP_NO_INPUT: '1',
-  UV_NO_CACHE: '1',
-  UV_NO_CONFIG: '1',
-  UV_PYTHON_DOWNLOADS: 'never',
-  PYTHON_KEYRING_BACKEND: 'keyring.backends.null.Keyring',
-};
 const TOKEN = 'cached-suite-token';
 const JSON_ACCEPT = { accept: 'application/vnd.pypi.simple.v1+json' };
 
@@ -73,28 +65,6 @@ name = "down"
 route = "root/down"
 cached = "http://127.0.0.1:9/simple/"
 `;
-}
-
-/** Request paths the server logged since `mark`. */
-function requestedPaths(mark: number): string[] {
-  return server
-    .logs()
-    .slice(mark)
-    .split('\n')
-    .flatMap((line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; req?: { url?: string } };
-        return entry.msg === 'incoming request' && entry.req?.url ? [entry.req.url] : [];
-      } catch {
-        return [];
-      }
-    });
-}
-
-async function freshVenv(): Promise<string> {
-  const dir = join(tempDir('velodex-cvenv-'), 'venv');
-  await run(tool('python'), ['-m', 'venv', dir]);
-  return dir;
 }
 
 function pipDownload(index: string, spec: string, allowFailure = false) {
@@ -193,7 +163,7 @@ describe('installing through the cached index', () => {
     });
     const report = JSON.parse(res.stdout) as { install: { metadata: { name: string; version: string } }[] };
     expect(report.install.map((i) => `${i.metadata.name}==${i.metadata.version}`).sort()).toEqual(['alpha==1.1.0', 'beta==2.0.0']);
-    const paths = requestedPaths(mark);
+    const paths = requestedPaths(server, mark);
     expect(paths.filter((p) => p.endsWith('.whl.metadata')).length).toBe(2);
     expect(paths.filter((p) => p.endsWith('.whl') || p.endsWith('.tar.gz'))).toEqual([]);
     // The sibling is the wheel's own METADATA.
@@ -202,7 +172,7 @@ describe('installing through the cached index', () => {
   });
 
   it('pip installs beta with alpha cold, and stores what it fetched', async () => {
-    const venv = await freshVenv();
+    const venv = await freshPipVenv();
     const res = await run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${server.url}/root/pypi/simple/`, 'beta'], { env: CLEAN_ENV });
     expect(res.stdout).toMatch(/Successfully installed alpha-1\.1\.0 beta-2\.0\.0/);
     expect(await stored(sha256File(beta.wheel))).toBe(true);
@@ -306,7 +276,7 @@ describe('the virtual blend', () => {
   });
 
   it('pip installs the private alpha through the virtual route although the public one is newer', async () => {
-    const venv = await freshVenv();
+    const venv = await freshPipVenv();
     const res = await run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${server.url}/root/dev/simple/`, 'alpha'], { env: CLEAN_ENV });
     expect(res.stdout).toMatch(/Successfully installed alpha-0\.1\.0/);
     const out = await run(join(venv, 'bin', 'python'), ['-c', 'import alpha; print(alpha.VARIANT)']);
@@ -332,7 +302,7 @@ describe('the virtual blend', () => {
 describe('with the upstream stopped', () => {
   it('warm installs still succeed through the cached and the virtual route (pip and uv)', async () => {
     await pypi.stop();
-    const venv = await freshVenv();
+    const venv = await freshPipVenv();
     const res = await run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${server.url}/root/pypi/simple/`, 'beta'], { env: CLEAN_ENV });
     expect(res.stdout).toMatch(/Successfully installed alpha-1\.1\.0 beta-2\.0\.0/);
     const dir = join(tempDir('velodex-wuv-'), 'venv');
@@ -380,7 +350,7 @@ describe('a velodex hosted index as upstream (PEP 691 JSON with every field)', (
       expect(mine['upload-time']).toBe(f['upload-time']);
       expect(mine['core-metadata']).toEqual(f['core-metadata']);
     }
-    const venv = await freshVenv();
+    const venv = await freshPipVenv();
     const res = await run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${chained.url}/root/up/simple/`, 'beta'], { env: CLEAN_ENV });
     expect(res.stdout).toMatch(/Successfully installed alpha-1\.1\.0 beta-2\.0\.0/);
   });

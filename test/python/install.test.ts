@@ -14,19 +14,9 @@ import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { CLEAN_ENV, freshPipVenv, freshUvVenv, PROJECT_ENV, requestedPaths } from './fixtures/clients.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
 
-/** Clients see only what the test gives them: no caches, no keyring, no user config. */
-const PROJECT_ENV = {
-  PIP_CONFIG_FILE: '/dev/null',
-  PIP_DISABLE_PIP_VERSION_CHECK: '1',
-  PIP_NO_INPUT: '1',
-  UV_NO_CACHE: '1',
-  UV_PYTHON_DOWNLOADS: 'never',
-  PYTHON_KEYRING_BACKEND: 'keyring.backends.null.Keyring',
-};
-/** Outside a uv project nothing should be read from config files at all. */
-const CLEAN_ENV = { ...PROJECT_ENV, UV_NO_CONFIG: '1' };
 
 let server: Velodex;
 let index: string;
@@ -36,34 +26,6 @@ let alpha11: BuiltProject;
 let beta: BuiltProject;
 
 const sha256File = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-
-/** Request paths the server logged (fastify's "incoming request" lines) since `mark`. */
-function requestedPaths(mark: number): string[] {
-  return server
-    .logs()
-    .slice(mark)
-    .split('\n')
-    .flatMap((line) => {
-      try {
-        const entry = JSON.parse(line) as { msg?: string; req?: { url?: string } };
-        return entry.msg === 'incoming request' && entry.req?.url ? [entry.req.url] : [];
-      } catch {
-        return [];
-      }
-    });
-}
-
-async function freshPipVenv(): Promise<string> {
-  const dir = join(tempDir('velodex-venv-'), 'venv');
-  await run(tool('python'), ['-m', 'venv', dir]);
-  return dir;
-}
-
-async function freshUvVenv(): Promise<string> {
-  const dir = join(tempDir('velodex-uvvenv-'), 'venv');
-  await run(tool('uv'), ['venv', '--quiet', '--python', tool('python'), dir], { env: CLEAN_ENV });
-  return dir;
-}
 
 async function importAll(venv: string): Promise<string> {
   const res = await run(join(venv, 'bin', 'python'), ['-c', 'import alpha, beta; print(alpha.hello(), "/", beta.hello())']);
@@ -132,7 +94,7 @@ describe('installing', () => {
     const res = await run(tool('pip'), ['install', '--dry-run', '--quiet', '--report', '-', '--no-cache-dir', '--index-url', index, 'beta'], { env: CLEAN_ENV });
     const report = JSON.parse(res.stdout) as { install: { metadata: { name: string; version: string } }[] };
     expect(report.install.map((i) => `${i.metadata.name}==${i.metadata.version}`).sort()).toEqual(['alpha==1.1.0', 'beta==2.0.0']);
-    const paths = requestedPaths(mark);
+    const paths = requestedPaths(server, mark);
     expect(paths).toContain('/root/hosted/simple/beta/');
     expect(paths).toContain('/root/hosted/simple/alpha/');
     expect(paths.filter((p) => p.endsWith('.whl.metadata')).sort()).toEqual([
