@@ -13,8 +13,9 @@ export interface RunningServer {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const stores = await openStores(config.storage);
-  const { app, ecosystems: running } = await buildApp(config, stores, ecosystems);
+  const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems);
   await app.listen({ host: config.host, port: config.port });
+  await events.start();
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -34,6 +35,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     async close() {
       await app.close();
       await Promise.all(running.map((e) => e.close?.()));
+      // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.
+      await events.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Config, IndexConfig } from '../config/types.js';
+import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
@@ -16,6 +17,8 @@ import { resolveRoute } from './resolve.js';
 export interface BuiltApp {
   app: FastifyInstance;
   ecosystems: Ecosystem[];
+  /** Not sending until `start()`; the server starts it after listening and closes it last. */
+  events: EventBus;
 }
 
 /** Never logged, whatever a future serializer decides to include. */
@@ -60,7 +63,8 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   });
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters() };
+  const events = new EventBus(stores.meta, indexByName, app.log);
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events };
   const ecosystems = factories.map((make) => make(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
@@ -85,5 +89,5 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
     if (!reply.sent) return reply;
   });
 
-  return { app, ecosystems };
+  return { app, ecosystems, events };
 }

@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config, IndexConfig } from '../config/types.js';
+import type { EventSink } from '../events/types.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 
@@ -16,6 +17,8 @@ export interface ServerContext {
   indexByName: ReadonlyMap<string, IndexConfig>;
   /** The usage counters of `/+stats`, per index route; shared by every ecosystem. */
   counters: UsageCounters;
+  /** Webhook events: ecosystems emit after a write commits and before answering it. */
+  events: EventSink;
 }
 
 export interface IndexRequest {

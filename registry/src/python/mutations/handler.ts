@@ -6,6 +6,7 @@
  * success too (the mutations are idempotent).
  */
 import type { IndexConfig } from '../../config/types.js';
+import { parseBasic } from '../../http/auth.js';
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { compareVersions } from '../pep440.js';
@@ -73,15 +74,31 @@ export async function handleMutation(
     );
   }
 
-  const changed: string[] = [];
-  if (hostedInScope.length > 0 && action !== 'restore') {
-    changed.push(...(await mutateRecord(deps.records, deps.ctx.stores.meta, target.name, normalized, inScope, action, reason)));
-  }
+  const hostedChanged =
+    hostedInScope.length > 0 && action !== 'restore'
+      ? await mutateRecord(deps.records, deps.ctx.stores.meta, target.name, normalized, inScope, action, reason)
+      : [];
+  const changed: string[] = [...hostedChanged];
   if (cachedInScope.length > 0) {
     changed.push(...(await deps.overrides.change(req.index.name, normalized, cachedInScope, action, reason)));
   }
   const result: MutationResult = { project: normalized, ...(version !== undefined ? { version } : {}), action, changed: changed.length, files: changed.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
+  if (changed.length > 0) {
+    // Uploaded files change in the write target; cached files only through the route's overrides.
+    const actor = parseBasic(req.request.headers.authorization)?.username;
+    await deps.ctx.events.emit({
+      event: action,
+      index: req.index.name,
+      route: req.index.route,
+      localIndex: hostedChanged.length > 0 ? target.name : req.index.name,
+      project: normalized,
+      ...(version !== undefined ? { version } : {}),
+      count: changed.length,
+      ...(actor ? { actor } : {}),
+      requestId: req.request.id,
+    });
+  }
   await req.reply.code(200).type('application/json').send(result);
 }
 

@@ -96,6 +96,20 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
       duplicate ? 'upload repeated identical file' : 'upload accepted',
     );
+    if (!duplicate) {
+      await ctx.events.emit({
+        event: 'upload',
+        index: index.name,
+        route: index.route,
+        localIndex: target.name,
+        project: archive.meta.project,
+        version: archive.meta.version,
+        count: 1,
+        file: { filename: form.file.name.filename, sha256: form.file.sha256 },
+        actor: auth.actor,
+        requestId: request.id,
+      });
+    }
     return {
       ok: true,
       project: archive.meta.project,
