@@ -10,7 +10,7 @@ import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/lo
 import { uploadTokenPath } from './config/default.js';
 import type { Config } from './config/types.js';
 import { sanitizeUrl } from './config/sanitize.js';
-import { startServer } from './server.js';
+import { startServer, type RunningServer } from './server.js';
 
 const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
@@ -56,17 +56,23 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve': {
       const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
-      const server = await startServer(config);
-      if (config.source === 'embedded default' && !process.env.VELODEX_UPLOAD_TOKEN) {
-        server.app.log.info({ token_file: uploadTokenPath(config.dataDir) }, 'upload token is in this file (password for twine, uv publish, docker login)');
-      }
+      // Signals are handled from the start: one that arrives while the server is still starting
+      // stops it once it is up, instead of killing the process with unwritten log lines.
+      let stopSignal: string | null = null;
+      let server: RunningServer | null = null;
       const stop = async (signal: string) => {
+        stopSignal = signal;
+        if (!server) return;
         server.app.log.info({ signal }, 'shutting down');
         await server.close();
         process.exit(0);
       };
       process.once('SIGINT', () => void stop('SIGINT'));
       process.once('SIGTERM', () => void stop('SIGTERM'));
+      // The embedded default's token file is named in the "listening" line (never the token).
+      const tokenFile = config.source === 'embedded default' && !process.env.VELODEX_UPLOAD_TOKEN ? uploadTokenPath(config.dataDir) : undefined;
+      server = await startServer(config, tokenFile ? { upload_token_file: tokenFile } : {});
+      if (stopSignal) await stop(stopSignal);
       return;
     }
     case 'check-config': {

@@ -11,7 +11,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
+/** `notes`: extra fields for the "velodex listening" log line. */
+export async function startServer(config: Config, notes: Record<string, string> = {}): Promise<RunningServer> {
   const stores = await openStores(config.storage);
   const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems);
   await app.listen({ host: config.host, port: config.port });
@@ -26,6 +27,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       config: config.source,
       storage: config.storage.backend === 'fs' ? config.storage.path : `${config.storage.endpoint}/${config.storage.bucket}`,
       indexes: config.indexes.map((ix) => ({ name: ix.name, route: ix.route, ecosystem: ix.ecosystem, role: ix.role })),
+      ...notes,
     },
     'velodex listening',
   );
