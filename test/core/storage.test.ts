@@ -101,6 +101,23 @@ describe('FsMetaStore', () => {
     expect(found?.doc.seen.slice().sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i));
   });
 
+  it('sees a write made through another store instance on the same folder, and hands out frozen documents', async () => {
+    const root = tempDir('velodex-meta-');
+    const a = new FsMetaStore(root);
+    const b = new FsMetaStore(root);
+    await a.init();
+    await a.put('shared/doc', { n: 1, list: [1] });
+    const first = await a.get<{ n: number; list: number[] }>('shared/doc');
+    expect(first?.doc.n).toBe(1);
+    // Warm read from a's cache, then b (another process, in effect) changes the file.
+    expect((await a.get<{ n: number }>('shared/doc'))?.doc.n).toBe(1);
+    await b.put('shared/doc', { n: 2, list: [1, 2] }, first?.version);
+    const second = await a.get<{ n: number; list: number[] }>('shared/doc');
+    expect(second?.doc).toEqual({ n: 2, list: [1, 2] });
+    expect(second?.version).not.toBe(first?.version);
+    expect(() => second?.doc.list.push(3)).toThrow(TypeError);
+  });
+
   it('lists keys under a prefix and refuses unsafe keys', async () => {
     const store = await metaStore();
     await store.put('p/x/one', 1);

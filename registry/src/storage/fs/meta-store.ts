@@ -5,7 +5,7 @@
  * a single server process, the s3 backend for replicas.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
@@ -14,6 +14,7 @@ export class FsMetaStore implements MetaStore {
   readonly #root: string;
   readonly #tmp: string;
   readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #parsed = new Map<string, { stamp: string; doc: unknown; version: string }>();
 
   constructor(root: string) {
     this.#root = join(root, 'meta');
@@ -40,9 +41,40 @@ export class FsMetaStore implements MetaStore {
     }
   }
 
+  /**
+   * Reads through a cache of parsed documents validated by the file's identity: every write
+   * renames a new file into place, so an unchanged inode, size, mtime and ctime mean unchanged
+   * bytes, and a warm read costs one fstat instead of a read, a hash and a parse. Cached documents
+   * are frozen: callers must copy before changing one (updateDoc does).
+   */
   async get<T>(key: string): Promise<Versioned<T> | null> {
-    const found = await this.#read(key);
-    return found ? { doc: JSON.parse(found.text) as T, version: found.version } : null;
+    let fh: FileHandle;
+    try {
+      fh = await open(this.#path(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const st = await fh.stat({ bigint: true });
+      const stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+      const hit = this.#parsed.get(key);
+      if (hit?.stamp === stamp) {
+        // Re-insert: Map order is the LRU order.
+        this.#parsed.delete(key);
+        this.#parsed.set(key, hit);
+        return { doc: hit.doc as T, version: hit.version };
+      }
+      const text = await fh.readFile('utf8');
+      const entry = { stamp, doc: deepFreeze(JSON.parse(text) as unknown), version: versionOf(text) };
+      if (text.length <= MAX_CACHED_DOC_BYTES) {
+        this.#parsed.set(key, entry);
+        if (this.#parsed.size > MAX_CACHED_DOCS) this.#parsed.delete(this.#parsed.keys().next().value as string);
+      }
+      return { doc: entry.doc as T, version: entry.version };
+    } finally {
+      await fh.close();
+    }
   }
 
   /** Serialises writers of one key inside this process. */
@@ -107,6 +139,18 @@ export class FsMetaStore implements MetaStore {
       yield rel.slice(0, -'.json'.length);
     }
   }
+}
+
+/** Bounds of the parsed-document cache: entries, and the size of a document worth keeping. */
+const MAX_CACHED_DOCS = 4096;
+const MAX_CACHED_DOC_BYTES = 1024 * 1024;
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
 
 function versionOf(text: string): string {
