@@ -18,6 +18,12 @@ export type FaultAction =
   /** Answers `status` itself without asking the upstream. */
   | { kind: 'status'; status: number; body?: string };
 
+export interface SeenRequest {
+  method: string;
+  path: string;
+  range: string | undefined;
+}
+
 export type PathMatch = string | RegExp | ((path: string) => boolean);
 
 interface Rule {
@@ -35,6 +41,7 @@ export class FaultProxy {
   readonly #rules: Rule[] = [];
   readonly #counts = new Map<string, number>();
   readonly #log: string[] = [];
+  readonly #seen: SeenRequest[] = [];
   #stalls: Array<() => void> = [];
   #stallWatchers: Array<{ n: number; resolve: () => void }> = [];
   #stalledTotal = 0;
@@ -76,6 +83,11 @@ export class FaultProxy {
   /** Every request seen, as `METHOD path`, in order. */
   get requests(): readonly string[] {
     return this.#log;
+  }
+
+  /** Every request seen with its `Range` header (undefined when none), in order. */
+  get seen(): readonly SeenRequest[] {
+    return this.#seen;
   }
 
   /** Resumes every stalled response. */
@@ -133,6 +145,7 @@ export class FaultProxy {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     this.#counts.set(path, this.count(path) + 1);
     this.#log.push(`${req.method} ${path}`);
+    this.#seen.push({ method: req.method ?? 'GET', path, range: req.headers.range });
     const action = this.#action(path);
     if (action.kind === 'status') {
       req.resume();

@@ -7,6 +7,7 @@ import type { Ecosystem, IndexRequest, ServerContext } from '../http/ecosystem.j
 import { HttpError } from '../http/errors.js';
 import { isSha256Hex } from '../storage/types.js';
 import { findServableFile, serveFile } from './files/handler.js';
+import { storeListedFile } from './files/store-listed.js';
 import { handleInspect } from './inspect/handler.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
 import { ProjectRecords } from './records.js';
@@ -84,6 +85,10 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<Mu
         GET: (req, params) =>
           handleInspect(ctx, req, params[0]!, params[1]!, params.length > 2 ? params.slice(2).join('/') : null, {
             owns: async (sha256, filename) => (await findServableFile(source, req.index, sha256, filename)) !== null,
+            fetch: async (sha256, filename) => {
+              const listed = await findServableFile(source, req.index, sha256, filename);
+              if (listed) await storeListedFile(listed);
+            },
           }),
       },
     },

@@ -5,12 +5,14 @@
  *   (single-flight) streams to every waiting client while it is hashed and spooled, and the
  *   file is stored only when its sha256 matches the upstream page (else `rejected`).
  * - A metadata sibling is the upstream's own `.metadata` file (verified against the hash the page
- *   advertised), or, when the upstream has none, the wheel's `.dist-info/METADATA` read from the
- *   stored wheel (fetched through the same single-flight first, so it gets stored too). A
- *   sibling whose hash the page did not give is remembered per file in the MetaStore.
+ *   advertised), or, when the upstream has none, the wheel's `.dist-info/METADATA`: read by HTTP
+ *   ranges from the upstream when the wheel is not stored and the upstream serves ranges (the
+ *   wheel is not downloaded), else read from the stored wheel (fetched through the same
+ *   single-flight first, so it gets stored too). A sibling whose hash the page did not give is
+ *   remembered per file in the MetaStore.
  */
 import { Readable } from 'node:stream';
-import { ArchiveError, blobSource, readMember, listMembers } from '../../archive/index.js';
+import { ArchiveError, blobSource } from '../../archive/index.js';
 import { HttpError } from '../../http/errors.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { PromiseFlights } from '../../roles/promise-flights.js';
@@ -19,10 +21,11 @@ import { header, UpstreamError, type UpstreamClient } from '../../roles/upstream
 import { DigestMismatchError, type BlobStore, type MetaStore } from '../../storage/types.js';
 import type { ResolvedFile } from '../simple/resolved.js';
 import type { FileBody, FilePart } from '../sources/types.js';
+import { metadataByRanges } from './ranged-metadata.js';
 import type { UpstreamFile } from './upstream-page.js';
+import { MAX_METADATA_BYTES, readWheelMetadata } from './wheel-metadata.js';
 
-/** Core metadata larger than this is refused (PyPI's largest are a few hundred KB). */
-export const MAX_METADATA_BYTES = 16 * 1024 * 1024;
+export { MAX_METADATA_BYTES };
 
 export interface CachedFilesOptions {
   indexName: string;
@@ -42,6 +45,8 @@ interface MetadataLink {
 export class CachedFiles {
   readonly #o: CachedFilesOptions;
   readonly #metadataFlights = new PromiseFlights<string | null>();
+  /** False once the upstream answered a range probe with something other than a 206. */
+  #ranges = true;
 
   constructor(opts: CachedFilesOptions) {
     this.#o = opts;
@@ -55,7 +60,10 @@ export class CachedFiles {
     const stored = await this.#o.blobs.stat(file.sha256);
     if (stored) return { kind: 'blob', digest: file.sha256, size: stored.size };
     const delivery = await this.#fly(up, file);
-    if (delivery) return { kind: 'stream', digest: file.sha256, stream: delivery.stream, size: delivery.size };
+    if (delivery) {
+      const stored = delivery.outcome.then((o) => o.kind === 'published' || o.kind === 'already_stored');
+      return { kind: 'stream', digest: file.sha256, stream: delivery.stream, size: delivery.size, stored };
+    }
     // Another flight stored it meanwhile.
     const info = await this.#o.blobs.stat(file.sha256);
     if (!info) throw new HttpError(502, `${file.filename} was stored and is gone again; retry`);
@@ -115,6 +123,11 @@ export class CachedFiles {
       if (sibling) return this.#storeMetadata(sibling, file);
     }
     if (file.kind !== 'wheel') return null;
+    if (this.#ranges && !(await this.#o.blobs.stat(file.sha256))) {
+      const ranged = await metadataByRanges({ client: this.#o.client, url: up.url, file, tmpDir: this.#o.tmpDir });
+      if (ranged.kind === 'ok') return this.#storeMetadata(ranged.bytes, file);
+      if (ranged.kind === 'no-ranges') this.#ranges = false;
+    }
     return this.#storeMetadata(await this.#fromWheel(up, file), file);
   }
 
@@ -173,21 +186,8 @@ export class CachedFiles {
     }
     const source = await blobSource(this.#o.blobs, file.sha256);
     if (!source) throw new HttpError(502, `${file.filename} is not stored; retry`);
-    const opts = { tmpDir: this.#o.tmpDir, limits: { maxPreviewBytes: MAX_METADATA_BYTES }, maxBytes: MAX_METADATA_BYTES };
-    const [name = '', version = ''] = file.filename.split('-');
     try {
-      let path = `${name}-${version}.dist-info/METADATA`;
-      const content = await readMember(source, 'zip', path, opts).catch(async (err: unknown) => {
-        if (!(err instanceof ArchiveError && err.kind === 'not-found')) throw err;
-        // The .dist-info folder may be spelled differently from the filename: find it.
-        const listing = await listMembers(source, 'zip', { tmpDir: this.#o.tmpDir });
-        const found = listing.members.find((m) => m.kind === 'file' && /^[^/]+\.dist-info\/METADATA$/.test(m.path));
-        if (!found) throw new HttpError(404, `${file.filename} has no .dist-info/METADATA`);
-        path = found.path;
-        return readMember(source, 'zip', path, opts);
-      });
-      if (content.nextOffset !== null) throw new HttpError(502, `the METADATA of ${file.filename} is larger than ${MAX_METADATA_BYTES} bytes`);
-      return content.data;
+      return await readWheelMetadata(source, file.filename, this.#o.tmpDir);
     } catch (err) {
       if (err instanceof ArchiveError) throw new HttpError(502, `cannot read the METADATA of ${file.filename}: ${err.message}`);
       throw err;

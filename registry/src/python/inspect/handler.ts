@@ -12,6 +12,7 @@
  *
  * Whether the index serves `filename` with that sha256 is the caller's knowledge: pass `owns`,
  * or check before calling. Without either, any stored blob can be inspected under any archive name.
+ * A listed file that is not stored yet (a cached one) is brought in through `fetch` first.
  */
 import {
   ArchiveError,
@@ -31,6 +32,8 @@ import { isSha256Hex } from '../../storage/types.js';
 export interface InspectHooks {
   /** True when this index serves `filename` with these bytes; false gives 404. */
   owns?: (sha256: string, filename: string) => Promise<boolean>;
+  /** Brings a listed but not yet stored file into the store (verified); called only when absent. */
+  fetch?: (sha256: string, filename: string) => Promise<void>;
 }
 
 const STATUS: Record<ArchiveErrorKind, number> = {
@@ -65,7 +68,11 @@ export async function handleInspect(
   const path = member !== null && req.trailingSlash && !member.endsWith('/') ? `${member}/` : member;
   try {
     const format = requireFormat(filename);
-    const source = await blobSource(ctx.stores.blobs, sha256);
+    let source = await blobSource(ctx.stores.blobs, sha256);
+    if (!source && hooks.fetch) {
+      await hooks.fetch(sha256, filename);
+      source = await blobSource(ctx.stores.blobs, sha256);
+    }
     if (!source) throw new HttpError(404, `no stored file has sha256 ${sha256}`);
     const opts = { tmpDir: ctx.stores.spoolDir };
 

@@ -29,7 +29,14 @@ export type FileBody =
   /** Stored: served from the blob store, ranges and all. */
   | { kind: 'blob'; digest: string; size: number }
   /** Arriving from an upstream right now; errors rather than end short. */
-  | { kind: 'stream'; digest: string; stream: Readable; size: number | undefined };
+  | {
+      kind: 'stream';
+      digest: string;
+      stream: Readable;
+      size: number | undefined;
+      /** Settles once the transfer is decided: true when the bytes verified and are stored. */
+      stored?: Promise<boolean>;
+    };
 
 /** A file an index lists, with the way to its bytes (through whichever member lists it). */
 export interface ListedFile {
