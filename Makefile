@@ -3,7 +3,7 @@
 
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install tools test test-only lint typecheck bench clean
+.PHONY: run build install tools test test-only lint typecheck bench bench-tools clean
 
 run: build
 	node registry/dist/cli.js serve
@@ -35,8 +35,13 @@ test: build typecheck lint tools
 test-only:
 	npx vitest run
 
-bench: build tools
+# velodex beside its peers (pypiserver; the Distribution registry) in one run; prints ratios, never
+# fails on speed. bench-tools builds the optional peers `make test` does not need (hack/go-tools.sh).
+bench: build tools bench-tools
 	node --import tsx test/bench/run.ts
+
+bench-tools:
+	bash hack/go-tools.sh bench .tools/bin
 
 clean:
 	rm -rf registry/dist operator/dist registry/tsconfig.tsbuildinfo operator/tsconfig.tsbuildinfo

@@ -92,3 +92,48 @@ install_go_tools() {
   go_build_module "$dir" oras oras.land/oras "$ORAS_VERSION" cmd/oras build
   go_build_module "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_SUM"
 }
+
+# --- Optional: peers for `make bench` ------------------------------------------------------------
+# Not part of install_go_tools (the suites do not need them; CI stays lean). `make bench-tools`
+# calls install_bench_tools. The OCI peer is the CNCF Distribution registry (the reference
+# registry, formerly docker/distribution); the proxy serves v3.0.0 (checked: v3.0.0-rc.3, -rc.4 and
+# -beta.1 too), and `go install .../cmd/registry@v3.0.0` builds it directly (~2 min on 2 cores).
+# If a pinned version ever stops being served, the build fails here, a note is left in
+# DIR/.registry.unavailable, and the bench prints that it has no OCI peer; nothing else fails.
+# (Fallback not needed today and therefore not wired: zot, zotregistry.dev/zot/cmd/zot, built from
+# its downloaded module with go_build_module as oras is.)
+DISTRIBUTION_VERSION=v3.0.0
+
+# Like go_install, but reports failure as a status (go_install relies on set -e, which a tested
+# call switches off) and never leaves a stamp behind a failed build.
+bench_go_install() { # DIR NAME PACKAGE VERSION
+  local dir=$1 name=$2 pkg=$3 version=$4 tmpbin
+  go_tool_current "$dir" "$name" "$version" && return 0
+  log "go install $pkg@$version"
+  tmpbin=$(mktemp -d)
+  if GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version" && mv -f "$tmpbin/$name" "$dir/$name"; then
+    rm -rf "$tmpbin"
+    echo "$version" > "$dir/.$name.version"
+    return 0
+  fi
+  rm -rf "$tmpbin"
+  return 1
+}
+
+install_bench_tools() {
+  local dir=$1
+  mkdir -p "$dir"
+  command -v go >/dev/null || { echo "go is required to build the bench peers" >&2; return 1; }
+  rm -f "$dir/.registry.unavailable"
+  if ! bench_go_install "$dir" registry github.com/distribution/distribution/v3/cmd/registry "$DISTRIBUTION_VERSION"; then
+    echo "distribution registry $DISTRIBUTION_VERSION could not be built from the Go module proxy" > "$dir/.registry.unavailable"
+    log "distribution registry $DISTRIBUTION_VERSION could not be built; make bench runs without an OCI peer"
+  fi
+}
+
+# Run directly (`bash hack/go-tools.sh bench DIR`) rather than sourced: install the bench peers.
+if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = bench ]; then
+  set -euo pipefail
+  type -t log >/dev/null || log() { printf '[bench-tools] %s\n' "$*" >&2; }
+  install_bench_tools "${2:?usage: go-tools.sh bench DIR}"
+fi
