@@ -3,12 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import type { Target } from './access.js';
+import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
 import type { UploadSessions } from './upload-sessions.js';
 
 export interface OciDeps {
   ctx: ServerContext;
   members: Members;
+  manifestBytes: ManifestBytes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
 }

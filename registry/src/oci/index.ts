@@ -1,6 +1,7 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { OciDeps } from './context.js';
+import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
 import { registerOciRoutes } from './routes.js';
 import { UploadSessions } from './upload-sessions.js';
@@ -10,6 +11,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const deps: OciDeps = {
     ctx,
     members: new Members(ctx),
+    manifestBytes: new ManifestBytes(ctx.stores.blobs),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
   };

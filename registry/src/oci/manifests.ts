@@ -32,14 +32,13 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   const found = await deps.members.resolve(target.index, target.repo, ref);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
-  const stream = head ? null : await deps.ctx.stores.blobs.get(found.hex);
-  if (!head && !stream) throw unknown();
-  if (head && !(await deps.ctx.stores.blobs.stat(found.hex))) throw unknown();
+  const bytes = await deps.manifestBytes.get(found.hex);
+  if (!bytes) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
     .header('Content-Length', String(found.record.size));
-  await reply.send(stream ?? undefined);
+  await reply.send(head ? undefined : bytes);
 }
 
 /** Reads the request body into memory, refusing it as soon as it passes the manifest limit. */
