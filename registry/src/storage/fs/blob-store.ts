@@ -12,6 +12,8 @@ import { pipeline } from 'node:stream/promises';
 import { HashingStream } from '../hashing.js';
 import { DigestMismatchError, isSha256Hex, type BlobInfo, type BlobStore, type ByteRange, type Sha256Hex } from '../types.js';
 
+const READ_CHUNK = 256 * 1024;
+
 export class FsBlobStore implements BlobStore {
   readonly #blobs: string;
   readonly #staging: string;
@@ -87,7 +89,9 @@ export class FsBlobStore implements BlobStore {
   async get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null> {
     try {
       const fh = await open(this.#path(digest), 'r');
-      return fh.createReadStream(range ? { start: range.start, end: range.end } : {});
+      // 256 KiB reads instead of Node's 64 KiB: a quarter of the syscalls and socket writes on
+      // large artifacts, still a small buffer per download.
+      return fh.createReadStream({ ...(range ? { start: range.start, end: range.end } : {}), highWaterMark: READ_CHUNK });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
