@@ -225,6 +225,26 @@ describe('Simple API', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toBe(JSON_TYPE);
   });
+
+  it('answers names no project can have with 404, on every path that takes a project', async () => {
+    const sha = 'a'.repeat(64);
+    const tooLong = 'a'.repeat(201);
+    for (const [method, path] of [
+      ['GET', '/simple/a!b/'],
+      ['GET', '/simple/%C3%A9t%C3%A9/'],
+      ['GET', `/simple/${tooLong}/`],
+      ['GET', '/a!b/json'],
+      ['GET', '/a!b/1.0/json'],
+      ['GET', `/files/${sha}/a!b-1.0.tar.gz`],
+      ['GET', `/inspect/${sha}/a!b-1.0.tar.gz`],
+      ['PUT', '/a!b/yank'],
+      ['DELETE', '/a!b/1.0/'],
+    ] as const) {
+      const res = await rawRequest(server.url, `/root/hosted${path}`, method);
+      expect(res.status, `${method} ${path}`).toBe(404);
+      expect((JSON.parse(res.body) as { message: string }).message).toMatch(/not a valid project name|no file|no project/);
+    }
+  });
 });
 
 describe('files', () => {

@@ -10,7 +10,7 @@ import { findServableFile, serveFile } from './files/handler.js';
 import { storeListedFile } from './files/store-listed.js';
 import { handleInspect } from './inspect/handler.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
-import { ProjectRecords } from './records.js';
+import { isValidProjectName, ProjectRecords } from './records.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
 import { handleUpload } from './upload/handler.js';
 import { ProjectOverrides } from './mutations/overrides.js';
@@ -27,6 +27,8 @@ interface Route {
   match(rest: readonly string[], trailingSlash: boolean): string[] | null;
   /** GET also answers HEAD. */
   methods: Partial<Record<Method, Handler>>;
+  /** The first parameter is a project name: one PEP 508 forbids names no project, so 404. */
+  project?: boolean;
 }
 
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
@@ -51,6 +53,9 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
         const params = route.match(req.rest, req.trailingSlash);
         if (!params) continue;
         const handler = route.methods[method];
+        if (handler && route.project && !isValidProjectName(params[0]!)) {
+          throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
+        }
         if (handler) return handler(req, params);
         first ??= route;
       }
@@ -94,10 +99,12 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<Mu
     },
     {
       match: (rest, slash) => (rest.length === 2 && rest[1] === 'json' && !slash ? [rest[0]!] : null),
+      project: true,
       methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!) },
     },
     {
       match: (rest, slash) => (rest.length === 3 && rest[2] === 'json' && !slash ? [rest[0]!, rest[1]!] : null),
+      project: true,
       methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!, params[1]!) },
     },
     {
@@ -106,6 +113,7 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<Mu
     },
     {
       match: (rest) => (rest.length === 2 && rest[0] === 'simple' ? [rest[1]!] : null),
+      project: true,
       methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
     },
     // yank, un-yank, delete, restore, promote (PUT/DELETE only).

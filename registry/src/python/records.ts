@@ -35,6 +35,15 @@ export interface ProjectRecord {
   files: Record<string, FileRecord>;
 }
 
+const PROJECT_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** Longer names than this are refused: they would not fit a file name in the store. */
+const MAX_PROJECT_NAME = 200;
+
+/** A name PEP 508 allows (so a project by that name can exist at all). */
+export function isValidProjectName(name: string): boolean {
+  return name.length <= MAX_PROJECT_NAME && PROJECT_NAME.test(name);
+}
+
 /** PEP 503 normalisation. */
 export function normalizeName(name: string): string {
   return name.replace(/[-_.]+/g, '-').toLowerCase();

@@ -12,6 +12,8 @@ type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
 export interface MutationRoute {
   match(rest: readonly string[], trailingSlash: boolean): string[] | null;
   methods: Partial<Record<'GET' | 'PUT' | 'DELETE', Handler>>;
+  /** The first parameter is a project name (checked by the dispatcher). */
+  project: true;
 }
 
 /** `{project}/[{version}/]{verb}` → [project] or [project, version]. */
@@ -24,6 +26,7 @@ export function mutationRoutes(deps: MutationDeps): MutationRoute[] {
   return [
     {
       match: scoped('yank'),
+      project: true,
       methods: {
         PUT: (req, [project, version]) => handleMutation(deps, req, 'yank', project!, version),
         DELETE: (req, [project, version]) => handleMutation(deps, req, 'unyank', project!, version),
@@ -31,14 +34,17 @@ export function mutationRoutes(deps: MutationDeps): MutationRoute[] {
     },
     {
       match: scoped('restore'),
+      project: true,
       methods: { PUT: (req, [project, version]) => handleMutation(deps, req, 'restore', project!, version) },
     },
     {
       match: (rest) => (rest.length === 3 && rest[2] === 'promote' ? [rest[0]!, rest[1]!] : null),
+      project: true,
       methods: { PUT: (req, [project, version]) => handlePromote(deps, req, project!, version!) },
     },
     {
       match: (rest) => (rest.length === 1 || rest.length === 2 ? [...rest] : null),
+      project: true,
       methods: {
         DELETE: (req, [project, version]) => handleMutation(deps, req, 'delete', project!, version),
         // Any one- or two-segment path has this shape: reading one is "not found", not 405.
