@@ -35,6 +35,9 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
         reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`));
       } else resolve(result);
     });
+    // A child may exit before it reads its input (EPIPE on the write): its exit status, not the
+    // failed write, says what happened.
+    child.stdin.on('error', () => undefined);
     child.stdin.end(opts.input ?? '');
   });
 }
