@@ -5,6 +5,7 @@
  */
 import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
+import { keys } from './meta.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseRange } from './range.js';
@@ -41,6 +42,13 @@ export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   const { deps, target, request, reply } = call;
   authorizeWrite(deps.ctx, target.index, request.headers.authorization);
   const hex = parseDigest(digest);
-  if (!(await deps.ctx.stores.blobs.delete(hex))) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  const { blobs, meta } = deps.ctx.stores;
+  const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  // Only bytes that came in through /v2: the store also holds other ecosystems' files.
+  if (!(await meta.get(keys.ociBlob(hex)))) throw unknown();
+  const deleted = await blobs.delete(hex);
+  await meta.delete(keys.ociBlob(hex));
+  deps.manifestBytes.forget(hex);
+  if (!deleted) throw unknown();
   await reply.code(202).header('Content-Length', '0').send();
 }

@@ -31,7 +31,7 @@ export class HostedRepos {
   }
 
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
-    const hex = ref.kind === 'digest' ? ref.hex : (await this.tags(repo))[ref.tag];
+    const hex = ref.kind === 'digest' ? ref.hex : tagTarget(await this.tags(repo), ref.tag);
     if (!hex) return null;
     const record = await this.manifest(repo, hex);
     return record ? { hex, record } : null;
@@ -56,8 +56,8 @@ export class HostedRepos {
     if (tag !== undefined) {
       await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
         const next = doc ?? { tags: {} };
-        if (next.tags[tag] === hex) return undefined;
-        next.tags[tag] = hex;
+        if (tagTarget(next.tags, tag) === hex) return undefined;
+        setTag(next.tags, tag, hex);
         return next;
       });
     }
@@ -66,7 +66,7 @@ export class HostedRepos {
   /** Drops one tag mapping; false when the tag did not exist. */
   async deleteTag(repo: readonly string[], tag: string): Promise<boolean> {
     const { changed } = await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
-      if (!doc || !(tag in doc.tags)) return undefined;
+      if (!doc || !Object.hasOwn(doc.tags, tag)) return undefined;
       delete doc.tags[tag];
       return doc;
     });
@@ -97,4 +97,17 @@ export class HostedRepos {
     }
     return this.stores.meta.delete(keys.manifest(this.index, repo, hex));
   }
+}
+
+/*
+ * Tags are keys of a plain JSON object, and the tag grammar allows `constructor`, `toString` or
+ * `__proto__`: read only own properties and define (never assign) them, so no tag can reach or
+ * replace the object's prototype.
+ */
+function tagTarget(tags: Record<string, string>, tag: string): string | undefined {
+  return Object.hasOwn(tags, tag) ? tags[tag] : undefined;
+}
+
+function setTag(tags: Record<string, string>, tag: string, hex: string): void {
+  Object.defineProperty(tags, tag, { value: hex, enumerable: true, writable: true, configurable: true });
 }

@@ -15,6 +15,14 @@ export class ManifestBytes {
 
   constructor(private readonly blobs: BlobStore) {}
 
+  /** Drops a manifest whose bytes were deleted. */
+  forget(hex: string): void {
+    const bytes = this.#entries.get(hex);
+    if (!bytes) return;
+    this.#entries.delete(hex);
+    this.#total -= bytes.length;
+  }
+
   /** The bytes of manifest `hex`, or null when the store has none. */
   async get(hex: string): Promise<Buffer | null> {
     const hit = this.#entries.get(hex);

@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { authorizeWrite } from './access.js';
 import { manifestLocation, type OciCall } from './context.js';
 import { OciError } from './errors.js';
-import type { Descriptor, ManifestRecord } from './meta.js';
+import { keys, type Descriptor, type ManifestRecord } from './meta.js';
 import { parseReference, type Reference } from './names.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -122,6 +122,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 
   // Bytes first, then the documents that point at them.
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
+  await deps.ctx.stores.meta.put(keys.ociBlob(hex), {});
   await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);

@@ -5,12 +5,12 @@
  *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
  *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
  *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
+ *   oci/blobs/<hex>                                       the blob was created through /v2 (any index)
  *
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
  * content-addressed store.
  */
-import { createHash } from 'node:crypto';
 import type { IndexConfig } from '../config/types.js';
 
 export interface Descriptor {
@@ -40,19 +40,18 @@ export interface ReferrersDoc {
   referrers: Record<string, Descriptor>;
 }
 
-const SAFE_SEGMENT = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-
-/** Index names are free text in the config; a name that is not a safe key segment is hashed. */
-function indexSegment(index: IndexConfig): string {
-  if (SAFE_SEGMENT.test(index.name)) return index.name;
-  return `_h${createHash('sha256').update(index.name).digest('hex').slice(0, 32)}`;
-}
-
 export function repoPrefix(index: IndexConfig, repo: readonly string[]): string {
-  return `oci/${indexSegment(index)}/repos/${repo.join('/')}`;
+  // Index names are safe key segments: the config schema allows nothing else.
+  return `oci/${index.name}/repos/${repo.join('/')}`;
 }
 
 export const keys = {
+  /**
+   * Marks a blob as created through `/v2` (push, mount or manifest). The byte store is shared
+   * with other ecosystems; a blob DELETE or mount acts only on marked blobs, so `/v2` cannot
+   * remove bytes that only another ecosystem's records point at.
+   */
+  ociBlob: (hex: string) => `oci/blobs/${hex}`,
   tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,
   manifest: (index: IndexConfig, repo: readonly string[], hex: string) => `${repoPrefix(index, repo)}/_manifests/${hex}`,
   referrers: (index: IndexConfig, repo: readonly string[], subjectHex: string) => `${repoPrefix(index, repo)}/_referrers/${subjectHex}`,

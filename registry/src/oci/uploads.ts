@@ -6,6 +6,7 @@
  */
 import { authorizeWrite } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
+import { keys } from './meta.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import type { UploadSession } from './upload-sessions.js';
@@ -20,7 +21,7 @@ export async function startUpload(call: OciCall): Promise<void> {
   if (mount !== null) {
     // A mount is a digest check: blobs are shared, so `from` needs no lookup.
     const hex = parseDigest(mount);
-    if (await blobs.stat(hex)) {
+    if ((await blobs.stat(hex)) && (await deps.ctx.stores.meta.get(keys.ociBlob(hex)))) {
       await blobCreated(call, hex);
       return;
     }
@@ -51,6 +52,7 @@ export async function startUpload(call: OciCall): Promise<void> {
 
 /** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
 async function blobCreated(call: OciCall, hex: string): Promise<void> {
+  await call.deps.ctx.stores.meta.put(keys.ociBlob(hex), {});
   await call.reply
     .code(201)
     .header('Location', blobLocation(call.target.name, hex))
