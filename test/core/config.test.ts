@@ -69,6 +69,7 @@ upload_target = "hosted"
       /index "b"\.route: route "root\/x" is also the route of index "a".*fix: give every index its own route/,
     ],
     ['an index with two roles', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\ncached = "https://x.example/simple/"\n`, /index "a" \(index\[0\]\): has several roles/],
+    ['an index name that cannot be a storage key', `[[index]]\nname = "Team Packages"\nroute = "r/a"\nhosted = true\n`, /index "Team Packages" \(index\[0\]\)\.name: must be 1-100 letters/],
     ['an index with no role', `[[index]]\nname = "a"\nroute = "r/a"\n`, /has no role.*hosted = true/],
     ['a secret given two ways', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = "x"\nupload_token_env = "X"\n`, /upload_token: is given more than one way/],
     ['an unset secret variable', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_UNSET_VAR"\n`, /environment variable VELODEX_TEST_UNSET_VAR is not set/],

@@ -34,7 +34,8 @@ export const webhookSchema = z.strictObject({
 });
 
 export const indexSchema = z.strictObject({
-  name: z.string().min(1),
+  // Index names become parts of storage keys and appear in URLs of the discovery documents.
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
   route: z.string().min(1),
   ecosystem: z.enum(['python', 'oci']).optional(),
   hosted: z.boolean().optional(),
