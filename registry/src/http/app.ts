@@ -42,7 +42,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
   await app.register(multipart, {
-    limits: { fileSize: Number.MAX_SAFE_INTEGER, fieldSize: 16 * 1024 * 1024, fields: 200, files: 4, parts: 256 },
+    limits: { fileSize: Number.MAX_SAFE_INTEGER, fieldSize: 8 * 1024 * 1024, fields: 200, files: 4, parts: 256 },
   });
 
   app.addHook('onSend', async (request, reply) => {

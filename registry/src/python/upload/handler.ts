@@ -166,8 +166,10 @@ async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFil
   const filename = file.name.filename;
   const before = (await records.get(target.name, meta.project))?.record.files[filename];
   if (before) {
-    if (before.sha256 === file.sha256) return true;
-    throw alreadyExists(filename, before.sha256);
+    if (before.sha256 !== file.sha256) throw alreadyExists(filename, before.sha256);
+    // The same bytes again: also the way to restore a file whose blob went missing.
+    if (!(await ctx.stores.blobs.stat(file.sha256))) await ctx.stores.blobs.putFile(file.path, file.sha256);
+    return true;
   }
 
   await ctx.stores.blobs.putFile(file.path, file.sha256);

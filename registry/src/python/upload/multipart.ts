@@ -15,6 +15,12 @@ import { HashingStream } from '../../storage/hashing.js';
 import { badUpload } from './errors.js';
 import { parseArtifactName, type ArtifactName } from './filenames.js';
 
+/**
+ * All text fields of one form together (a long README in `description` included). The per-field
+ * limit is set where the multipart plugin is registered; this caps their sum.
+ */
+const MAX_FIELD_BYTES = 16 * 1024 * 1024;
+
 /** Extra file parts (e.g. a `gpg_signature`) are read and dropped, up to this size. */
 const MAX_OTHER_FILE = 1024 * 1024;
 
@@ -46,13 +52,17 @@ export class FileTooLargeError extends Error {
 /** Reads the whole form. On any failure nothing is left in the spool folder. */
 export async function readUploadForm(request: FastifyRequest, spoolDir: string, maxFileSize: number | undefined): Promise<UploadForm> {
   const fields = new Map<string, string[]>();
+  let fieldBytes = 0;
   let file: SpooledFile | undefined;
   try {
     for await (const part of request.parts()) {
       if (part.type === 'field') {
         if (part.valueTruncated) throw badUpload(`form field ${part.fieldname} is too long`);
+        const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
+        fieldBytes += value.length;
+        if (fieldBytes > MAX_FIELD_BYTES) throw badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all`);
         const values = fields.get(part.fieldname) ?? [];
-        values.push(typeof part.value === 'string' ? part.value : JSON.stringify(part.value));
+        values.push(value);
         fields.set(part.fieldname, values);
       } else if (part.fieldname === 'content') {
         if (file) throw badUpload('the form has more than one "content" file part; upload one file per request');
