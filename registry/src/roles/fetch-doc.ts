@@ -79,7 +79,8 @@ export function freshnessHeaders(res: Pick<UpstreamResponse, 'headers'>): Freshn
   return out;
 }
 
-async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
+/** Reads a whole upstream body, failing with DocumentTooLargeError once it passes `limit`. */
+export async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body as AsyncIterable<Buffer>) {

@@ -15,6 +15,7 @@ import { Readable } from 'node:stream';
 import { ArchiveError, blobSource } from '../../archive/index.js';
 import { HttpError } from '../../http/errors.js';
 import type { CounterSink } from '../../observe/counters.js';
+import { DocumentTooLargeError, readBounded } from '../../roles/fetch-doc.js';
 import { PromiseFlights } from '../../roles/promise-flights.js';
 import type { BlobFlights } from '../../roles/single-flight.js';
 import { header, UpstreamError, type UpstreamClient } from '../../roles/upstream.js';
@@ -144,17 +145,14 @@ export class CachedFiles {
       this.#o.counters.add('upstream_errors');
       throw new HttpError(502, `the upstream answered ${res.status} for ${file.filename}.metadata`);
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > MAX_METADATA_BYTES) {
-        res.body.destroy();
+    try {
+      return await readBounded(res, MAX_METADATA_BYTES);
+    } catch (err) {
+      if (err instanceof DocumentTooLargeError) {
         throw new HttpError(502, `the upstream's ${file.filename}.metadata is larger than ${MAX_METADATA_BYTES} bytes`);
       }
-      chunks.push(chunk);
+      throw err;
     }
-    return Buffer.concat(chunks, size);
   }
 
   async #storeMetadata(bytes: Buffer, file: ResolvedFile): Promise<string> {
