@@ -8,12 +8,13 @@ import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { HashingStream } from '../../storage/hashing.js';
 import { badUpload } from './errors.js';
 import { parseArtifactName, type ArtifactName } from './filenames.js';
+import { ByteLimit } from './limits.js';
 
 /**
  * All text fields of one form together (a long README in `description` included). The per-field
@@ -85,7 +86,7 @@ async function spool(source: Readable, path: string, name: ArtifactName, maxFile
   const hasher = new HashingStream();
   try {
     // Without a limit the pass-through costs nothing worth a second code path.
-    await pipeline(source, new SizeLimit(maxFileSize ?? Number.POSITIVE_INFINITY, name), hasher, createWriteStream(path, { flags: 'wx' }));
+    await pipeline(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hasher, createWriteStream(path, { flags: 'wx' }));
   } catch (err) {
     await rm(path, { force: true });
     if (err instanceof FileTooLargeError || isSystemError(err)) throw err;
@@ -105,23 +106,6 @@ async function discardPart(source: Readable, field: string): Promise<void> {
       },
     }),
   );
-}
-
-/** Fails as soon as more than `max` bytes have passed, so the rest is never read. */
-class SizeLimit extends Transform {
-  #seen = 0;
-  constructor(
-    private readonly max: number,
-    private readonly name: ArtifactName,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.#seen += chunk.length;
-    if (this.#seen > this.max) return done(new FileTooLargeError(this.name, this.max));
-    done(null, chunk);
-  }
 }
 
 /** A failure of this machine (disk full, permissions), not of the request: a 500, not a 400. */

@@ -5,7 +5,6 @@
  * with `PKG-INFO` and `pyproject.toml` in it, and no member that could escape on extraction.
  */
 import { createReadStream } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar, { type Extract } from 'tar-stream';
@@ -13,14 +12,14 @@ import { HttpError } from '../../http/errors.js';
 import { checkAgainstFilename, parseCoreMetadata, requiresLicenseFiles } from './core-metadata.js';
 import { badUpload } from './errors.js';
 import type { SdistName } from './filenames.js';
-import { MAX_MEMBERS, MAX_METADATA_BYTES, maxExpandedBytes } from './limits.js';
+import { ByteLimit, MAX_MEMBERS, MAX_METADATA_BYTES, maxExpandedBytes } from './limits.js';
 import { segmentsOf, unsafeMemberReason } from './member-path.js';
 import type { ValidatedArchive } from './wheel.js';
 
 export async function validateSdist(path: string, size: number, name: SdistName): Promise<ValidatedArchive> {
   const where = name.filename;
   const extract = tar.extract();
-  const inflated = pipeline(createReadStream(path), createGunzip(), new ExpansionLimit(maxExpandedBytes(size), where), extract);
+  const inflated = pipeline(createReadStream(path), createGunzip(), new ByteLimit(maxExpandedBytes(size), () => badUpload(`${where} expands to more than ${maxExpandedBytes(size)} bytes; refused as a possible gzip bomb`)), extract);
   // Its failure also ends the iteration below with the same error; it is awaited after that.
   inflated.catch(() => undefined);
   try {
@@ -138,21 +137,4 @@ async function readSmall(entry: TarEntry, size: number, what: string, where: str
   const chunks: Buffer[] = [];
   for await (const chunk of entry) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** Fails the inflation once it has produced more than `max` bytes (a gzip bomb). */
-class ExpansionLimit extends Transform {
-  #seen = 0;
-  constructor(
-    private readonly max: number,
-    private readonly where: string,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.#seen += chunk.length;
-    if (this.#seen > this.max) return done(badUpload(`${this.where} expands to more than ${this.max} bytes; refused as a possible gzip bomb`));
-    done(null, chunk);
-  }
 }
