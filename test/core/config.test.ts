@@ -118,6 +118,8 @@ describe('velodex serve', () => {
     const { readFileSync } = await import('node:fs');
     const token = readFileSync(path, 'utf8').trim();
     await first.stop();
+    // Never starts with '-', so `twine upload -p <token>` cannot mistake it for an option.
+    expect(token).toMatch(/^velodex_[0-9a-f]{48}$/);
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(first.logs()).toContain(path);
     expect(first.logs()).not.toContain(token);

@@ -20,7 +20,9 @@ export function ensureUploadTokenFile(dataDir: string): string {
   } catch {
     // absent: create it below
   }
-  const token = randomBytes(24).toString('base64url');
+  // Hex behind a fixed prefix: a token that began with '-' (base64url can) would be read as an
+  // option by command-line clients such as `twine upload -p <token>`.
+  const token = `velodex_${randomBytes(24).toString('hex')}`;
   // 'wx' refuses to overwrite a file a concurrent start-up just wrote.
   try {
     writeFileSync(path, `${token}\n`, { mode: 0o600, flag: 'wx' });
