@@ -1,11 +1,12 @@
 /**
  * Blob GET, HEAD and DELETE. Blobs live in the shared content-addressed store, so visibility is
- * global: a stored digest is served under every repository of every OCI index, and a DELETE
- * removes the bytes for all of them (the spec: "globally, since blobs are shared").
+ * global: a digest /v2 holds is served under every repository of every OCI index, and a DELETE
+ * removes it for all of them (the spec: "globally, since blobs are shared"). The store is shared
+ * with other ecosystems too: /v2 sees only the blobs it holds, and a DELETE releases its hold,
+ * removing the bytes only when no other ecosystem holds them.
  */
 import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
-import { keys } from './meta.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseRange } from './range.js';
@@ -14,8 +15,9 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const { deps, request, reply } = call;
   const hex = parseDigest(digest);
   const blobs = deps.ctx.stores.blobs;
-  const info = await blobs.stat(hex);
-  if (!info) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.isHeld(hex)]);
+  // Bytes only another ecosystem holds (a Python file, or a blob /v2 has deleted) are not ours.
+  if (!info || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
   const rangeHeader = request.headers.range;
   const wanted = parseRange(typeof rangeHeader === 'string' ? rangeHeader : undefined, info.size);
@@ -42,13 +44,12 @@ export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   const { deps, target, request, reply } = call;
   authorizeWrite(deps.ctx, target.index, request.headers.authorization);
   const hex = parseDigest(digest);
-  const { blobs, meta } = deps.ctx.stores;
   const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
-  // Only bytes that came in through /v2: the store also holds other ecosystems' files.
-  if (!(await meta.get(keys.ociBlob(hex)))) throw unknown();
-  const deleted = await blobs.delete(hex);
-  await meta.delete(keys.ociBlob(hex));
+  // Only bytes that came in through /v2 are ours to let go; the bytes go with the last holder.
+  const released = await deps.holds.release(hex);
+  if (!released.released) throw unknown();
   deps.manifestBytes.forget(hex);
-  if (!deleted) throw unknown();
+  // Held, but the bytes had already gone missing: absent, as before the hold existed.
+  if (released.last && !released.deleted) throw unknown();
   await reply.code(202).header('Content-Length', '0').send();
 }

@@ -1,7 +1,8 @@
-/** What every `/v2/` handler gets: the server, the member readers, the upload sessions. */
+/** What every `/v2/` handler gets: the server, the member readers, the upload sessions, its blob holds. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
+import type { Holder } from '../storage/holds.js';
 import type { Target } from './access.js';
 import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
@@ -13,6 +14,8 @@ export interface OciDeps {
   manifestBytes: ManifestBytes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
+  /** The OCI API's holds on shared blobs: a blob is visible on /v2 iff it is held here. */
+  holds: Holder;
 }
 
 export interface OciCall {

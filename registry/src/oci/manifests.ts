@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { authorizeWrite } from './access.js';
 import { manifestLocation, type OciCall } from './context.js';
 import { OciError } from './errors.js';
-import { keys, type Descriptor, type ManifestRecord } from './meta.js';
+import type { Descriptor, ManifestRecord } from './meta.js';
 import { parseReference, type Reference } from './names.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -32,8 +32,10 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   const found = await deps.members.resolve(target.index, target.repo, ref);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
-  const bytes = await deps.manifestBytes.get(found.hex);
-  if (!bytes) throw unknown();
+  // As for blobs: bytes /v2 no longer holds (its blob was DELETEd) are not served, even when
+  // another ecosystem keeps the same bytes alive.
+  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.isHeld(found.hex)]);
+  if (!bytes || !held) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
@@ -120,9 +122,9 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   };
   if (subject) record.subject = subject.hex;
 
-  // Bytes first, then the documents that point at them.
+  // The hold, then the bytes, then the documents that point at them.
+  await deps.holds.hold(hex);
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
-  await deps.ctx.stores.meta.put(keys.ociBlob(hex), {});
   await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
@@ -130,6 +132,11 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   await reply.header('Content-Length', '0').send();
 }
 
+/**
+ * Drops the manifest from this repository only. Its bytes and the OCI hold on them stay: the
+ * same manifest may be recorded in other repositories or indexes, and the hold is not counted
+ * per repository. Blob DELETE of the digest is what lets the bytes go.
+ */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
   const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);

@@ -5,11 +5,11 @@
  *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
  *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
  *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
- *   oci/blobs/<hex>                                       the blob was created through /v2 (any index)
  *
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
- * content-addressed store.
+ * content-addressed store. Every blob that came in through /v2 (push, mount, manifest) is held
+ * by `OCI_HOLDER` in the store's holds (storage/holds.ts); /v2 sees exactly the blobs it holds.
  */
 import type { IndexConfig } from '../config/types.js';
 
@@ -45,13 +45,14 @@ export function repoPrefix(index: IndexConfig, repo: readonly string[]): string 
   return `oci/${index.name}/repos/${repo.join('/')}`;
 }
 
+/**
+ * The OCI API's name among the holders of shared blobs. The store also holds other ecosystems'
+ * files; /v2 serves, mounts and deletes only what it holds, so it cannot reach bytes it did not
+ * create, and its DELETE removes bytes only when no other holder wants them.
+ */
+export const OCI_HOLDER = 'oci';
+
 export const keys = {
-  /**
-   * Marks a blob as created through `/v2` (push, mount or manifest). The byte store is shared
-   * with other ecosystems; a blob DELETE or mount acts only on marked blobs, so `/v2` cannot
-   * remove bytes that only another ecosystem's records point at.
-   */
-  ociBlob: (hex: string) => `oci/blobs/${hex}`,
   tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,
   manifest: (index: IndexConfig, repo: readonly string[], hex: string) => `${repoPrefix(index, repo)}/_manifests/${hex}`,
   referrers: (index: IndexConfig, repo: readonly string[], subjectHex: string) => `${repoPrefix(index, repo)}/_referrers/${subjectHex}`,

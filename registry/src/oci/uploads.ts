@@ -2,11 +2,11 @@
  * Blob uploads, one handler per row of the spec's state table: the bare POST that opens a
  * session, the cross-repository mount, the monolithic POST `?digest=`, PATCH chunks, the status
  * GET, the committing PUT and the cancelling DELETE. Every verb is a write and needs the upload
- * token of the target hosted index.
+ * token of the target hosted index. Every way of creating a blob takes the OCI hold on its
+ * digest before the bytes are stored (see storage/holds.ts for why that order).
  */
 import { authorizeWrite } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
-import { keys } from './meta.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import type { UploadSession } from './upload-sessions.js';
@@ -19,9 +19,12 @@ export async function startUpload(call: OciCall): Promise<void> {
 
   const mount = query.get('mount');
   if (mount !== null) {
-    // A mount is a digest check: blobs are shared, so `from` needs no lookup.
+    // A mount is a digest check: blobs are shared, so `from` needs no lookup. Only blobs /v2
+    // holds can be mounted, never bytes that only another ecosystem stored.
     const hex = parseDigest(mount);
-    if ((await blobs.stat(hex)) && (await deps.ctx.stores.meta.get(keys.ociBlob(hex)))) {
+    const [held, info] = await Promise.all([deps.holds.isHeld(hex), blobs.stat(hex)]);
+    if (held && info) {
+      await deps.holds.hold(hex);
       await blobCreated(call, hex);
       return;
     }
@@ -30,6 +33,9 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
+    // Held before stored. A push that then fails keeps the hold: harmless, since /v2 also needs
+    // the bytes to see a blob, and undoing it could drop the hold of a concurrent push.
+    await deps.holds.hold(hex);
     try {
       await blobs.put(request.raw, hex);
     } catch (err) {
@@ -52,7 +58,6 @@ export async function startUpload(call: OciCall): Promise<void> {
 
 /** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
 async function blobCreated(call: OciCall, hex: string): Promise<void> {
-  await call.deps.ctx.stores.meta.put(keys.ociBlob(hex), {});
   await call.reply
     .code(201)
     .header('Location', blobLocation(call.target.name, hex))
@@ -140,6 +145,7 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
       await sessions.rollback(s, cp);
       throw new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
     }
+    await deps.holds.hold(hex);
     await deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
     await sessions.discard(s);
     await blobCreated(call, hex);

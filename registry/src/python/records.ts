@@ -1,12 +1,19 @@
 /**
  * What a hosted Python index stores about its projects, and the one place that reads and writes
  * it. One MetaStore document per project at `python/<index name>/projects/<normalized name>`;
- * artifact bytes and core-metadata bytes are blobs in the shared BlobStore, addressed by sha256.
- * The document's store version changes on every write, so it doubles as the cache key of
+ * artifact bytes and core-metadata bytes are blobs in the shared BlobStore, addressed by sha256,
+ * held by `PYTHON_HOLDER`. The document's store version changes on every write, so it doubles as the cache key of
  * rendered pages.
  */
 import type { MetaStore } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
+
+/**
+ * Python's name among the holders of shared blobs (storage/holds.ts). Every blob Python stores
+ * (uploads, cached files, metadata and pages) is held under it, and Python never releases a
+ * hold, so no other ecosystem's DELETE can take bytes an index serves.
+ */
+export const PYTHON_HOLDER = 'python';
 
 export type DistributionKind = 'wheel' | 'sdist';
 

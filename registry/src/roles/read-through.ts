@@ -1,7 +1,8 @@
 /**
  * Read-through caching of small upstream documents (pages, tag lists, manifests by tag). The
  * record (`CachedDoc`: validators, fetched-at, TTL) lives in the MetaStore under the caller's key;
- * the bytes live in the BlobStore under their digest. A fresh record is served without asking the
+ * the bytes live in the BlobStore under their digest (held by the caller's `holder`, when given,
+ * before they are stored). A fresh record is served without asking the
  * upstream; otherwise one revalidation per key runs at a time (single-flight) and every waiter
  * shares its result:
  *
@@ -14,11 +15,13 @@
  * `stale_served` counts every request answered stale; `refreshes`, `changed` and
  * `upstream_errors` count once per upstream exchange.
  */
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { HttpError } from '../http/errors.js';
 import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
-import type { BlobStore, MetaStore } from '../storage/types.js';
+import type { Holder } from '../storage/holds.js';
+import type { BlobInfo, BlobStore, MetaStore } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
@@ -41,6 +44,8 @@ export type DocFetcher = (cond: Conditional) => Promise<FetchedDoc>;
 export interface DocCacheOptions {
   meta: MetaStore;
   blobs: BlobStore;
+  /** Holds the stored bodies, so no other ecosystem's DELETE takes them. */
+  holder?: Holder;
   /** The index's `cache_ttl_secs`. */
   ttlSecs?: number;
   counters?: CounterSink;
@@ -54,6 +59,7 @@ export class DocCache {
   readonly health: UpstreamHealth;
   readonly #meta: MetaStore;
   readonly #blobs: BlobStore;
+  readonly #holder: Holder | undefined;
   readonly #ttl: number;
   readonly #counters: CounterSink;
   readonly #now: () => number;
@@ -62,6 +68,7 @@ export class DocCache {
   constructor(opts: DocCacheOptions) {
     this.#meta = opts.meta;
     this.#blobs = opts.blobs;
+    this.#holder = opts.holder;
     this.#ttl = opts.ttlSecs ?? DEFAULT_CACHE_TTL_SECS;
     this.#counters = opts.counters ?? NO_COUNTERS;
     this.health = opts.health ?? new UpstreamHealth();
@@ -106,7 +113,7 @@ export class DocCache {
         return { kind: 'doc', record, source: 'revalidated' };
       }
       case 'ok': {
-        const info = await this.#blobs.put(Readable.from([answer.body]));
+        const info = await this.#store(answer.body);
         const record = fetched(info, answer.headers, this.#ttl, now);
         await this.#save(key, record);
         if (!current) return { kind: 'doc', record, source: 'fetched', bytes: answer.body };
@@ -135,6 +142,14 @@ export class DocCache {
     this.#counters.add('upstream_errors');
     const why = err instanceof Error ? err.message : String(err);
     throw new HttpError(502, `the upstream could not be reached and nothing is cached: ${why}`);
+  }
+
+  /** Holds, then stores, the body (an existing hold costs one read). */
+  async #store(body: Buffer): Promise<BlobInfo> {
+    if (!this.#holder) return this.#blobs.put(Readable.from([body]));
+    const digest = createHash('sha256').update(body).digest('hex');
+    await this.#holder.hold(digest);
+    return this.#blobs.put(Readable.from([body]), digest);
   }
 
   async #save(key: string, record: CachedDoc): Promise<void> {

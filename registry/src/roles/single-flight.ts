@@ -5,8 +5,8 @@
  * upstream body; its bytes go through a hasher into a spool file, and every waiter — including one
  * that joins mid-transfer — gets its own stream that reads the spool from the first byte and tails
  * it as it grows. When the body ends and its digest verifies (against the caller's expected sha256,
- * or the computed one), the waiters' streams end and the spool is published with `putFile`; later
- * requests find the blob in the store. On a digest mismatch or an upstream failure mid-transfer,
+ * or the computed one), the waiters' streams end and the spool is published with `putFile` (after
+ * the caller's `holder` has taken its hold on the digest); later requests find the blob in the store. On a digest mismatch or an upstream failure mid-transfer,
  * every waiter's stream errors, nothing is published and the spool is removed.
  *
  * Each flight settles with one `FlightOutcome`, reported once to `onOutcome`, so callers count a
@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashingStream } from '../storage/hashing.js';
+import type { Holder } from '../storage/holds.js';
 import { DigestMismatchError, type BlobInfo, type BlobStore, type Sha256Hex } from '../storage/types.js';
 import type { CounterSink } from '../observe/counters.js';
 import { Spool } from './spool.js';
@@ -67,6 +68,8 @@ export interface BlobFlightsOptions {
   spoolDir: string;
   /** Counts `rejected` and `upstream_errors` once per failed flight. */
   counters?: CounterSink;
+  /** Holds every published blob, before it is stored; the caller's ecosystem names it. */
+  holder?: Holder;
   onOutcome?: (outcome: FlightOutcome) => void;
 }
 
@@ -141,6 +144,7 @@ class Flight<M> {
       }
       spool.complete();
       try {
+        await opts.holder?.hold(digest);
         const info = await opts.store.putFile(spool.path, digest);
         return this.#settle({ kind: 'published', key, info });
       } catch (err) {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { StorageConfig } from '../config/types.js';
 import { FsBlobStore } from './fs/blob-store.js';
 import { FsMetaStore } from './fs/meta-store.js';
+import { BlobHolds } from './holds.js';
 import type { BlobStore, MetaStore } from './types.js';
 
 export interface Stores {
@@ -15,6 +16,8 @@ export interface Stores {
    * publishing is a hard link, not a copy.
    */
   spoolDir: string;
+  /** Who holds which blob: the only way bytes are deleted from the shared store. */
+  holds: BlobHolds;
 }
 
 export async function openStores(cfg: StorageConfig): Promise<Stores> {
@@ -27,5 +30,5 @@ export async function openStores(cfg: StorageConfig): Promise<Stores> {
   await meta.init();
   const spoolDir = join(cfg.path, 'spool');
   await mkdir(spoolDir, { recursive: true });
-  return { blobs, meta, spoolDir };
+  return { blobs, meta, spoolDir, holds: new BlobHolds(meta, blobs) };
 }

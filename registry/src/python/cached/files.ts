@@ -10,7 +10,12 @@
  *   wheel is not downloaded), else read from the stored wheel (fetched through the same
  *   single-flight first, so it gets stored too). A sibling whose hash the page did not give is
  *   remembered per file in the MetaStore.
+ *
+ * Every blob stored here is held by `holder` first (the flights hold what they publish). A blob
+ * found already stored is served without a hold of its own: should another ecosystem delete it,
+ * the next request simply fetches it from the upstream again.
  */
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ArchiveError, blobSource } from '../../archive/index.js';
 import { HttpError } from '../../http/errors.js';
@@ -19,7 +24,8 @@ import { DocumentTooLargeError, readBounded } from '../../roles/fetch-doc.js';
 import { PromiseFlights } from '../../roles/promise-flights.js';
 import type { BlobFlights } from '../../roles/single-flight.js';
 import { header, UpstreamError, type UpstreamClient } from '../../roles/upstream.js';
-import { DigestMismatchError, type BlobStore, type MetaStore } from '../../storage/types.js';
+import type { Holder } from '../../storage/holds.js';
+import type { BlobStore, MetaStore } from '../../storage/types.js';
 import type { ResolvedFile } from '../simple/resolved.js';
 import type { FileBody, FilePart } from '../sources/types.js';
 import { metadataByRanges } from './ranged-metadata.js';
@@ -33,6 +39,8 @@ export interface CachedFilesOptions {
   client: UpstreamClient;
   blobs: BlobStore;
   meta: MetaStore;
+  /** Holds the metadata siblings stored here (the flights hold the files). */
+  holder: Holder;
   flights: BlobFlights;
   counters: CounterSink;
   /** Scratch space for archive reads. */
@@ -157,15 +165,16 @@ export class CachedFiles {
 
   async #storeMetadata(bytes: Buffer, file: ResolvedFile): Promise<string> {
     const expected = file.metadataSha256 ?? undefined;
-    try {
-      const info = await this.#o.blobs.put(Readable.from([bytes]), expected);
-      if (expected === undefined) await this.#o.meta.put<MetadataLink>(this.#linkKey(file), { sha256: info.digest });
-      return info.digest;
-    } catch (err) {
-      if (!(err instanceof DigestMismatchError)) throw err;
+    // Hashed here, not by the store: the hold must be taken before the bytes are stored.
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    if (expected !== undefined && digest !== expected) {
       this.#o.counters.add('rejected');
       throw new HttpError(502, `the core metadata of ${file.filename} does not match the hash the upstream page gives; not cached`);
     }
+    await this.#o.holder.hold(digest);
+    const info = await this.#o.blobs.put(Readable.from([bytes]), digest);
+    if (expected === undefined) await this.#o.meta.put<MetadataLink>(this.#linkKey(file), { sha256: info.digest });
+    return info.digest;
   }
 
   /** The wheel's METADATA, from the store (fetching the wheel into it first when needed). */

@@ -12,6 +12,7 @@ import { DocCache, type DocResult } from '../../roles/read-through.js';
 import { BlobFlights, type FlightOutcome } from '../../roles/single-flight.js';
 import { UpstreamClient } from '../../roles/upstream.js';
 import { UpstreamSlots } from '../../limits/upstream-slots.js';
+import type { Holder } from '../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../storage/types.js';
 import { candidateProjects } from '../files/lookup.js';
 import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../mutations/overrides.js';
@@ -32,6 +33,8 @@ export interface CachedSourceOptions {
   index: IndexConfig;
   meta: MetaStore;
   blobs: BlobStore;
+  /** Python's hold on the blobs this source stores (pages, files, metadata). */
+  holder: Holder;
   spoolDir: string;
   counters: CounterSink;
   overrides: ProjectOverrides;
@@ -66,13 +69,20 @@ export class CachedSource implements IndexSource {
       ...(index.upstreamPassword ? { password: index.upstreamPassword } : {}),
       slots: this.slots,
     });
-    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, ttlSecs: index.cacheTtlSecs, counters: opts.counters });
-    const flights = new BlobFlights({ store: opts.blobs, spoolDir: opts.spoolDir, counters: opts.counters, ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}) });
+    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters });
+    const flights = new BlobFlights({
+      store: opts.blobs,
+      holder: opts.holder,
+      spoolDir: opts.spoolDir,
+      counters: opts.counters,
+      ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
+    });
     this.files = new CachedFiles({
       indexName: index.name,
       client: this.client,
       blobs: opts.blobs,
       meta: opts.meta,
+      holder: opts.holder,
       flights,
       counters: opts.counters,
       tmpDir: opts.spoolDir,

@@ -9,7 +9,7 @@ import type { CounterSink } from '../../observe/counters.js';
 import { CachedSource } from '../cached/source.js';
 import type { CachedLayer } from '../mutations/handler.js';
 import type { ProjectOverrides } from '../mutations/overrides.js';
-import type { ProjectRecords } from '../records.js';
+import { PYTHON_HOLDER, type ProjectRecords } from '../records.js';
 import { VirtualSource, type Member } from '../virtual/source.js';
 import { HostedSource } from './hosted.js';
 import type { IndexSource, SourceLookup } from './types.js';
@@ -29,6 +29,7 @@ export function buildSources(
   const byName = new Map<string, IndexSource>();
   const cached: CachedSource[] = [];
   const python = ctx.config.indexes.filter((ix) => ix.ecosystem === 'python');
+  const holder = ctx.stores.holds.as(PYTHON_HOLDER);
   for (const index of python) {
     if (index.role === 'hosted') {
       byName.set(index.name, new HostedSource(index.name, records, ctx.stores.blobs));
@@ -37,6 +38,7 @@ export function buildSources(
         index,
         meta: ctx.stores.meta,
         blobs: ctx.stores.blobs,
+        holder,
         spoolDir: ctx.stores.spoolDir,
         counters: countersFor(index),
         overrides,

@@ -4,6 +4,7 @@
  * while hashing it; validate from disk; only then publish the blobs and add the file record. Any
  * refusal leaves nothing visible and nothing in the spool folder.
  */
+import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
@@ -14,7 +15,7 @@ import { sizeDenial } from '../../policy/rules.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { normalizeVersion } from '../pep440.js';
 import { writePolicy } from '../policy/effective.js';
-import { normalizeName, ProjectRecords, type FileRecord } from '../records.js';
+import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../records.js';
 import { discardRest } from './body.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
 import { FILETYPE } from './filenames.js';
@@ -162,18 +163,24 @@ function alreadyExists(filename: string, sha256: string): HttpError {
 /** Makes the upload visible. Returns true when the identical file was already there. */
 async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFile, archive: ValidatedArchive): Promise<boolean> {
   const records = new ProjectRecords(ctx.stores.meta);
+  const { blobs, holds } = ctx.stores;
   const { meta } = archive;
   const filename = file.name.filename;
   const before = (await records.get(target.name, meta.project))?.record.files[filename];
   if (before) {
     if (before.sha256 !== file.sha256) throw alreadyExists(filename, before.sha256);
     // The same bytes again: also the way to restore a file whose blob went missing.
-    if (!(await ctx.stores.blobs.stat(file.sha256))) await ctx.stores.blobs.putFile(file.path, file.sha256);
+    await holds.hold(file.sha256, PYTHON_HOLDER);
+    if (!(await blobs.stat(file.sha256))) await blobs.putFile(file.path, file.sha256);
     return true;
   }
 
-  await ctx.stores.blobs.putFile(file.path, file.sha256);
-  const metadataBlob = await ctx.stores.blobs.put(Readable.from([archive.metadata]));
+  // Held before stored, so a concurrent release by another ecosystem cannot delete them.
+  const metadataSha256 = createHash('sha256').update(archive.metadata).digest('hex');
+  await holds.hold(file.sha256, PYTHON_HOLDER);
+  await holds.hold(metadataSha256, PYTHON_HOLDER);
+  await blobs.putFile(file.path, file.sha256);
+  const metadataBlob = await blobs.put(Readable.from([archive.metadata]), metadataSha256);
   const record: FileRecord = {
     filename,
     version: meta.version,

@@ -1,0 +1,207 @@
+/**
+ * Per-digest holds over the real fs stores: idempotent holds, bytes deleted with the last holder
+ * only, concurrent holders all recorded, and the order that keeps a release from deleting bytes
+ * a concurrent hold has just stored. Also that the neutral roles hold what they store under the
+ * name their caller gives them.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { DocCache } from '../../registry/src/roles/read-through.js';
+import { BlobFlights } from '../../registry/src/roles/single-flight.js';
+import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { BlobHolds } from '../../registry/src/storage/holds.js';
+import type { BlobStore, Sha256Hex } from '../../registry/src/storage/types.js';
+import { tempDir } from '../support/velodex.js';
+
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+async function stores() {
+  const root = tempDir('velodex-holds-');
+  const blobs = new FsBlobStore(root);
+  const meta = new FsMetaStore(root);
+  await blobs.init();
+  await meta.init();
+  const put = async (text: string) => (await blobs.put(Readable.from([Buffer.from(text)]), sha(text))).digest;
+  return { root, blobs, meta, put };
+}
+
+/** A BlobStore whose `delete` waits for `gate` before (or instead of) deleting. */
+function gatedDeletes(inner: BlobStore, gate: () => Promise<void>): BlobStore {
+  return {
+    put: (s, e) => inner.put(s, e),
+    putFile: (p, e) => inner.putFile(p, e),
+    get: (d, r) => inner.get(d, r),
+    stat: (d) => inner.stat(d),
+    delete: async (d: Sha256Hex) => {
+      await gate();
+      return inner.delete(d);
+    },
+  };
+}
+
+describe('BlobHolds', () => {
+  it('records a hold once: a second hold changes nothing and writes nothing', async () => {
+    const { blobs, meta } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('x');
+    expect(await holds.hold(hex, 'python')).toBe(true);
+    const key = `holds/${hex.slice(0, 2)}/${hex}`;
+    const version = (await meta.get(key))?.version;
+    expect(await holds.hold(hex, 'python')).toBe(false);
+    expect((await meta.get(key))?.version).toBe(version);
+    expect(await holds.holders(hex)).toEqual(['python']);
+    expect(await holds.isHeldBy(hex, 'python')).toBe(true);
+    expect(await holds.isHeldBy(hex, 'oci')).toBe(false);
+  });
+
+  it('deletes the bytes and the document when the last holder releases', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('only oci');
+    await holds.hold(hex, 'oci');
+    await put('only oci');
+    expect(await holds.release(hex, 'oci')).toEqual({ released: true, last: true, deleted: true });
+    expect(await blobs.stat(hex)).toBeNull();
+    expect(await meta.get(`holds/${hex.slice(0, 2)}/${hex}`)).toBeNull();
+    expect(await holds.holders(hex)).toEqual([]);
+    // Released already: nothing left to release.
+    expect(await holds.release(hex, 'oci')).toEqual({ released: false, last: false, deleted: false });
+  });
+
+  it('keeps the bytes while another holder remains, and never releases for a non-holder', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('shared');
+    await holds.hold(hex, 'python');
+    await holds.hold(hex, 'oci');
+    await put('shared');
+    expect(await holds.holders(hex)).toEqual(['oci', 'python']);
+    expect(await holds.release(hex, 'other')).toEqual({ released: false, last: false, deleted: false });
+    expect(await holds.release(hex, 'oci')).toEqual({ released: true, last: false, deleted: false });
+    expect(await blobs.stat(hex)).not.toBeNull();
+    expect(await holds.holders(hex)).toEqual(['python']);
+    expect(await holds.release(hex, 'oci')).toEqual({ released: false, last: false, deleted: false });
+    expect(await blobs.stat(hex)).not.toBeNull();
+  });
+
+  it('records every one of many concurrent holders (compare-and-swap)', async () => {
+    const { blobs, meta } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('popular');
+    const names = Array.from({ length: 40 }, (_, i) => `holder-${String(i).padStart(2, '0')}`);
+    const added = await Promise.all([...names, ...names].map((n) => holds.hold(hex, n)));
+    // Each name was new exactly once.
+    expect(added.filter(Boolean)).toHaveLength(names.length);
+    expect(await holds.holders(hex)).toEqual(names);
+  });
+
+  it('a hold that races a release waits for the deletion, so the bytes it stores survive', async () => {
+    const { blobs, meta, put } = await stores();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const holds = new BlobHolds(meta, gatedDeletes(blobs, () => gate));
+    const hex = sha('contested');
+    await holds.hold(hex, 'oci');
+    await put('contested');
+
+    const releasing = holds.release(hex, 'oci');
+    // The release has marked the document and is now stuck in the byte deletion.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await holds.holders(hex)).toEqual([]);
+    let held = false;
+    const holding = holds.hold(hex, 'python').then(async (added) => {
+      held = added;
+      await put('contested');
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(held).toBe(false);
+
+    open();
+    expect(await releasing).toEqual({ released: true, last: true, deleted: true });
+    await holding;
+    expect(held).toBe(true);
+    expect(await holds.holders(hex)).toEqual(['python']);
+    expect(await blobs.stat(hex)).not.toBeNull();
+  });
+
+  it('takes over a release marker that went stale (the documented window)', async () => {
+    const { blobs, meta } = await stores();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const holds = new BlobHolds(meta, gatedDeletes(blobs, () => gate), { staleMs: 100 });
+    const hex = sha('stalled');
+    await holds.hold(hex, 'oci');
+    const releasing = holds.release(hex, 'oci');
+    await new Promise((r) => setTimeout(r, 20));
+    const started = Date.now();
+    expect(await holds.hold(hex, 'python')).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(50);
+    open();
+    // The stalled release finishes without removing the new holder's document.
+    expect((await releasing).released).toBe(true);
+    expect(await holds.holders(hex)).toEqual(['python']);
+  });
+
+  it('puts the hold back when the bytes cannot be deleted', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, gatedDeletes(blobs, () => Promise.reject(new Error('disk on fire'))));
+    const hex = sha('stuck');
+    await holds.hold(hex, 'oci');
+    await put('stuck');
+    await expect(holds.release(hex, 'oci')).rejects.toThrow('disk on fire');
+    expect(await holds.holders(hex)).toEqual(['oci']);
+    expect(await blobs.stat(hex)).not.toBeNull();
+  });
+
+  it('refuses malformed digests and holder names', async () => {
+    const { blobs, meta } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    await expect(holds.hold('nope', 'python')).rejects.toThrow(/sha256/);
+    await expect(holds.hold(sha('a'), '../x')).rejects.toThrow(/holder/);
+    expect(() => holds.as('')).toThrow(/holder/);
+  });
+});
+
+describe('roles that store blobs', () => {
+  it('the single-flight holds a published blob under the caller\'s name, before storing it', async () => {
+    const { root, blobs, meta } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const spoolDir = join(root, 'spool');
+    mkdirSync(spoolDir);
+    const order: string[] = [];
+    const holder = holds.as('python');
+    const store = gatedDeletes(blobs, () => Promise.resolve());
+    store.putFile = (path, expected) => {
+      order.push('put');
+      return blobs.putFile(path, expected);
+    };
+    const watched = {
+      ...holder,
+      hold: (hex: string) => {
+        order.push('hold');
+        return holder.hold(hex);
+      },
+    };
+    const flights = new BlobFlights({ store, spoolDir, holder: watched });
+    const delivery = await flights.open('k', async () => ({ body: Readable.from([Buffer.from('flown')]), expected: sha('flown'), meta: null }));
+    delivery!.stream.resume();
+    expect((await delivery!.outcome).kind).toBe('published');
+    expect(order).toEqual(['hold', 'put']);
+    expect(await holds.holders(sha('flown'))).toEqual(['python']);
+    expect(await blobs.stat(sha('flown'))).not.toBeNull();
+  });
+
+  it('the document cache holds the page bodies it stores', async () => {
+    const { blobs, meta } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const cache = new DocCache({ meta, blobs, holder: holds.as('python') });
+    const body = Buffer.from('{"files": []}');
+    const doc = await cache.read('python/cache/pages/x', async () => ({ status: 'ok', body, headers: {} }));
+    expect(doc?.record.digest).toBe(sha('{"files": []}'));
+    expect(await holds.holders(sha('{"files": []}'))).toEqual(['python']);
+  });
+});
