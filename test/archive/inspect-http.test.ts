@@ -1,12 +1,16 @@
 /**
  * `GET /{route}/inspect/{sha256}/{filename}[/{member...}]` through the real fastify app (injected
- * requests), the blob store on disk, and the status mapping of every refusal.
+ * requests), the blob store on disk, and the status mapping of every refusal; and the server's
+ * archive walk cap and listings cache, whose slots the test holds to see who waits.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buffer } from 'node:stream/consumers';
 import { MAX_PREVIEW_BYTES } from '../../registry/src/archive/index.js';
+import { ArchiveWalks } from '../../registry/src/archive/walks.js';
 import { loadEmbeddedDefault } from '../../registry/src/config/load.js';
 import { buildApp } from '../../registry/src/http/app.js';
 import type { EcosystemFactory } from '../../registry/src/http/ecosystem.js';
@@ -18,6 +22,8 @@ import { makeFixtures, type Fixtures } from './fixtures.js';
 let fx: Fixtures;
 let app: FastifyInstance;
 const QUICK = 15_000;
+// One walk at a time and a short wait window: the cap's tests hold the slot to make others wait.
+const walks = new ArchiveWalks({ limit: 1, waitMs: 300 });
 
 beforeAll(async () => {
   fx = await makeFixtures();
@@ -41,7 +47,7 @@ beforeAll(async () => {
       });
     },
   });
-  ({ app } = await buildApp({ ...config, logLevel: 'silent' }, stores, [python]));
+  ({ app } = await buildApp({ ...config, logLevel: 'silent' }, stores, [python], { archiveWalks: walks }));
 }, 120_000);
 
 afterAll(async () => {
@@ -155,5 +161,78 @@ describe('refusals and their statuses', () => {
     const res = await app.inject({ method: 'DELETE', url: url('plain.zip') });
     expect(res.statusCode).toBe(405);
     expect(res.headers.allow).toBe('GET, HEAD');
+  });
+});
+
+/** Waits until `cond` holds; gives up after a generous while instead of hanging the suite. */
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; !cond(); i++) {
+    if (i > 6000) throw new Error(`${what} never held`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('the archive walk cap and the listings cache', () => {
+  it('answers a listing already made from memory while the walk slot is held', { timeout: QUICK }, async () => {
+    const paths = [url('demo-1.0.tgz'), url('outer.zip', 'inner/demo-1.0.tar.gz!/')];
+    const first = await Promise.all(paths.map(get));
+    expect(first.map((r) => r.statusCode)).toEqual([200, 200]);
+    const held = await walks.slots.acquire();
+    try {
+      const again = await Promise.all(paths.map(get));
+      expect(again.map((r) => r.statusCode)).toEqual([200, 200]);
+      expect(again.map((r) => r.headers['content-type'])).toEqual(first.map((r) => r.headers['content-type']));
+      expect(again.map((r) => r.body)).toEqual(first.map((r) => r.body));
+    } finally {
+      held();
+    }
+  });
+
+  it('ten concurrent listings of one archive take one place in the walk queue', { timeout: QUICK }, async () => {
+    const held = await walks.slots.acquire();
+    let answers: Awaited<ReturnType<typeof get>>[];
+    try {
+      const pending = Array.from({ length: 10 }, () => get(url('outer.zip', 'pkg.whl!/')));
+      await until(() => walks.waiters === 10, 'ten listings waiting');
+      expect(walks.slots.waiting).toBe(1);
+      held();
+      answers = await Promise.all(pending);
+    } finally {
+      held();
+    }
+    expect(answers.map((r) => r.statusCode)).toEqual(Array(10).fill(200));
+    expect(new Set(answers.map((r) => r.body)).size).toBe(1);
+    expect(answers[0]?.json()).toMatchObject({ filename: 'outer.zip', path: 'pkg.whl', format: 'zip' });
+  });
+
+  it('answers 429 with Retry-After when no walk slot frees within the wait window', { timeout: QUICK }, async () => {
+    const held = await walks.slots.acquire();
+    try {
+      for (const path of [url('plain.zip', 'readme.txt'), url('outer.tar.gz', 'outer/wheels/demo-1.0-py3-none-any.whl!/')]) {
+        const res = await get(path);
+        expect(res.statusCode).toBe(429);
+        expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+        expect(res.json()).toMatchObject({ statusCode: 429, error: 'Too Many Requests', message: expect.stringMatching(/busy.*retry in \d+ s/) });
+      }
+    } finally {
+      held();
+    }
+    expect((await get(url('outer.tar.gz', 'outer/wheels/demo-1.0-py3-none-any.whl!/'))).statusCode).toBe(200);
+  });
+
+  it('answers 404 at once for an archive deleted after it was listed', { timeout: QUICK }, async () => {
+    const digest = fx.digest('demo-1.0.tgz');
+    expect((await get(url('demo-1.0.tgz'))).statusCode).toBe(200);
+    const stream = await fx.store.get(digest);
+    if (!stream) throw new Error('fixture not stored');
+    const bytes = await buffer(stream);
+    expect(await fx.store.delete(digest)).toBe(true);
+    try {
+      const res = await get(url('demo-1.0.tgz'));
+      expect(res.statusCode).toBe(404);
+      expect(res.json<{ message: string }>().message).toMatch(/no stored file/);
+    } finally {
+      await fx.store.put(Readable.from([bytes]), digest);
+    }
   });
 });

@@ -28,6 +28,7 @@ export { formatOf, NESTING_SEPARATOR, requireFormat, type ArchiveFormat } from '
 export { blobSource, bufferSource, fileSource, type ArchiveSource } from './source.js';
 export { isProbablyText, utf8SafeLength } from './text.js';
 export type { MemberInfo, MemberKind } from './types.js';
+export { ArchiveWalks, DEFAULT_LISTING_CACHE_BYTES, defaultWalkLimit, type ArchiveWalksOptions } from './walks.js';
 
 export interface InspectOptions {
   /** Tighter (or, for callers that know better, looser) bounds than `DEFAULT_LIMITS`. */

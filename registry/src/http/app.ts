@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
@@ -24,7 +25,12 @@ export interface BuiltApp {
 /** Never logged, whatever a future serializer decides to include. */
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization'];
 
-export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[]): Promise<BuiltApp> {
+export interface BuildOptions {
+  /** The archive walk cap and listings cache; tests pass one with a short wait window to watch it. */
+  archiveWalks?: ArchiveWalks;
+}
+
+export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[], options: BuildOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
     logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
     genReqId: (req) => {
@@ -64,7 +70,8 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log);
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events };
+  const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks };
   const ecosystems = factories.map((make) => make(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);

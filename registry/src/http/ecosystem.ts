@@ -5,6 +5,7 @@
  * (the OCI API lives under `/v2/`).
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
 import type { UsageCounters } from '../observe/counters.js';
@@ -19,6 +20,8 @@ export interface ServerContext {
   counters: UsageCounters;
   /** Webhook events: ecosystems emit after a write commits and before answering it. */
   events: EventSink;
+  /** The cap on concurrent archive walks and the listings cache, shared by every route that browses archives. */
+  archiveWalks: ArchiveWalks;
 }
 
 export interface IndexRequest {

@@ -25,6 +25,7 @@ const REASONS: Record<number, string> = {
   416: 'Range Not Satisfiable',
   422: 'Unprocessable Entity',
   429: 'Too Many Requests',
+  499: 'Client Closed Request',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
 };

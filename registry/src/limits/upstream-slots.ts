@@ -1,13 +1,14 @@
 /**
- * The per-index upstream concurrency cap (`upstream_concurrency`). At most `limit` upstream
- * fetches hold a slot at once; others wait in FIFO order. A wait longer than the wait window
- * (30 s by default, as the spec says) fails with a 429 carrying `Retry-After`. Without a limit
- * every acquire succeeds at once, but in-flight fetches are still counted for the gauge.
+ * The per-index upstream concurrency cap (`upstream_concurrency`): the general `Slots` semaphore
+ * with the upstream's wording. At most `limit` upstream fetches hold a slot at once; others wait in
+ * FIFO order. A wait longer than the wait window (30 s by default, as the spec says) fails with a
+ * 429 carrying `Retry-After`. Without a limit every acquire succeeds at once, but in-flight fetches
+ * are still counted for the gauge (`inflight`; `denied` feeds `upstream_rate_limit_denied_total`).
  */
 import { HttpError } from '../http/errors.js';
+import { SlotsBusyError, Slots } from './slots.js';
 
-export const DEFAULT_SLOT_WAIT_MS = 30_000;
-export const DEFAULT_RETRY_AFTER_SECS = 10;
+export { DEFAULT_RETRY_AFTER_SECS, DEFAULT_SLOT_WAIT_MS } from './slots.js';
 
 export interface UpstreamSlotsOptions {
   /** Maximum fetches in flight; undefined means no cap. */
@@ -18,125 +19,22 @@ export interface UpstreamSlotsOptions {
   retryAfterSecs?: number;
 }
 
+const BUSY = 'the upstream is busy: no upstream fetch slot freed in time';
+
 /** The 429 of a request that found no free upstream slot within the wait window. */
-export class SlotWaitTimeoutError extends HttpError {
+export class SlotWaitTimeoutError extends SlotsBusyError {
   constructor(retryAfterSecs: number) {
-    super(429, `the upstream is busy: no upstream fetch slot freed in time; retry in ${retryAfterSecs} s`, {
-      'Retry-After': String(retryAfterSecs),
-    });
+    super(BUSY, retryAfterSecs);
     this.name = 'SlotWaitTimeoutError';
   }
 }
 
-/** Gives the slot back; calling it again does nothing. */
-export type ReleaseSlot = () => void;
-
-interface Waiter {
-  grant: (release: ReleaseSlot) => void;
-  fail: (err: Error) => void;
-  timer: NodeJS.Timeout;
-}
-
-export class UpstreamSlots {
-  readonly limit: number | undefined;
-  readonly waitMs: number;
-  readonly retryAfterSecs: number;
-  #inflight = 0;
-  #denied = 0;
-  readonly #queue: Waiter[] = [];
-
+export class UpstreamSlots extends Slots {
   constructor(opts: UpstreamSlotsOptions = {}) {
-    if (opts.limit !== undefined && !(Number.isInteger(opts.limit) && opts.limit >= 1)) {
-      throw new Error(`upstream concurrency must be a positive integer, got ${opts.limit}`);
-    }
-    this.limit = opts.limit;
-    this.waitMs = opts.waitMs ?? DEFAULT_SLOT_WAIT_MS;
-    this.retryAfterSecs = opts.retryAfterSecs ?? DEFAULT_RETRY_AFTER_SECS;
+    super({ ...opts, what: 'upstream concurrency', busy: BUSY });
   }
 
-  /** Fetches currently holding a slot (the `upstream_inflight_fetches` gauge). */
-  get inflight(): number {
-    return this.#inflight;
+  protected override denial(_busy: string, retryAfterSecs: number): HttpError {
+    return new SlotWaitTimeoutError(retryAfterSecs);
   }
-
-  /** Requests waiting for a slot. */
-  get waiting(): number {
-    return this.#queue.length;
-  }
-
-  /** Requests denied with 429 so far (the `upstream_rate_limit_denied_total` counter). */
-  get denied(): number {
-    return this.#denied;
-  }
-
-  /** Waits for a slot. Rejects with `SlotWaitTimeoutError` after the wait window, or on abort. */
-  acquire(signal?: AbortSignal): Promise<ReleaseSlot> {
-    if (signal?.aborted) return Promise.reject(abortError(signal));
-    if (this.limit === undefined || (this.#inflight < this.limit && this.#queue.length === 0)) {
-      return Promise.resolve(this.#take());
-    }
-    return new Promise<ReleaseSlot>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.#remove(waiter);
-        reject(abortError(signal));
-      };
-      const waiter: Waiter = {
-        grant: (release) => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(release);
-        },
-        fail: (err) => {
-          signal?.removeEventListener('abort', onAbort);
-          reject(err);
-        },
-        timer: setTimeout(() => {
-          this.#remove(waiter);
-          this.#denied++;
-          waiter.fail(new SlotWaitTimeoutError(this.retryAfterSecs));
-        }, this.waitMs),
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#queue.push(waiter);
-    });
-  }
-
-  /** Runs `fn` holding a slot. For streamed bodies, hold the slot with `acquire` instead. */
-  async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    const release = await this.acquire(signal);
-    try {
-      return await fn();
-    } finally {
-      release();
-    }
-  }
-
-  #take(): ReleaseSlot {
-    this.#inflight++;
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#inflight--;
-      this.#next();
-    };
-  }
-
-  #next(): void {
-    if (this.limit !== undefined && this.#inflight >= this.limit) return;
-    const waiter = this.#queue.shift();
-    if (!waiter) return;
-    clearTimeout(waiter.timer);
-    waiter.grant(this.#take());
-  }
-
-  #remove(waiter: Waiter): void {
-    clearTimeout(waiter.timer);
-    const i = this.#queue.indexOf(waiter);
-    if (i >= 0) this.#queue.splice(i, 1);
-  }
-}
-
-function abortError(signal: AbortSignal | undefined): Error {
-  const reason: unknown = signal?.reason;
-  return reason instanceof Error ? reason : new Error('the request was aborted while waiting for an upstream slot');
 }

@@ -17,6 +17,8 @@ export const ERROR_STATUS = {
   DENIED: 403,
   UNAUTHORIZED: 401,
   UNSUPPORTED: 405,
+  // The distribution spec's code for 429: the layer-contents walk cap had no slot in time.
+  TOOMANYREQUESTS: 429,
   UNKNOWN: 502,
 } as const;
 

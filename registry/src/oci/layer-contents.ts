@@ -1,7 +1,8 @@
 /**
  * `GET /v2/<name>/blobs/<digest>/contents`: a browser for tar layers (gzip or plain), an HTTP
  * mapping over `archive/`. Without a query it lists the members; with `member=<path>&offset=<n>`
- * it previews one text member in bounded chunks.
+ * it previews one text member in bounded chunks. Each walk holds one of the server's archive walk
+ * slots (429 TOOMANYREQUESTS when none frees in time), and listings are kept by the blob's digest.
  */
 import {
   ArchiveError,
@@ -12,8 +13,11 @@ import {
   type ArchiveFormat,
   type ArchiveLimits,
   type ArchiveSource,
+  type MemberContent,
   type MemberKind,
 } from '../archive/index.js';
+import { ClientGoneError, clientGone } from '../http/client-gone.js';
+import { SlotsBusyError } from '../limits/slots.js';
 import type { OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -62,13 +66,24 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
   if (member !== null && !/^\d+$/.test(offsetText)) {
     throw new OciStatusError(416, 'OFFSET_INVALID', `offset "${offsetText}" is not a non-negative integer`);
   }
-  const source = await blobSource(call.deps.ctx.stores.blobs, hex);
-  if (!source) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  // Asked on every request, cached listing or not: a deleted blob is 404 at once. Bytes only
+  // another ecosystem holds (a Python sdist, or a blob /v2 deleted) are not /v2's to browse.
+  const [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.isHeld(hex)]);
+  if (!source || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  const walks = call.deps.ctx.archiveWalks;
+  const signal = clientGone(call.reply);
   try {
-    const format = await layerFormat(source);
-    if (member === null) await sendListing(call, source, format);
-    else await sendPreview(call, source, format, member, Number(offsetText));
+    if (member === null) {
+      // The blob's bytes decide the listing: its digest is the whole key.
+      const body = await walks.listing(`layer:${hex}`, () => renderListing(source), signal);
+      // The charset fastify adds to a JSON string; a Buffer body gets none by itself.
+      await call.reply.type('application/json; charset=utf-8').send(body);
+    } else {
+      await sendPreview(call, await walks.run(() => readPreview(source, member, Number(offsetText)), signal), member);
+    }
   } catch (err) {
+    if (err instanceof SlotsBusyError) throw new OciError('TOOMANYREQUESTS', err.message, err.headers);
+    if (err instanceof ClientGoneError) throw new OciStatusError(err.status, 'CLIENT_GONE', err.message);
     if (!(err instanceof ArchiveError)) throw err;
     const [status, code] = REFUSALS[err.kind];
     const message = err.kind === 'corrupt' ? `blob sha256:${hex} cannot be read as a tar or gzip-compressed tar layer: ${err.message}` : err.message;
@@ -87,8 +102,9 @@ async function layerFormat(source: ArchiveSource): Promise<ArchiveFormat> {
   return 'tar';
 }
 
-async function sendListing(call: OciCall, source: ArchiveSource, format: ArchiveFormat): Promise<void> {
-  const listing = await listMembers(source, format, { limits: LAYER_LIMITS, sniffBytes: SNIFF_BYTES });
+/** The listing's JSON bytes, as kept in the listings cache. */
+async function renderListing(source: ArchiveSource): Promise<Buffer> {
+  const listing = await listMembers(source, await layerFormat(source), { limits: LAYER_LIMITS, sniffBytes: SNIFF_BYTES });
   const members = listing.members.map(
     ({ path, size, kind, text }): LayerMember => ({
       // Layer listings show directories the way tar stores them, with a trailing slash.
@@ -100,16 +116,19 @@ async function sendListing(call: OciCall, source: ArchiveSource, format: Archive
   );
   const payload: { members: LayerMember[]; truncated?: boolean } = { members };
   if (listing.truncated) payload.truncated = true;
-  await call.reply.type('application/json').send(JSON.stringify(payload));
+  return Buffer.from(JSON.stringify(payload));
 }
 
-async function sendPreview(call: OciCall, source: ArchiveSource, format: ArchiveFormat, member: string, offset: number): Promise<void> {
+async function readPreview(source: ArchiveSource, member: string, offset: number): Promise<MemberContent> {
   // A leading `/` was always accepted, as a leading `./` is (the archive module strips that one).
   const path = member.replace(/^\/+/, '');
-  const content = await readMember(source, format, path, { limits: LAYER_LIMITS, sniffBytes: SNIFF_BYTES, offset, firstMatch: true });
+  return readMember(source, await layerFormat(source), path, { limits: LAYER_LIMITS, sniffBytes: SNIFF_BYTES, offset, firstMatch: true });
+}
+
+async function sendPreview(call: OciCall, content: MemberContent, member: string): Promise<void> {
   if (!content.text) throw new OciStatusError(415, 'MEMBER_NOT_TEXT', `member "${member}" is not a text file and cannot be previewed`);
   const reply = call.reply;
-  reply.header('x-velodex-member-size', String(content.size)).header('x-velodex-member-offset', String(offset));
+  reply.header('x-velodex-member-size', String(content.size)).header('x-velodex-member-offset', String(content.offset));
   if (content.nextOffset !== null) reply.header('x-velodex-next-offset', String(content.nextOffset));
   await reply.type('text/plain; charset=utf-8').send(content.data);
 }

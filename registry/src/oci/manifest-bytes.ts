@@ -4,43 +4,30 @@
  * read from the store on every request, so a deleted manifest stops being served at once.
  */
 import { buffer } from 'node:stream/consumers';
+import { ByteLru } from '../storage/byte-lru.js';
 import type { BlobStore } from '../storage/types.js';
 
 /** Total bytes kept; the least recently used manifests go first. */
 const MAX_TOTAL_BYTES = 64 * 1024 * 1024;
 
 export class ManifestBytes {
-  readonly #entries = new Map<string, Buffer>();
-  #total = 0;
+  readonly #cache = new ByteLru<Buffer>(MAX_TOTAL_BYTES, (bytes) => bytes.length);
 
   constructor(private readonly blobs: BlobStore) {}
 
   /** Drops a manifest whose bytes were deleted. */
   forget(hex: string): void {
-    const bytes = this.#entries.get(hex);
-    if (!bytes) return;
-    this.#entries.delete(hex);
-    this.#total -= bytes.length;
+    this.#cache.delete(hex);
   }
 
   /** The bytes of manifest `hex`, or null when the store has none. */
   async get(hex: string): Promise<Buffer | null> {
-    const hit = this.#entries.get(hex);
-    if (hit) {
-      this.#entries.delete(hex);
-      this.#entries.set(hex, hit);
-      return hit;
-    }
+    const hit = this.#cache.get(hex);
+    if (hit) return hit;
     const stream = await this.blobs.get(hex);
     if (!stream) return null;
     const bytes = await buffer(stream);
-    this.#entries.set(hex, bytes);
-    this.#total += bytes.length;
-    for (const [key, value] of this.#entries) {
-      if (this.#total <= MAX_TOTAL_BYTES) break;
-      this.#entries.delete(key);
-      this.#total -= value.length;
-    }
+    this.#cache.set(hex, bytes);
     return bytes;
   }
 }

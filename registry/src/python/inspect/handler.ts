@@ -13,6 +13,9 @@
  * Whether the index serves `filename` with that sha256 is the caller's knowledge: pass `owns`,
  * or check before calling. Without either, any stored blob can be inspected under any archive name.
  * A listed file that is not stored yet (a cached one) is brought in through `fetch` first.
+ *
+ * Each walk holds one of the server's archive walk slots (429 with `Retry-After` when none frees in
+ * time), and listings are kept by sha256, filename and nested path: the bytes never change.
  */
 import {
   ArchiveError,
@@ -26,6 +29,7 @@ import {
   type ArchiveErrorKind,
 } from '../../archive/index.js';
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
+import { clientGone } from '../../http/client-gone.js';
 import { HttpError } from '../../http/errors.js';
 import { isSha256Hex } from '../../storage/types.js';
 
@@ -74,17 +78,31 @@ export async function handleInspect(
       source = await blobSource(ctx.stores.blobs, sha256);
     }
     if (!source) throw new HttpError(404, `no stored file has sha256 ${sha256}`);
+    const stored = source;
     const opts = { tmpDir: ctx.stores.spoolDir };
+    const signal = clientGone(req.reply);
 
     if (path === null || path === '' || path.endsWith(NESTING_SEPARATOR)) {
       const within = path ? path.slice(0, -NESTING_SEPARATOR.length) : undefined;
-      const listing = await listMembers(source, format, { ...opts, within });
-      const body = { filename, sha256, format: listing.format, ...(within ? { path: within } : {}), members: listing.members, truncated: listing.truncated };
-      req.reply.code(200).type('application/json').send(body);
+      // The bytes (sha256), how they are read (the filename's format) and the nested path decide the
+      // body; the filename is in the key because the body names it.
+      const key = `inspect:${JSON.stringify([sha256, filename, within ?? ''])}`;
+      const body = await ctx.archiveWalks.listing(
+        key,
+        async () => {
+          const listing = await listMembers(stored, format, { ...opts, within });
+          const payload = { filename, sha256, format: listing.format, ...(within ? { path: within } : {}), members: listing.members, truncated: listing.truncated };
+          return Buffer.from(JSON.stringify(payload));
+        },
+        signal,
+      );
+      // The charset fastify adds to a serialized object; a Buffer body gets none by itself.
+      req.reply.code(200).type('application/json; charset=utf-8').send(body);
       return;
     }
 
-    const content = await readMember(source, format, path, { ...opts, offset: parseOffset(req.query.get('offset')) });
+    const offset = parseOffset(req.query.get('offset'));
+    const content = await ctx.archiveWalks.run(() => readMember(stored, format, path, { ...opts, offset }), signal);
     let data = content.data;
     let next = content.nextOffset;
     const text = isProbablyText(data, { partial: next !== null });
