@@ -6,28 +6,31 @@
 #
 # Only the Go module proxy is reachable (no github.com), and the proxy this machine and CI reach
 # serves a fixed set of module versions: anything else answers 403 "This module version is not
-# available", including `@latest`, `@<branch>`, `@<commit>` queries and `/@v/list`. Hence:
+# available", including `@latest`, `@<branch>` and `@<commit>` queries. Hence:
 #   - oras: `go install oras.land/oras/cmd/oras@V` probes the path oras.land/oras/cmd/oras first,
 #     gets 403 (fatal for go) and stops. We download the module oras.land/oras@V itself and build
 #     ./cmd/oras inside a writable copy of it, with the module's own go.mod/go.sum.
 #   - the distribution-spec conformance suite is a nested module
 #     (github.com/opencontainers/distribution-spec/conformance) that has never been tagged, so
-#     only pseudo-versions exist; the root module's zip leaves the nested folder out. The proxy
-#     serves neither the pseudo-version of the v1.1.1 release commit (a139cc423184,
-#     v0.0.0-20250123160558-a139cc423184) nor any commit of the current main line (403 for each).
-#     The newest pseudo-version it does serve is CONFORMANCE_VERSION below (2023-11-02, after
-#     v1.1.0-rc3, before v1.1.0); the checksum database has no record of it, so its module hash
-#     is pinned here instead and checked after download. It is built as a test binary
-#     (`go test -c`), the way the suite is meant to be run.
-#   - the main-line suite (oci-conformance-main) cannot be obtained: see above. It is not built;
-#     test/oci/conformance.test.ts says so in its output.
+#     only pseudo-versions exist, and the checksum database (sum.golang.org) is not reachable, so
+#     each suite's hash is pinned here and checked after download. Two suites run:
+#       oci-conformance       the v1.1.1 release commit (a139cc423184), the ginkgo suite, built as
+#                             a test binary (`go test -c`) the way it is meant to be run. The proxy
+#                             answers 403 for its `.info` (so `go mod download` refuses it) but
+#                             serves its `.mod` and `.zip`: the zip is fetched directly and its
+#                             sha256 checked against CONFORMANCE_ZIP_SHA256.
+#       oci-conformance-main  the newest main-line commit the proxy serves (2026-08-31, the
+#                             redesigned suite configured by OCI_REGISTRY, OCI_REPO1, ...), built
+#                             with `go build` from `go mod download` and its pinned h1: hash.
 
 CRANE_VERSION=v0.22.1
 REGCTL_VERSION=v0.11.7
 ORAS_VERSION=v1.2.3
 CONFORMANCE_MODULE=github.com/opencontainers/distribution-spec/conformance
-CONFORMANCE_VERSION=v0.0.0-20231101194043-f2182352d4cc
-CONFORMANCE_SUM=h1:jL+CgYEEZluGb08ZcLpEyhn389kNMlwrWOHaIqXazq0=
+CONFORMANCE_VERSION=v0.0.0-20250123160558-a139cc423184 # v1.1.1
+CONFORMANCE_ZIP_SHA256=c5924bf4af67ec20e683cde59cf5e7ed4482669668741da59f2ad93e2c3a88b1
+CONFORMANCE_MAIN_VERSION=v0.0.0-20260831232431-97274622c111
+CONFORMANCE_MAIN_SUM=h1:ppZPU0CrEPzyJhVggYwUIZrqh0w2lIT0esw+9ABNPA4=
 
 # True when DIR/NAME exists and was built for VERSION.
 go_tool_current() { # DIR NAME VERSION
@@ -71,6 +74,13 @@ go_build_module() { # DIR NAME MODULE VERSION SUBDIR MODE [SUM]
     echo "$module@$version: module hash $got, pinned $sum" >&2
     return 1
   fi
+  build_module_source "$dir" "$name" "$version" "$src" "$subdir" "$mode"
+}
+
+# Builds a module source tree (read-only, as the module cache leaves it) in a writable copy, with
+# the module's own go.mod and go.sum, and stamps the result.
+build_module_source() { # DIR NAME VERSION SRC SUBDIR MODE
+  local dir=$1 name=$2 version=$3 src=$4 subdir=$5 mode=$6 work
   work=$(mktemp -d)
   cp -r "$src/." "$work/"
   chmod -R u+w "$work"
@@ -84,13 +94,35 @@ go_build_module() { # DIR NAME MODULE VERSION SUBDIR MODE [SUM]
   echo "$version" > "$dir/.$name.version"
 }
 
+# For a module version whose `.info` the proxy refuses while it serves the `.zip`: fetches the zip
+# from the first proxy in GOPROXY, checks its sha256, and builds it like go_build_module.
+go_build_module_zip() { # DIR NAME MODULE VERSION SUBDIR MODE SHA256
+  local dir=$1 name=$2 module=$3 version=$4 subdir=$5 mode=$6 sha=$7 proxy tmp got
+  go_tool_current "$dir" "$name" "$version" && return 0
+  log "fetch $module@$version.zip -> $name"
+  proxy=$(go env GOPROXY | cut -d, -f1 | cut -d'|' -f1)
+  case "$proxy" in http://*|https://*) ;; *) echo "GOPROXY ($proxy) is not a proxy URL; cannot fetch $module@$version" >&2; return 1 ;; esac
+  tmp=$(mktemp -d)
+  curl -fsSL --retry 3 -o "$tmp/module.zip" "$proxy/$module/@v/$version.zip"
+  got=$(sha256sum "$tmp/module.zip" | cut -d' ' -f1)
+  if [ "$got" != "$sha" ]; then
+    echo "$module@$version: zip sha256 $got, pinned $sha" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
+  python3 -m zipfile -e "$tmp/module.zip" "$tmp"
+  build_module_source "$dir" "$name" "$version" "$tmp/$module@$version" "$subdir" "$mode"
+  rm -rf "$tmp"
+}
+
 install_go_tools() {
   local dir=$1
   command -v go >/dev/null || { echo "go is required to build the OCI tools" >&2; return 1; }
   go_install "$dir" crane github.com/google/go-containerregistry/cmd/crane "$CRANE_VERSION"
   go_install "$dir" regctl github.com/regclient/regclient/cmd/regctl "$REGCTL_VERSION"
   go_build_module "$dir" oras oras.land/oras "$ORAS_VERSION" cmd/oras build
-  go_build_module "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_SUM"
+  go_build_module_zip "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_ZIP_SHA256"
+  go_build_module "$dir" oci-conformance-main "$CONFORMANCE_MODULE" "$CONFORMANCE_MAIN_VERSION" . build "$CONFORMANCE_MAIN_SUM"
 }
 
 # --- Optional: peers for `make bench` ------------------------------------------------------------

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the real programs the test suites drive, into .tools/ (ignored by git):
 #   .tools/venv      pip, uv, twine, build (PyPI, pinned in hack/python-tools.txt)
-#   .tools/bin       crane, oras, regctl, the OCI conformance suite (Go module proxy)
+#   .tools/bin       crane, oras, regctl, the OCI conformance suites (Go module proxy)
 #   skopeo           Debian package
 # A tool that cannot be installed stops this script with an error: the suites never skip.
 set -euo pipefail
