@@ -116,6 +116,11 @@ describe('FsMetaStore', () => {
     expect(second?.doc).toEqual({ n: 2, list: [1, 2] });
     expect(second?.version).not.toBe(first?.version);
     expect(() => second?.doc.list.push(3)).toThrow(TypeError);
+    // A warm entry never outlives its file: b deletes it, a sees it gone.
+    expect(await b.delete('shared/doc')).toBe(true);
+    expect(await a.get('shared/doc')).toBeNull();
+    await b.put('shared/doc', { n: 3, list: [] });
+    expect((await a.get<{ n: number }>('shared/doc'))?.doc.n).toBe(3);
   });
 
   it('lists keys under a prefix and refuses unsafe keys', async () => {

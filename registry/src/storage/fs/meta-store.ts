@@ -5,7 +5,8 @@
  * a single server process, the s3 backend for replicas.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
@@ -44,29 +45,41 @@ export class FsMetaStore implements MetaStore {
   /**
    * Reads through a cache of parsed documents validated by the file's identity: every write
    * renames a new file into place, so an unchanged inode, size, mtime and ctime mean unchanged
-   * bytes, and a warm read costs one fstat instead of a read, a hash and a parse. Cached documents
-   * are frozen: callers must copy before changing one (updateDoc does).
+   * bytes. A warm read costs one stat of the path (no open, read, hash or parse); a miss opens the
+   * file and stamps what it read with the handle's own fstat, so a rename between the two cannot
+   * pair one file's stamp with another's bytes. Cached documents are frozen: callers must copy
+   * before changing one (updateDoc does).
    */
   async get<T>(key: string): Promise<Versioned<T> | null> {
-    let fh: FileHandle;
-    try {
-      fh = await open(this.#path(key), 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
-    try {
-      const st = await fh.stat({ bigint: true });
-      const stamp = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-      const hit = this.#parsed.get(key);
-      if (hit?.stamp === stamp) {
+    const path = this.#path(key);
+    const hit = this.#parsed.get(key);
+    if (hit) {
+      let st: BigIntStats;
+      try {
+        st = await stat(path, { bigint: true });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw err;
+      }
+      if (stampOf(st) === hit.stamp) {
         // Re-insert: Map order is the LRU order.
         this.#parsed.delete(key);
         this.#parsed.set(key, hit);
         return { doc: hit.doc as T, version: hit.version };
       }
+    }
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const stamp = stampOf(await fh.stat({ bigint: true }));
       const text = await fh.readFile('utf8');
       const entry = { stamp, doc: deepFreeze(JSON.parse(text) as unknown), version: versionOf(text) };
+      this.#parsed.delete(key);
       if (text.length <= MAX_CACHED_DOC_BYTES) {
         this.#parsed.set(key, entry);
         if (this.#parsed.size > MAX_CACHED_DOCS) this.#parsed.delete(this.#parsed.keys().next().value as string);
@@ -144,6 +157,11 @@ export class FsMetaStore implements MetaStore {
 /** Bounds of the parsed-document cache: entries, and the size of a document worth keeping. */
 const MAX_CACHED_DOCS = 4096;
 const MAX_CACHED_DOC_BYTES = 1024 * 1024;
+
+/** A file's identity: a rename-into-place write changes the inode, so equal stamps mean equal bytes. */
+function stampOf(st: BigIntStats): string {
+  return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {
