@@ -103,7 +103,11 @@ go_build_module_zip() { # DIR NAME MODULE VERSION SUBDIR MODE SHA256
   proxy=$(go env GOPROXY | cut -d, -f1 | cut -d'|' -f1)
   case "$proxy" in http://*|https://*) ;; *) echo "GOPROXY ($proxy) is not a proxy URL; cannot fetch $module@$version" >&2; return 1 ;; esac
   tmp=$(mktemp -d)
-  curl -fsSL --retry 3 -o "$tmp/module.zip" "$proxy/$module/@v/$version.zip"
+  if ! curl -fsSL --retry 3 -o "$tmp/module.zip" "$proxy/$module/@v/$version.zip"; then
+    echo "cannot download $module@$version.zip from $proxy" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
   got=$(sha256sum "$tmp/module.zip" | cut -d' ' -f1)
   if [ "$got" != "$sha" ]; then
     echo "$module@$version: zip sha256 $got, pinned $sha" >&2

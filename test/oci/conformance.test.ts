@@ -71,8 +71,8 @@ function versionOf(binary: string): string {
   return existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : 'unknown version';
 }
 
-/** Fails with each failed case on a line of its own; returns the summary line. */
-function judge(suite: string, reportDir: string, code: number, cases: Case[], ok: (c: Case) => boolean): string {
+/** Prints the summary; fails with each case that is not `ok` on a line of its own. */
+function judge(suite: string, reportDir: string, code: number, cases: Case[], ok: (c: Case) => boolean): void {
   const failed = cases.filter((c) => !ok(c));
   const count = (s: string) => cases.filter((c) => c.status === s).length;
   const summary = `${suite}: passed ${count('passed')}, skipped ${count('skipped')}, not passing ${failed.length}; report in ${reportDir}`;
@@ -81,7 +81,6 @@ function judge(suite: string, reportDir: string, code: number, cases: Case[], ok
     const lines = failed.map((c) => `- ${c.name} [${c.status}]\n    ${(c.failure ?? c.output).split('\n').slice(0, 6).join('\n    ')}`);
     throw new Error(`${summary}; exit ${code}\n${lines.join('\n')}`);
   }
-  return summary;
 }
 
 function readReport(reportDir: string, res: { code: number; stdout: string; stderr: string }): Case[] {

@@ -10,6 +10,7 @@ import { dirname, join } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { HashingStream } from '../hashing.js';
+import { unlessMissing } from './missing.js';
 import { DigestMismatchError, isSha256Hex, type BlobInfo, type BlobStore, type ByteRange, type Sha256Hex } from '../types.js';
 
 const READ_CHUNK = 256 * 1024;
@@ -87,35 +88,19 @@ export class FsBlobStore implements BlobStore {
   }
 
   async get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null> {
-    try {
-      const fh = await open(this.#path(digest), 'r');
-      // 256 KiB reads instead of Node's 64 KiB: a quarter of the syscalls and socket writes on
-      // large artifacts, still a small buffer per download.
-      return fh.createReadStream({ ...(range ? { start: range.start, end: range.end } : {}), highWaterMark: READ_CHUNK });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
+    const fh = await unlessMissing(open(this.#path(digest), 'r'));
+    // 256 KiB reads instead of Node's 64 KiB: a quarter of the syscalls and socket writes on
+    // large artifacts, still a small buffer per download.
+    return fh && fh.createReadStream({ ...(range ? { start: range.start, end: range.end } : {}), highWaterMark: READ_CHUNK });
   }
 
   async stat(digest: Sha256Hex): Promise<BlobInfo | null> {
-    try {
-      const s = await stat(this.#path(digest));
-      return { digest, size: s.size };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
+    const s = await unlessMissing(stat(this.#path(digest)));
+    return s && { digest, size: s.size };
   }
 
   async delete(digest: Sha256Hex): Promise<boolean> {
-    try {
-      await unlink(this.#path(digest));
-      return true;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw err;
-    }
+    return (await unlessMissing(unlink(this.#path(digest)).then(() => true))) ?? false;
   }
 }
 

@@ -6,9 +6,10 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
+import { unlessMissing } from './missing.js';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 
 export class FsMetaStore implements MetaStore {
@@ -33,13 +34,8 @@ export class FsMetaStore implements MetaStore {
   }
 
   async #read(key: string): Promise<{ text: string; version: string } | null> {
-    try {
-      const text = await readFile(this.#path(key), 'utf8');
-      return { text, version: versionOf(text) };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
+    const text = await unlessMissing(readFile(this.#path(key), 'utf8'));
+    return text === null ? null : { text, version: versionOf(text) };
   }
 
   /**
@@ -54,12 +50,10 @@ export class FsMetaStore implements MetaStore {
     const path = this.#path(key);
     const hit = this.#parsed.get(key);
     if (hit) {
-      let st: BigIntStats;
-      try {
-        st = await stat(path, { bigint: true });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-        throw err;
+      const st = await unlessMissing(stat(path, { bigint: true }));
+      if (!st) {
+        this.#parsed.delete(key);
+        return null;
       }
       if (stampOf(st) === hit.stamp) {
         // Re-insert: Map order is the LRU order.
@@ -68,12 +62,10 @@ export class FsMetaStore implements MetaStore {
         return { doc: hit.doc as T, version: hit.version };
       }
     }
-    let fh: FileHandle;
-    try {
-      fh = await open(path, 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
+    const fh = await unlessMissing(open(path, 'r'));
+    if (!fh) {
+      this.#parsed.delete(key);
+      return null;
     }
     try {
       const stamp = stampOf(await fh.stat({ bigint: true }));
@@ -139,13 +131,7 @@ export class FsMetaStore implements MetaStore {
   async *list(prefix: string): AsyncIterable<string> {
     assertSafeKey(prefix);
     const base = join(this.#root, prefix);
-    let entries: string[];
-    try {
-      entries = await readdir(base, { recursive: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
-    }
+    const entries = (await unlessMissing(readdir(base, { recursive: true }))) ?? [];
     for (const entry of entries) {
       if (!entry.endsWith('.json')) continue;
       const rel = relative(this.#root, join(base, entry)).split(sep).join('/');
