@@ -17,6 +17,13 @@ function configFile(text: string): string {
   return path;
 }
 
+/** A token file holding only white space and a newline, as an editor might leave it. */
+function blankFile(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'velodex-config-')), 'token');
+  writeFileSync(path, '  \n');
+  return path;
+}
+
 async function checkConfig(text: string, env: Record<string, string> = {}) {
   return run(process.execPath, [CLI, 'check-config', configFile(text)], { allowFailure: true, env });
 }
@@ -80,8 +87,15 @@ upload_target = "hosted"
     ['an OCI route with uppercase', `[[index]]\nname = "a"\nroute = "Root/oci"\necosystem = "oci"\nhosted = true\n`, /segment "Root"/],
     ['a key for another role', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupstream_concurrency = 4\n`, /upstream_concurrency: only applies to a cached index/],
     ['broken TOML', `[[index]\nname = `, /not valid TOML/],
+    // A blank token would accept an empty password.
+    ['an empty upload token', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = ""\n`, /index "a" \(index\[0\]\)\.upload_token: is empty/],
+    ['an upload token of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = "  \\t "\n`, /upload_token: is empty/],
+    ['a token variable of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_BLANK"\n`, /environment variable VELODEX_TEST_BLANK holds only white space/],
+    ['a token file of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_file = "${blankFile()}"\n`, /upload_token_file: .* is empty or only white space/],
+    ['an empty webhook secret', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "http://127.0.0.1:9/h"\nsecret = ""\n`, /webhook\[0\]\.secret: is empty/],
+    ['a webhook URL that is not http', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "ftp://127.0.0.1/h"\n`, /webhook\[0\]\.url: must be an http or https URL/],
   ])('refuses %s', async (_what, text, message) => {
-    const res = await checkConfig(text);
+    const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ' });
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(message);
   });
@@ -108,6 +122,14 @@ describe('velodex serve', () => {
     const res = await run(process.execPath, [CLI, 'serve', '--port', '0', '--config', configFile('bogus = 1\n')], { allowFailure: true, timeoutMs: 20_000 });
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/unknown key "bogus"/);
+    expect(res.stdout).not.toContain('velodex listening');
+  });
+
+  it('does not start with an empty upload token, which would accept an empty password', async () => {
+    const config = configFile(`[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = " "\n`);
+    const res = await run(process.execPath, [CLI, 'serve', '--port', '0', '--config', config], { allowFailure: true, timeoutMs: 20_000 });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/index "a" \(index\[0\]\)\.upload_token: is empty/);
     expect(res.stdout).not.toContain('velodex listening');
   });
 

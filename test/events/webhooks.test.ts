@@ -18,6 +18,9 @@ const UP_TOKEN = 'upstream-token-55ac';
 const ALL_SECRET = 'all-hook-secret-3e9b';
 const UPLOADS_SECRET = 'uploads-hook-secret-a71c';
 const QUERY_SECRET = 'query-secret-0f4e';
+/** User info in a target URL becomes Basic credentials (fetch refuses URLs that carry them). */
+const HOOK_USER = 'hook-user';
+const HOOK_PASS = 'hook:pass@7b3e';
 const CLEAN_ENV = { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1' };
 
 const receiver = new Receiver();
@@ -52,6 +55,10 @@ events = ["upload"]
 [[index.webhook]]
 url = "${receiver.url}/all?key=${QUERY_SECRET}"
 secret_env = "HOOK_ALL"
+
+[[index.webhook]]
+url = "http://${HOOK_USER}:${encodeURIComponent(HOOK_PASS)}@${new URL(receiver.url).host}/basic"
+events = ["upload"]
 
 [[index]]
 name = "mirror"
@@ -123,6 +130,8 @@ describe('webhook deliveries', () => {
       actor: '__token__',
       request_id: expect.any(String) as unknown,
     });
+    const basic = await receiver.waitFor('/basic', 2);
+    expect(basic.map((d) => d.headers.authorization)).toEqual(Array(2).fill(`Basic ${Buffer.from(`${HOOK_USER}:${HOOK_PASS}`).toString('base64')}`));
     // One delivery per target: distinct ids.
     const ids = new Set([...uploads, ...all].map((d) => d.headers['x-velodex-delivery']));
     expect(ids.size).toBe(4);
@@ -194,7 +203,7 @@ describe('webhook deliveries', () => {
     const logs = server.logs();
     expect(logs).toContain('webhook delivered');
     expect(logs).toContain(`${receiver.url}/all`);
-    for (const secret of [TOKEN, ALL_SECRET, UPLOADS_SECRET, QUERY_SECRET, Buffer.from(`__token__:${TOKEN}`).toString('base64')]) {
+    for (const secret of [TOKEN, ALL_SECRET, UPLOADS_SECRET, QUERY_SECRET, HOOK_PASS, encodeURIComponent(HOOK_PASS), Buffer.from(`__token__:${TOKEN}`).toString('base64')]) {
       expect(logs).not.toContain(secret);
     }
     for (const d of receiver.deliveries) {

@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, REPO } from './paths.js';
@@ -26,6 +27,11 @@ export interface StartOptions {
   env?: Record<string, string>;
   args?: string[];
   dataDir?: string;
+  /**
+   * Listen on this port and wait for `/healthz` instead of the "velodex listening" line, for a
+   * log level that hides it.
+   */
+  port?: number;
 }
 
 export function tempDir(prefix = 'velodex-test-'): string {
@@ -34,7 +40,7 @@ export function tempDir(prefix = 'velodex-test-'): string {
 
 export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
   const dataDir = opts.dataDir ?? tempDir();
-  const args = [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', dataDir, ...(opts.args ?? [])];
+  const args = [CLI, 'serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--data-dir', dataDir, ...(opts.args ?? [])];
   if (opts.config !== undefined) {
     const path = join(dataDir, 'velodex.toml');
     writeFileSync(path, opts.config);
@@ -51,16 +57,18 @@ export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
 
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`velodex did not start within 20s:\n${output}`)), 20_000);
+    const done = (url: string) => {
+      clearTimeout(timer);
+      child.stdout.off('data', onData);
+      resolve(url);
+    };
     const onData = () => {
       for (const line of output.split('\n')) {
-        if (!line.includes('"velodex listening"')) continue;
-        clearTimeout(timer);
-        child.stdout.off('data', onData);
-        resolve((JSON.parse(line) as { url: string }).url);
-        return;
+        if (line.includes('"velodex listening"')) return done((JSON.parse(line) as { url: string }).url);
       }
     };
     child.stdout.on('data', onData);
+    if (opts.port !== undefined) void untilHealthy(`http://127.0.0.1:${opts.port}`, child).then(done, () => undefined);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`velodex exited with ${code} before listening:\n${output}`));
@@ -76,6 +84,25 @@ export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
     peakRss: () => peakRss(child),
     stop: () => stop(child),
   };
+}
+
+/** Resolves with `url` once `/healthz` answers; rejects when the child exits first. */
+async function untilHealthy(url: string, child: ChildProcess): Promise<string> {
+  while (child.exitCode === null) {
+    const ok = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+    if (ok) return url;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('exited');
+}
+
+/** A port nothing listens on right now, for a server that must be told its port. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 function peakRss(child: ChildProcess): number {

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import { Secret } from './secret.js';
-import type { Config, EcosystemId, IndexConfig, Role, StorageConfig } from './types.js';
+import type { Config, EcosystemId, IndexConfig, Role, StorageConfig, WebhookConfig } from './types.js';
 import { embeddedDefault } from './default.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from '../policy/duration.js';
@@ -33,14 +33,19 @@ export function loadConfigFile(path: string, overrides: Overrides = {}, env = pr
   } catch (err) {
     throw new ConfigError(path, `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'pass an existing file to --config');
   }
+  return parseConfigText(text, path, overrides, env);
+}
+
+/** Validates config text; `source` names it in messages (a path, or where it came from). */
+export function parseConfigText(text: string, source: string, overrides: Overrides = {}, env = process.env): Config {
   let raw: unknown;
   try {
     raw = parseToml(text);
   } catch (err) {
-    const where = err instanceof TomlError ? `${path}:${err.line}:${err.column}` : path;
+    const where = err instanceof TomlError ? `${source}:${err.line}:${err.column}` : source;
     throw new ConfigError(where, `not valid TOML: ${(err as Error).message.split('\n')[0]}`);
   }
-  return buildConfig(raw, path, overrides, env);
+  return buildConfig(raw, source, overrides, env);
 }
 
 /** The config used when no file is given: a hosted Python index and a hosted OCI index. */
@@ -156,11 +161,27 @@ function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.Process
       minReleaseAgeSecs: ix.policy?.['min-release-age'] === undefined ? undefined : (parseDuration(ix.policy['min-release-age']) ?? undefined),
     },
     webhooks: (ix.webhook ?? []).map((w, j) => ({
-      url: w.url,
+      ...webhookUrl(w.url, `${where}.webhook[${j}].url`),
       secret: resolveSecret(w, 'secret', `${where}.webhook[${j}]`, env),
       events: w.events,
     })),
   };
+}
+
+/**
+ * A webhook URL, with any user info (`https://user:pass@host/hook`) taken out into Basic
+ * credentials: fetch refuses URLs that carry credentials, and a URL is printed in logs.
+ */
+function webhookUrl(raw: string, where: string): Pick<WebhookConfig, 'url' | 'basicAuth'> {
+  const url = new URL(raw);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(where, `must be an http or https URL, not ${url.protocol}`, 'give the receiver\'s http(s) URL');
+  }
+  if (url.username === '' && url.password === '') return { url: raw };
+  const basicAuth = new Secret(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`, 'inline');
+  url.username = '';
+  url.password = '';
+  return { url: url.toString(), basicAuth };
 }
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */
@@ -208,12 +229,16 @@ export function resolveSecret(holder: SecretHolder, key: string, where: string, 
   const filePath = holder[`${key}_file`] as string | undefined;
   const given = [inline, envName, filePath].filter((v) => v !== undefined).length;
   if (given > 1) throw new ConfigError(`${where}.${key}`, `is given more than one way`, `set only one of ${key}, ${key}_env, ${key}_file`);
-  if (inline !== undefined) return new Secret(inline, 'inline');
+  if (inline !== undefined) {
+    if (isBlank(inline)) throw new ConfigError(`${where}.${key}`, 'is empty', `set a non-empty secret, or remove ${key}`);
+    return new Secret(inline, 'inline');
+  }
   if (envName !== undefined) {
     const value = env[envName];
     if (value === undefined || value === '') {
       throw new ConfigError(`${where}.${key}_env`, `environment variable ${envName} is not set`, `export ${envName} or use ${key}_file`);
     }
+    if (isBlank(value)) throw new ConfigError(`${where}.${key}_env`, `environment variable ${envName} holds only white space`, `put the secret in ${envName}`);
     return new Secret(value, `env:${envName}`);
   }
   if (filePath !== undefined) {
@@ -224,10 +249,15 @@ export function resolveSecret(holder: SecretHolder, key: string, where: string, 
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
       throw new ConfigError(`${where}.${key}_file`, `cannot read ${filePath} (${code})`, 'point it at a readable file holding the secret');
     }
-    if (value === '') throw new ConfigError(`${where}.${key}_file`, `${filePath} is empty`, 'write the secret into the file');
+    if (isBlank(value)) throw new ConfigError(`${where}.${key}_file`, `${filePath} is empty or only white space`, 'write the secret into the file');
     return new Secret(value, `file:${filePath}`);
   }
   return undefined;
+}
+
+/** An empty or all-white-space secret would accept an empty password: never a valid setting. */
+function isBlank(value: string): boolean {
+  return value.trim() === '';
 }
 
 /** Maps the first zod issue to a message that names the key and, inside `[[index]]`, the index. */

@@ -13,8 +13,11 @@ export interface PolicyConfig {
 }
 
 export interface WebhookConfig {
+  /** Without user info: that moved to `basicAuth`. */
   url: string;
   secret?: Secret;
+  /** `user:password` from the configured URL's user info, sent as `Authorization: Basic`. */
+  basicAuth?: Secret;
   events?: string[];
 }
 

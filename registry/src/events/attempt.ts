@@ -30,7 +30,7 @@ export async function attemptDelivery(id: string, { outbox, byName, log, stop }:
     return undefined;
   }
   const url = sanitizeUrl(target.url);
-  const outcome = await sendDelivery(target.url, target.secret?.reveal(), d, stop);
+  const outcome = await sendDelivery(target, d, stop);
   if (outcome.kind === 'aborted') return undefined;
   if (outcome.kind === 'delivered') {
     await outbox.remove(d.id);

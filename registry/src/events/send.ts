@@ -3,6 +3,7 @@
  * status code or an error code: never the receiver's response body, never an error message (a
  * fetch error can quote the URL, query string and user info included).
  */
+import type { WebhookConfig } from '../config/types.js';
 import { ATTEMPT_TIMEOUT_MS } from './backoff.js';
 import { signature } from './signature.js';
 import type { StoredDelivery } from './types.js';
@@ -11,7 +12,7 @@ export const USER_AGENT = 'velodex-webhooks';
 
 export type SendOutcome = { kind: 'delivered'; status: number } | { kind: 'failed'; error: string } | { kind: 'aborted' };
 
-export async function sendDelivery(url: string, secret: string | undefined, d: StoredDelivery, stop: AbortSignal): Promise<SendOutcome> {
+export async function sendDelivery(target: WebhookConfig, d: StoredDelivery, stop: AbortSignal): Promise<SendOutcome> {
   const body = Buffer.from(d.body, 'utf8');
   const timestamp = Math.floor(Date.now() / 1000);
   const headers: Record<string, string> = {
@@ -21,9 +22,10 @@ export async function sendDelivery(url: string, secret: string | undefined, d: S
     'x-velodex-delivery': d.id,
     'x-velodex-timestamp': String(timestamp),
   };
-  if (secret !== undefined) headers['x-velodex-signature'] = signature(secret, timestamp, d.id, body);
+  if (target.secret) headers['x-velodex-signature'] = signature(target.secret.reveal(), timestamp, d.id, body);
+  if (target.basicAuth) headers.authorization = `Basic ${Buffer.from(target.basicAuth.reveal()).toString('base64')}`;
   try {
-    const res = await fetch(url, {
+    const res = await fetch(target.url, {
       method: 'POST',
       headers,
       body,

@@ -1,6 +1,6 @@
 /**
- * Builds the fastify application: logging with redaction and request ids, raw (unbuffered) request
- * bodies, multipart for the upload forms, the index namespace dispatch and the error handler.
+ * Builds the fastify application: logging with credentials scrubbed (observe/log.ts), request
+ * ids, raw (unbuffered) request bodies, multipart for the upload forms, the index namespace dispatch and the error handler.
  */
 import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
@@ -9,6 +9,7 @@ import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
+import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
 import { errorBody, HttpError } from './errors.js';
@@ -22,17 +23,16 @@ export interface BuiltApp {
   events: EventBus;
 }
 
-/** Never logged, whatever a future serializer decides to include. */
-const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'req.headers["proxy-authorization"]', 'headers.authorization'];
-
 export interface BuildOptions {
   /** The archive walk cap and listings cache; tests pass one with a short wait window to watch it. */
   archiveWalks?: ArchiveWalks;
+  /** Where log lines go after scrubbing (stdout by default); tests read them here. */
+  logSink?: LineSink;
 }
 
 export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[], options: BuildOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
-    logger: { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[A-Za-z0-9._-]{1,128}$/.test(given) ? given : randomUUID();
