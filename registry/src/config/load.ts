@@ -82,6 +82,7 @@ export function buildConfig(raw: unknown, source: string, overrides: Overrides, 
       if (!storage[key]) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set storage.${key}`);
     }
   }
+  refuseUnbuilt(indexes, storage);
 
   const rl = file.rate_limit ?? {};
   const classes: Config['rateLimit']['classes'] = {};
@@ -183,6 +184,29 @@ function webhookUrl(raw: string, where: string): Pick<WebhookConfig, 'url' | 'ba
   url.password = '';
   return { url: url.toString(), basicAuth };
 }
+
+/**
+ * What this build does not do yet stops loading, naming the key, instead of starting a server
+ * that accepts the setting and ignores it (an OCI cache that never contacts its upstream).
+ */
+function refuseUnbuilt(indexes: IndexConfig[], storage: StorageConfig): void {
+  if (storage.backend === 's3') {
+    throw new ConfigError('storage.backend', '"s3" is not available in this build yet', 'use backend = "fs" (the default)');
+  }
+  // A virtual index with such a member is refused too: the member itself is in this list.
+  for (const [i, ix] of indexes.entries()) {
+    const roles = ROLES_BUILT[ix.ecosystem];
+    if (!roles.includes(ix.role)) {
+      throw new ConfigError(`index "${ix.name}" (index[${i}])`, `a ${ix.role} ${ix.ecosystem} index is not available in this build yet`, `use a ${roles.join(' or ')} index`);
+    }
+  }
+}
+
+/** Roles each ecosystem serves in this build. */
+const ROLES_BUILT: Record<EcosystemId, readonly Role[]> = {
+  python: ['hosted', 'cached', 'virtual'],
+  oci: ['hosted', 'virtual'],
+};
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */
 function checkIndexes(indexes: IndexConfig[]): void {
