@@ -14,7 +14,6 @@ $(NPM_STAMP): package.json package-lock.json registry/package.json operator/pack
 	npm ci --no-audit --no-fund
 	@touch $(NPM_STAMP)
 
-# tsc writes the bin without its executable bit; `npx velodex` needs it.
 build: install
 	npm run --silent build
 
