@@ -94,5 +94,9 @@ async function main(argv: string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((err: unknown) => {
   if (err instanceof ConfigError) fail(err.message, 78);
+  const sys = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (sys.code === 'EADDRINUSE') {
+    fail(`velodex: cannot listen on ${sys.address ?? 'the address'}:${sys.port ?? '?'}: another program uses that port (stop it, or choose another port with --port or VELODEX_PORT)`, 1);
+  }
   fail(`velodex: ${err instanceof Error ? err.message : String(err)}`, 1);
 });

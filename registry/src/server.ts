@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
 import { buildApp } from './http/app.js';
+import { startupLines } from './observe/banner.js';
 import { openStores } from './storage/index.js';
 
 export interface RunningServer {
@@ -31,6 +32,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     },
     'velodex listening',
   );
+  process.stderr.write(`${startupLines(config, url, running).join('\n')}\n`);
   return {
     app,
     url,

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { startVelodex, tempDir } from '../support/velodex.js';
+import { freePort, startVelodex, tempDir } from '../support/velodex.js';
 
 function configFile(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'velodex-config-'));
@@ -139,6 +139,32 @@ describe('velodex serve', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/index "a" \(index\[0\]\)\.upload_token: is empty/);
     expect(res.stdout).not.toContain('velodex listening');
+  });
+
+  it('names --port and VELODEX_PORT when the port is taken', async () => {
+    const first = await startVelodex();
+    try {
+      const res = await run(process.execPath, [CLI, 'serve', '--port', String(first.port), '--data-dir', tempDir()], { allowFailure: true, timeoutMs: 20_000 });
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(`cannot listen on 127.0.0.1:${first.port}: another program uses that port`);
+      expect(res.stderr).toMatch(/--port or VELODEX_PORT/);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('tells a person, at log level warn too, each index URL and where its upload token is', async () => {
+    const server = await startVelodex({
+      port: await freePort(),
+      env: { VELODEX_LOG_LEVEL: 'warn', TEAM_TOKEN: 'banner-token-6c1d' },
+      config: `[[index]]\nname = "team"\nroute = "team/py"\nhosted = true\nupload_token_env = "TEAM_TOKEN"\n[[index]]\nname = "images"\nroute = "team/images"\necosystem = "oci"\nhosted = true\n`,
+    });
+    await server.stop();
+    const logs = server.logs();
+    expect(logs).toContain(`velodex listening on ${server.url}`);
+    expect(logs).toMatch(new RegExp(`team +python hosted +${server.url}/team/py/simple/ +upload token from \\$TEAM_TOKEN`));
+    expect(logs).toMatch(new RegExp(`images +oci hosted +127\\.0\\.0\\.1:${server.port}/team/images/<image> +uploads disabled`));
+    expect(logs).not.toContain('banner-token-6c1d');
   });
 
   it('generates the default upload token once, mode 0600, and keeps it across restarts', async () => {

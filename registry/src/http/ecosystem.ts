@@ -37,6 +37,8 @@ export interface IndexRequest {
 export interface Ecosystem {
   /** Matches `IndexConfig.ecosystem`. */
   readonly id: string;
+  /** Where a person points a client at `index` on the server at `base` (start-up lines, discovery). */
+  clientUrl?(index: IndexConfig, base: URL): string;
   /** Answers a request under `/{route}/` of one of this ecosystem's indexes. */
   handleIndexRequest?(req: IndexRequest): Promise<void>;
   /** Registers routes outside the index namespace. */

@@ -19,6 +19,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   };
   return {
     id: 'oci',
+    // An image reference, as docker, crane and skopeo take it: no scheme.
+    clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     async register(app) {
       await sessions.removeOrphans();
       await registerOciRoutes(app, deps);

@@ -41,6 +41,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer });
   return {
     id: 'python',
+    clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
     async close() {
       sources.close();
     },

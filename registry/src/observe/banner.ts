@@ -1,0 +1,28 @@
+/**
+ * The lines a person reads when velodex starts: where each index is and where its upload token
+ * comes from (never the token). Written to stderr whatever the log level, so the URL stays in
+ * sight at `warn` and the JSON log on stdout stays machine-readable.
+ */
+import type { Config, IndexConfig } from '../config/types.js';
+import type { Ecosystem } from '../http/ecosystem.js';
+
+export function startupLines(config: Config, url: string, ecosystems: readonly Ecosystem[]): string[] {
+  const base = new URL(url);
+  const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  const rows = config.indexes.map((ix) => [ix.name, `${ix.ecosystem} ${ix.role}`, byId.get(ix.ecosystem)?.clientUrl?.(ix, base) ?? `${url}/${ix.route}/`, writes(ix)]);
+  const widths = [0, 1, 2].map((col) => Math.max(...rows.map((r) => r[col]!.length)));
+  return [
+    `velodex listening on ${url} (${config.source})`,
+    ...rows.map((r) => `  ${r.map((cell, col) => (col < 3 ? cell.padEnd(widths[col]!) : cell)).join('  ')}`.trimEnd()),
+  ];
+}
+
+function writes(ix: IndexConfig): string {
+  if (ix.role === 'virtual') return ix.uploadTarget ? `writes go to ${ix.uploadTarget}` : 'read-only';
+  if (ix.role !== 'hosted') return 'read-only';
+  const source = ix.uploadToken?.source;
+  if (!source) return 'uploads disabled (no upload_token)';
+  if (source.startsWith('file:')) return `upload token in ${source.slice('file:'.length)}`;
+  if (source.startsWith('env:')) return `upload token from $${source.slice('env:'.length)}`;
+  return 'upload token in the config file';
+}
