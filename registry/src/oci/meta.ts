@@ -45,6 +45,11 @@ export function repoPrefix(index: IndexConfig, repo: readonly string[]): string 
   return `oci/${index.name}/repos/${repo.join('/')}`;
 }
 
+/** The folder of every repository document of one index (what the catalog lists). */
+export function reposFolder(index: IndexConfig): string {
+  return `oci/${index.name}/repos`;
+}
+
 /**
  * The OCI API's name among the holders of shared blobs. The store also holds other ecosystems'
  * files; /v2 serves, mounts and deletes only what it holds, so it cannot reach bytes it did not
