@@ -43,7 +43,7 @@ describe('ctr', () => {
       // Another tag, and every other time another repository: the manifest is new there.
       const target = `${c.host}/root/oci/ctr/${i % 2 === 0 ? 'copy' : 'app'}:push-${i}`;
       await daemon.ctr(['images', 'tag', source, target]);
-      const pushed = await daemon.ctr(['images', 'push', '--plain-http', '--user', `u:${c.token}`, target], { timeoutMs: 20_000, allowFailure: true });
+      const pushed = await daemon.ctr(['images', 'push', '--plain-http', '--user', `__token__:${c.token}`, target], { timeoutMs: 20_000, allowFailure: true });
       // Not the command line in the message: it carries the token.
       expect(pushed.code, `push ${i} of ${target} exited with ${pushed.code} (-1: killed after 20 s, hung)\n${pushed.stderr}`).toBe(0);
       const res = await fetch(`${c.server.url}/v2/${target.slice(c.host.length + 1).replace(':', '/manifests/')}`, { method: 'HEAD' });
