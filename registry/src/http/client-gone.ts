@@ -30,12 +30,13 @@ const GONE_CODES = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_P
 
 /**
  * True when a request failed because its client went away (a body read cut off, a closed socket):
- * nobody is there to receive an answer, and the server did nothing wrong, so it is no error.
+ * nobody is there to receive an answer, and the server did nothing wrong, so it is no error. The
+ * client's own socket must be closed: the same codes from an upstream connection are real failures.
  */
 export function isClientGone(err: unknown, request: FastifyRequest): boolean {
   if (err instanceof ClientGoneError) return true;
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' && GONE_CODES.has(code) && (request.raw.destroyed || request.raw.socket.destroyed);
+  return typeof code === 'string' && GONE_CODES.has(code) && request.raw.socket?.destroyed === true;
 }
 
 /** Logs a request its client abandoned, at info: a closed laptop or a cancelled pull is routine. */
