@@ -5,9 +5,8 @@
  * `MAX_CATALOG_PAGE` names whatever `n` asks (the distribution registry's default), and links to
  * the next one.
  */
-import type { OciDeps } from './context.js';
+import type { OciDeps, OciExchange } from './context.js';
 import { byCodeUnit, nextLink, pageOf, parsePageQuery } from './pages.js';
-import type { FastifyReply } from 'fastify';
 
 export const MAX_CATALOG_PAGE = 1000;
 
@@ -19,7 +18,7 @@ export async function repositoryNames(deps: OciDeps): Promise<string[]> {
   return [...names].sort(byCodeUnit);
 }
 
-export async function listCatalog(deps: OciDeps, query: URLSearchParams, reply: FastifyReply): Promise<void> {
+export async function listCatalog({ deps, query, reply }: OciExchange): Promise<void> {
   const wanted = parsePageQuery(query);
   const n = Math.min(wanted.n ?? MAX_CATALOG_PAGE, MAX_CATALOG_PAGE);
   const page = pageOf(await repositoryNames(deps), { ...wanted, n });

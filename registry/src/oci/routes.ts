@@ -10,7 +10,7 @@ import { isClientGone, logClientGone } from '../http/client-gone.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
-import type { OciCall, OciDeps } from './context.js';
+import type { OciCall, OciDeps, OciExchange } from './context.js';
 import { errorPayload, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
@@ -22,16 +22,8 @@ import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } fr
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
 
-/** One request before its `<name>` is resolved. */
-interface Exchange {
-  deps: OciDeps;
-  query: URLSearchParams;
-  request: FastifyRequest;
-  reply: FastifyReply;
-}
-
 type Verb = 'GET' | 'HEAD' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
-type Handler = (x: Exchange) => Promise<void>;
+type Handler = (x: OciExchange) => Promise<void>;
 
 interface Route {
   /** What the route is, for the 405 message. */
@@ -44,7 +36,7 @@ function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
   return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
 }
 
-async function versionCheck(x: Exchange): Promise<void> {
+async function versionCheck(x: OciExchange): Promise<void> {
   // 200 for everyone (reads are open), but with the Basic challenge: clients built on
   // containers/image (skopeo, podman) send credentials on writes only when the ping named a
   // scheme, and otherwise fail the first push with 401 without retrying.
@@ -56,7 +48,7 @@ function routeOf(action: OciAction): Route {
     case 'base':
       return { what: '/v2/', methods: { GET: versionCheck } };
     case 'catalog':
-      return { what: 'the catalog', methods: { GET: (x) => listCatalog(x.deps, x.query, x.reply) } };
+      return { what: 'the catalog', methods: { GET: listCatalog } };
     case 'manifest': {
       const ref = action.reference;
       return {
