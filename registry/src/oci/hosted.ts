@@ -6,9 +6,9 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
 import { updateDoc } from '../storage/update.js';
-import { repositoriesIn } from './repositories.js';
 import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
+import { repositoriesIn } from './repositories.js';
 
 export interface FoundManifest {
   hex: string;
