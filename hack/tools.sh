@@ -3,6 +3,7 @@
 #   .tools/venv      pip, uv, twine, build (PyPI, pinned in hack/python-tools.txt)
 #   .tools/bin       crane, oras, regctl, the OCI conformance suites (Go module proxy)
 #   skopeo           Debian package
+#   containerd, ctr  Debian package (the ctr suite starts its own private daemon)
 # A tool that cannot be installed stops this script with an error: the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo
+apt_install skopeo containerd
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh

@@ -3,7 +3,9 @@
  * one and a virtual index without an upload target answer 403 DENIED, and a virtual index routes
  * writes to its upload target while reading through its members.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RawConnection, requestHead } from '../support/raw-http.js';
 import { basicAuth, startVelodex, type Velodex } from '../support/velodex.js';
 import { digestOf, expectOciError, imageManifest, Registry } from './api-support.js';
 
@@ -71,6 +73,22 @@ describe('read-only indexes', () => {
     await expectOciError(await fetch(`${server.url}/v2/team/images/app/manifests/v1`), 404, 'MANIFEST_UNKNOWN');
   });
 
+  it('reads a small body to its end before 403 DENIED (containerd writes it all before reading)', async () => {
+    const conn = await RawConnection.open(server.url);
+    await conn.write(requestHead('PUT', '/v2/team/locked/app/manifests/v2', { 'Content-Length': '4', Authorization: reg.auth }));
+    await conn.write('{"');
+    // Long enough for a server that answers early to have answered; nothing rests on speed.
+    await sleep(300);
+    expect(conn.answered).toBe(false);
+    await conn.write('a"');
+    const refused = await conn.response();
+    expect(refused.status).toBe(403);
+    expect(refused.headers.connection).not.toBe('close');
+    await conn.write(requestHead('GET', '/v2/team/locked/app/tags/list', {}));
+    expect((await conn.response()).status).toBe(200);
+    conn.close();
+  });
+
   it('still wants credentials on a writable target', async () => {
     const res = await reg.fetch('/v2/team/all/app/blobs/uploads/', { method: 'POST', headers: { authorization: basicAuth('nested-token') } });
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="velodex"');
@@ -113,5 +131,16 @@ describe('route resolution', () => {
     expect(await (await fetch(`${server.url}/v2/team/all/nested/tool/tags/list`)).json()).toEqual({ name: 'team/all/nested/tool', tags: [] });
     // "team/images/nestedx" aligns with "team/images" only.
     expect(await (await fetch(`${server.url}/v2/team/images/nestedx/tool/tags/list`)).json()).toEqual({ name: 'team/images/nestedx/tool', tags: [] });
+  });
+});
+
+describe('catalog', () => {
+  it('lists each index under its route, a virtual index with what its members hold', async () => {
+    const res = await fetch(`${server.url}/v2/_catalog`);
+    expect(res.status).toBe(200);
+    // "chunky" holds a blob and no manifest: no repository yet.
+    expect(await res.json()).toEqual({
+      repositories: ['team/all/app', 'team/images/app', 'team/images/nested/tool', 'team/mirror/app'],
+    });
   });
 });

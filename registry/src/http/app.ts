@@ -12,6 +12,7 @@ import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
+import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError } from './errors.js';
 import { parseSafePath } from './path.js';
 import { resolveRoute } from './resolve.js';
@@ -59,6 +60,10 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
     if (err instanceof HttpError) {
       reply.headers(err.headers);
       return reply.code(err.status).type('application/json').send(err.body ?? errorBody(err.status, err.message));
+    }
+    if (isClientGone(err, request)) {
+      logClientGone(err, request);
+      return reply.code(499).send();
     }
     const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
     if (status >= 500) {

@@ -18,12 +18,16 @@ export interface OciDeps {
   holds: Holder;
 }
 
-export interface OciCall {
+/** One `/v2/` request before its `<name>` is resolved (the version check and the catalog have none). */
+export interface OciExchange {
   deps: OciDeps;
-  target: Target;
   query: URLSearchParams;
   request: FastifyRequest;
   reply: FastifyReply;
+}
+
+export interface OciCall extends OciExchange {
+  target: Target;
 }
 
 export const OCTET_STREAM = 'application/octet-stream';

@@ -8,6 +8,7 @@ import type { Stores } from '../storage/index.js';
 import { updateDoc } from '../storage/update.js';
 import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
+import { repositoriesIn } from './repositories.js';
 
 export interface FoundManifest {
   hex: string;
@@ -35,6 +36,11 @@ export class HostedRepos {
     if (!hex) return null;
     const record = await this.manifest(repo, hex);
     return record ? { hex, record } : null;
+  }
+
+  /** The repositories that hold at least one manifest; read from the metadata keys, never the blobs. */
+  async repositories(): Promise<string[][]> {
+    return repositoriesIn(this.stores.meta, this.index);
   }
 
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {

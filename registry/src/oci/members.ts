@@ -15,6 +15,8 @@ export interface MemberReader {
   resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null>;
   tags(repo: readonly string[]): Promise<Record<string, string>>;
   referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]>;
+  /** The repository paths this member holds (under its own route). */
+  repositories(): Promise<string[][]>;
 }
 
 export class Members {
@@ -67,5 +69,14 @@ export class Members {
       for (const d of await reader.referrers(repo, subjectHex)) if (!byDigest.has(d.digest)) byDigest.set(d.digest, d);
     }
     return [...byDigest.values()];
+  }
+
+  /** Union of the members' repositories, as paths under `index`'s route. */
+  async repositories(index: IndexConfig): Promise<string[][]> {
+    const byPath = new Map<string, string[]>();
+    for (const reader of this.readers(index)) {
+      for (const repo of await reader.repositories()) byPath.set(repo.join('/'), repo);
+    }
+    return [...byPath.values()];
   }
 }

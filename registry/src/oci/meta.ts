@@ -42,7 +42,12 @@ export interface ReferrersDoc {
 
 export function repoPrefix(index: IndexConfig, repo: readonly string[]): string {
   // Index names are safe key segments: the config schema allows nothing else.
-  return `oci/${index.name}/repos/${repo.join('/')}`;
+  return `${reposFolder(index)}/${repo.join('/')}`;
+}
+
+/** The folder of every repository document of one index (what the catalog lists). */
+export function reposFolder(index: IndexConfig): string {
+  return `oci/${index.name}/repos`;
 }
 
 /**

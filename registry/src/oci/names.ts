@@ -14,6 +14,7 @@ export const MAX_NAME_LENGTH = 255;
 
 export type OciAction =
   | { kind: 'base' }
+  | { kind: 'catalog' }
   | { kind: 'manifest'; name: string[]; reference: string }
   | { kind: 'blob'; name: string[]; digest: string }
   | { kind: 'blob-contents'; name: string[]; digest: string }
@@ -39,6 +40,8 @@ export function parseOciUrl(rawUrl: string): ParsedUrl {
   const query = new URLSearchParams(path.query);
   const segs = path.segments.slice(1); // drop "v2"
   if (segs.length === 0) return { action: { kind: 'base' }, query };
+  // No repository component starts with "_", so no `<name>` can be this path.
+  if (segs.length === 1 && segs[0] === '_catalog') return { action: { kind: 'catalog' }, query };
   return { action: actionOf(segs), query };
 }
 

@@ -32,3 +32,18 @@ export function parseRange(header: string | undefined, size: number): RangeReque
   }
   return { kind: 'range', range: { start, end } };
 }
+
+const CONTENT_RANGE = /^(?:bytes[ =])?(\d{1,15})-(\d{1,15})(?:\/(?:\d{1,15}|\*))?$/;
+
+/**
+ * The `Content-Range` of an upload chunk: the OCI form `<start>-<end>` or the HTTP form
+ * `bytes <start>-<end>/<total>`. Null when malformed, when the end lies before the start, or when
+ * a number has more digits than a byte offset can (15: below 2^53, so no precision is lost).
+ */
+export function parseContentRange(header: string): ByteRange | null {
+  const m = CONTENT_RANGE.exec(header.trim());
+  if (!m) return null;
+  const start = Number(m[1]);
+  const end = Number(m[2]);
+  return end >= start ? { start, end } : null;
+}

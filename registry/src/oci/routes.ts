@@ -1,72 +1,121 @@
 /**
  * Mounts the `/v2/` tree in its own fastify scope, so its error handler answers in the
  * distribution-spec shape instead of the server's default one, and dispatches each request by
- * the action at the end of its path and by method.
+ * the action at the end of its path and by method. HEAD is answered wherever GET is (the GET
+ * handler runs; node sends no body for HEAD), and a 405 names the methods the route has in `Allow`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BASIC_CHALLENGE } from '../http/auth.js';
+import { isClientGone, logClientGone } from '../http/client-gone.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
-import type { OciCall, OciDeps } from './context.js';
+import { listCatalog } from './catalog.js';
+import type { OciCall, OciDeps, OciExchange } from './context.js';
 import { errorPayload, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { parseOciUrl, type OciAction } from './names.js';
 import { listReferrers } from './referrers.js';
+import { beforeRefusal, isWriteRefusal } from './refusal.js';
 import { listTags } from './tags.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
 
-function unsupported(method: string, what: string): OciError {
-  return new OciError('UNSUPPORTED', `${method} is not supported on ${what}`);
+type Verb = 'GET' | 'HEAD' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
+type Handler = (x: OciExchange) => Promise<void>;
+
+interface Route {
+  /** What the route is, for the 405 message. */
+  what: string;
+  methods: Partial<Record<Verb, Handler>>;
+}
+
+/** A handler of a route under `<name>`: the name resolves to its index once the method matched. */
+function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
+  return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
+}
+
+async function versionCheck(x: OciExchange): Promise<void> {
+  // 200 for everyone (reads are open), but with the Basic challenge: clients built on
+  // containers/image (skopeo, podman) send credentials on writes only when the ping named a
+  // scheme, and otherwise fail the first push with 401 without retrying.
+  await x.reply.code(200).header('WWW-Authenticate', BASIC_CHALLENGE).header('Content-Length', '0').send();
+}
+
+function routeOf(action: OciAction): Route {
+  switch (action.kind) {
+    case 'base':
+      return { what: '/v2/', methods: { GET: versionCheck } };
+    case 'catalog':
+      return { what: 'the catalog', methods: { GET: listCatalog } };
+    case 'manifest': {
+      const ref = action.reference;
+      return {
+        what: 'manifests',
+        methods: {
+          GET: named(action.name, (c) => getManifest(c, ref, false)),
+          HEAD: named(action.name, (c) => getManifest(c, ref, true)),
+          PUT: named(action.name, (c) => putManifest(c, ref)),
+          DELETE: named(action.name, (c) => deleteManifest(c, ref)),
+        },
+      };
+    }
+    case 'blob': {
+      const digest = action.digest;
+      return {
+        what: 'blobs',
+        methods: {
+          GET: named(action.name, (c) => getBlob(c, digest, false)),
+          HEAD: named(action.name, (c) => getBlob(c, digest, true)),
+          DELETE: named(action.name, (c) => deleteBlob(c, digest)),
+        },
+      };
+    }
+    case 'blob-contents':
+      return { what: 'layer contents', methods: { GET: named(action.name, (c) => layerContents(c, action.digest)) } };
+    case 'upload-start':
+      return { what: 'blob uploads', methods: { POST: named(action.name, startUpload) } };
+    case 'upload': {
+      const id = action.session;
+      return {
+        what: 'upload sessions',
+        methods: {
+          GET: named(action.name, (c) => uploadStatus(c, id)),
+          PATCH: named(action.name, (c) => patchUpload(c, id)),
+          PUT: named(action.name, (c) => commitUpload(c, id)),
+          DELETE: named(action.name, (c) => cancelUpload(c, id)),
+        },
+      };
+    }
+    case 'tags':
+      return { what: 'tag lists', methods: { GET: named(action.name, listTags) } };
+    case 'referrers':
+      return { what: 'referrers', methods: { GET: named(action.name, (c) => listReferrers(c, action.digest)) } };
+  }
+}
+
+/** The handler of `method`; HEAD falls back to GET. */
+function handlerOf(route: Route, method: string): Handler | undefined {
+  const methods: Partial<Record<string, Handler>> = route.methods;
+  return methods[method] ?? (method === 'HEAD' ? route.methods.GET : undefined);
+}
+
+/** The `Allow` header of a route: its methods, and HEAD wherever GET is. */
+function allowOf(route: Route): string {
+  const verbs = new Set(Object.keys(route.methods));
+  if (verbs.has('GET')) verbs.add('HEAD');
+  return [...verbs].join(', ');
 }
 
 async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { action, query } = parseOciUrl(request.raw.url ?? '/v2/');
-  const method = request.method;
-  if (action.kind === 'base') {
-    if (method !== 'GET' && method !== 'HEAD') throw unsupported(method, '/v2/');
-    // 200 for everyone (reads are open), but with the Basic challenge: clients built on
-    // containers/image (skopeo, podman) send credentials on writes only when the ping named a
-    // scheme, and otherwise fail the first push with 401 without retrying.
-    await reply.code(200).header('WWW-Authenticate', BASIC_CHALLENGE).send();
-    return;
+  const route = routeOf(action);
+  const handler = handlerOf(route, request.method);
+  if (!handler) {
+    throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf(route) });
   }
-  const call: OciCall = { deps, target: resolveName(deps.ociIndexes, action.name), query, request, reply };
-  await route(call, action, method);
-}
-
-async function route(call: OciCall, action: Exclude<OciAction, { kind: 'base' }>, method: string): Promise<void> {
-  switch (action.kind) {
-    case 'manifest':
-      if (method === 'GET' || method === 'HEAD') return getManifest(call, action.reference, method === 'HEAD');
-      if (method === 'PUT') return putManifest(call, action.reference);
-      if (method === 'DELETE') return deleteManifest(call, action.reference);
-      throw unsupported(method, 'manifests');
-    case 'blob':
-      if (method === 'GET' || method === 'HEAD') return getBlob(call, action.digest, method === 'HEAD');
-      if (method === 'DELETE') return deleteBlob(call, action.digest);
-      throw unsupported(method, 'blobs');
-    case 'blob-contents':
-      if (method === 'GET') return layerContents(call, action.digest);
-      throw unsupported(method, 'layer contents');
-    case 'upload-start':
-      if (method === 'POST') return startUpload(call);
-      throw unsupported(method, 'blob uploads');
-    case 'upload':
-      if (method === 'PATCH') return patchUpload(call, action.session);
-      if (method === 'PUT') return commitUpload(call, action.session);
-      if (method === 'GET') return uploadStatus(call, action.session);
-      if (method === 'DELETE') return cancelUpload(call, action.session);
-      throw unsupported(method, 'upload sessions');
-    case 'tags':
-      if (method === 'GET') return listTags(call);
-      throw unsupported(method, 'tag lists');
-    case 'referrers':
-      if (method === 'GET') return listReferrers(call, action.digest);
-      throw unsupported(method, 'referrers');
-  }
+  await handler({ deps, query, request, reply });
 }
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
@@ -74,8 +123,15 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
     scope.addHook('onRequest', async (_request, reply) => {
       reply.header(API_VERSION_HEADER, 'registry/2.0');
     });
-    scope.setErrorHandler((err, request, reply) => {
-      if (err instanceof OciError || err instanceof OciStatusError) return sendError(reply, err);
+    scope.setErrorHandler(async (err, request, reply) => {
+      if (isClientGone(err, request)) {
+        logClientGone(err, request);
+        return reply.code(499).send();
+      }
+      if (err instanceof OciError || err instanceof OciStatusError) {
+        if (isWriteRefusal(err)) await beforeRefusal(request, reply);
+        return sendError(reply, err);
+      }
       const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
       if (status >= 500) {
         request.log.error({ err }, 'OCI request failed');

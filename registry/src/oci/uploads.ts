@@ -9,6 +9,7 @@ import { authorizeWrite } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
+import { parseContentRange } from './range.js';
 import type { UploadSession } from './upload-sessions.js';
 import { DigestMismatchError } from '../storage/types.js';
 
@@ -66,12 +67,18 @@ async function blobCreated(call: OciCall, hex: string): Promise<void> {
     .send();
 }
 
-/** Runs `fn` with the session marked busy; a second request on a busy session is refused. */
-async function withSession(call: OciCall, id: string, fn: (s: UploadSession) => Promise<void>): Promise<void> {
+/** The session of an authorised write, or BLOB_UPLOAD_UNKNOWN. */
+function sessionOf(call: OciCall, id: string): UploadSession {
   const { deps, target, request } = call;
   const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);
   const session = deps.sessions.get(id, hosted.name, target.name);
   if (!session) throw new OciError('BLOB_UPLOAD_UNKNOWN', `upload ${id} is unknown (it may have been committed, cancelled or expired)`);
+  return session;
+}
+
+/** Runs `fn` with the session marked busy; a second request on a busy session is refused. */
+async function withSession(call: OciCall, id: string, fn: (s: UploadSession) => Promise<void>): Promise<void> {
+  const session = sessionOf(call, id);
   if (session.busy) {
     throw new OciStatusError(416, 'BLOB_UPLOAD_INVALID', `upload ${id} is receiving another request`, progressHeaders(call, session));
   }
@@ -87,16 +94,11 @@ function progressHeaders(call: OciCall, s: UploadSession): Record<string, string
   return { Location: uploadLocation(call.target.name, s.id), 'Docker-Upload-UUID': s.id, Range: uploadRange(s.size) };
 }
 
-/**
- * A chunk must start where the last one ended. Accepts the OCI form `<start>-<end>` and the HTTP
- * form `bytes <start>-<end>/<total>`.
- */
+/** A chunk must start where the last one ended (see `parseContentRange` for the forms accepted). */
 function checkContentRange(call: OciCall, s: UploadSession): void {
   const header = call.request.headers['content-range'];
   if (header === undefined) return;
-  const m = /^(?:bytes[ =])?(\d+)-(\d+)(?:\/(?:\d+|\*))?$/.exec(header.trim());
-  const start = m ? Number(m[1]) : NaN;
-  if (start !== s.size) {
+  if (parseContentRange(header)?.start !== s.size) {
     throw new OciStatusError(
       416,
       'BLOB_UPLOAD_INVALID',
@@ -114,10 +116,13 @@ export async function patchUpload(call: OciCall, id: string): Promise<void> {
   });
 }
 
+/**
+ * Also answers while a chunk is still streaming in (clients poll it then): the range is what the
+ * session has committed, which excludes the chunk in flight until it completes.
+ */
 export async function uploadStatus(call: OciCall, id: string): Promise<void> {
-  await withSession(call, id, async (s) => {
-    await call.reply.code(204).headers(progressHeaders(call, s)).send();
-  });
+  const s = sessionOf(call, id);
+  await call.reply.code(204).headers(progressHeaders(call, s)).send();
 }
 
 export async function cancelUpload(call: OciCall, id: string): Promise<void> {
