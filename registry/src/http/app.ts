@@ -13,7 +13,7 @@ import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
-import { errorBody, HttpError } from './errors.js';
+import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
 import { resolveRoute } from './resolve.js';
 
@@ -57,9 +57,10 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   });
 
   app.setErrorHandler((err, request, reply) => {
-    if (err instanceof HttpError) {
-      reply.headers(err.headers);
-      return reply.code(err.status).type('application/json').send(err.body ?? errorBody(err.status, err.message));
+    const answer = err instanceof HttpError ? err : neutralAnswer(err);
+    if (answer) {
+      reply.headers(answer.headers);
+      return reply.code(answer.status).type('application/json').send(answer.body ?? errorBody(answer.status, answer.message));
     }
     if (isClientGone(err, request)) {
       logClientGone(err, request);

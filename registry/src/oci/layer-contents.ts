@@ -17,7 +17,6 @@ import {
   type MemberKind,
 } from '../archive/index.js';
 import { ClientGoneError, clientGone } from '../http/client-gone.js';
-import { SlotsBusyError } from '../limits/slots.js';
 import type { OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -82,7 +81,6 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
       await sendPreview(call, await walks.run(() => readPreview(source, member, Number(offsetText)), signal), member);
     }
   } catch (err) {
-    if (err instanceof SlotsBusyError) throw new OciError('TOOMANYREQUESTS', err.message, err.headers);
     if (err instanceof ClientGoneError) throw new OciStatusError(err.status, 'CLIENT_GONE', err.message);
     if (!(err instanceof ArchiveError)) throw err;
     const [status, code] = REFUSALS[err.kind];

@@ -11,7 +11,7 @@ import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
 import type { OciCall, OciDeps, OciExchange } from './context.js';
-import { errorPayload, OciError, OciStatusError, sendError } from './errors.js';
+import { errorPayload, ociAnswerOf, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { parseOciUrl, type OciAction } from './names.js';
@@ -128,9 +128,10 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
         logClientGone(err, request);
         return reply.code(499).send();
       }
-      if (err instanceof OciError || err instanceof OciStatusError) {
-        if (isWriteRefusal(err)) await beforeRefusal(request, reply);
-        return sendError(reply, err);
+      const answer = err instanceof OciError || err instanceof OciStatusError ? err : ociAnswerOf(err);
+      if (answer) {
+        if (isWriteRefusal(answer)) await beforeRefusal(request, reply);
+        return sendError(reply, answer);
       }
       const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
       if (status >= 500) {

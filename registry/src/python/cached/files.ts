@@ -19,6 +19,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ArchiveError, blobSource } from '../../archive/index.js';
 import { HttpError } from '../../http/errors.js';
+import { SlotsBusyError } from '../../limits/slots.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { DocumentTooLargeError, readBounded } from '../../roles/fetch-doc.js';
 import { PromiseFlights } from '../../roles/promise-flights.js';
@@ -102,7 +103,7 @@ export class CachedFiles {
       return await this.#o.client.get(url);
     } catch (err) {
       // Our own concurrency cap (429) passes through as it is.
-      if (err instanceof HttpError) throw err;
+      if (err instanceof HttpError || err instanceof SlotsBusyError) throw err;
       this.#o.counters.add('upstream_errors');
       const why = err instanceof UpstreamError ? err.message : 'upstream request failed';
       throw new HttpError(502, `could not fetch ${filename} from the upstream: ${why}`);
