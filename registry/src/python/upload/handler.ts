@@ -17,6 +17,7 @@ import { normalizeVersion } from '../pep440.js';
 import { writePolicy } from '../policy/effective.js';
 import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../records.js';
 import { discardRest } from './body.js';
+import { checkClaimedDigests } from './digests.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
 import { FILETYPE } from './filenames.js';
 import { FileTooLargeError, readUploadForm, type SpooledFile, type UploadForm } from './multipart.js';
@@ -69,7 +70,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
     throw new HttpError(DENIAL_STATUS[auth.reason], WRITE_DENIAL_MESSAGES[auth.reason], headers);
   }
   if (!target) throw new Error('unreachable: a write check passed without a target');
-  if (!request.isMultipart()) {
+  if (!/^multipart\/form-data(?:\s*;|\s*$)/i.test(request.headers['content-type'] ?? '')) {
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
   }
 
@@ -89,6 +90,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
     const denied = policy.projectDenial('upload', form.file.name.project);
     if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
     checkFormFields(form);
+    await checkClaimedDigests(form.fields, form.file.name.filename, form.file.path, { ...form.file.digests, sha256: form.file.sha256 });
     const archive = form.file.name.kind === 'wheel'
       ? await validateWheel(form.file.path, form.file.size, form.file.name)
       : await validateSdist(form.file.path, form.file.size, form.file.name);
@@ -125,7 +127,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
   }
 }
 
-/** The form's own claims (name, version, filetype, digest) must agree with the file. */
+/** The form's own claims (name, version, filetype) must agree with the file; digests are checked apart. */
 function checkFormFields({ fields, file }: UploadForm): void {
   const one = (key: string): string | undefined => fields.get(key)?.[0];
   const required = (key: string): string => {
@@ -149,10 +151,6 @@ function checkFormFields({ fields, file }: UploadForm): void {
   const expected = FILETYPE[name.kind];
   if (filetype !== expected) {
     throw badUpload(`the form says filetype=${filetype}, but ${name.filename} is ${name.kind === 'wheel' ? 'a wheel' : 'an sdist'} (filetype=${expected})`);
-  }
-  const digest = one('sha256_digest')?.trim().toLowerCase();
-  if (digest && digest !== file.sha256) {
-    throw badUpload(`sha256_digest ${digest} does not match the uploaded bytes of ${name.filename} (sha256 ${file.sha256})`);
   }
 }
 
