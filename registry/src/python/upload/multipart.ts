@@ -2,8 +2,8 @@
  * Reads the legacy upload form (`multipart/form-data`, as twine and `uv publish` send it) without
  * holding the file in memory: the `content` part is streamed to a spool file while it is hashed
  * and counted. Its filename is checked as soon as the part starts, so a wrong name or type is
- * refused before its bytes are read. Any number of text fields is accepted (twine sends one per
- * classifier and per requirement); what bounds them is their total size.
+ * refused before its bytes are read. Text fields are bounded by their total size and a generous
+ * count (twine sends one per classifier and per requirement), each refused with 400 at once.
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -20,12 +20,15 @@ import { ByteLimit } from './limits.js';
 
 /**
  * All text fields of one form together (a long README in `description` included), names and
- * values, each part also costing PART_OVERHEAD: this bounds the memory a form's fields take, and
- * with it their count.
+ * values: this bounds the memory a form's fields take.
  */
 export const MAX_FIELD_BYTES = 16 * 1024 * 1024;
-/** What each text part counts beyond its name and value, so a million empty fields are bounded too. */
-const PART_OVERHEAD = 64;
+/**
+ * Text fields of one form. Far above a real upload (twine sends one per classifier, requirement
+ * and extra; PyPI knows under a thousand classifiers), and low enough that a flood of empty
+ * fields is refused before it costs much parsing.
+ */
+export const MAX_FIELDS = 10_000;
 
 /** Extra file parts (e.g. a `gpg_signature`) are read and dropped, up to this size. */
 const MAX_OTHER_FILE = 1024 * 1024;
@@ -61,6 +64,7 @@ export class FileTooLargeError extends Error {
 export async function readUploadForm(request: FastifyRequest, spoolDir: string, maxFileSize: number | undefined): Promise<UploadForm> {
   const fields = new Map<string, string[]>();
   let fieldBudget = MAX_FIELD_BYTES;
+  let fieldCount = 0;
   let file: SpooledFile | undefined;
   let spooling: string | undefined;
 
@@ -74,7 +78,8 @@ export async function readUploadForm(request: FastifyRequest, spoolDir: string, 
     } else if (filename !== undefined) {
       await discardPart(stream, name ?? '');
     } else {
-      fieldBudget -= PART_OVERHEAD + Buffer.byteLength(name ?? '');
+      if (++fieldCount > MAX_FIELDS) throw badUpload(`the form has more than ${MAX_FIELDS} text fields`);
+      fieldBudget -= Buffer.byteLength(name ?? '');
       if (fieldBudget < 0) throw fieldsTooLarge();
       const value = await readText(stream, fieldBudget);
       fieldBudget -= Buffer.byteLength(value);
@@ -97,7 +102,7 @@ export async function readUploadForm(request: FastifyRequest, spoolDir: string, 
 }
 
 function fieldsTooLarge() {
-  return badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all (names and values, ${PART_OVERHEAD} bytes per field besides)`);
+  return badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all (names and values)`);
 }
 
 /** One text field's value as UTF-8; fails as soon as the form's field budget is spent. */
