@@ -14,6 +14,7 @@ import type { IndexConfig } from '../../config/types.js';
 import { sizeDenial } from '../../policy/rules.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { normalizeVersion } from '../pep440.js';
+import type { WriteStatusCheck } from '../sources/write-status.js';
 import { writePolicy } from '../policy/effective.js';
 import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../records.js';
 import { discardRest } from './body.js';
@@ -31,10 +32,10 @@ const DENIAL_STATUS: Record<WriteDenial, number> = {
   'wrong-credentials': 401,
 };
 
-export async function handleUpload(ctx: ServerContext, req: IndexRequest): Promise<void> {
+export async function handleUpload(ctx: ServerContext, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
   const { request, reply } = req;
   try {
-    const accepted = await upload(ctx, req);
+    const accepted = await upload(ctx, req, checkStatus);
     await reply.code(200).type('application/json').send(accepted);
   } catch (err) {
     discardRest(request);
@@ -60,7 +61,7 @@ interface Accepted {
   duplicate: boolean;
 }
 
-async function upload(ctx: ServerContext, { index, request }: IndexRequest): Promise<Accepted> {
+async function upload(ctx: ServerContext, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
   const target = writeTarget(index, ctx.indexByName);
   const auth = checkWrite(target, request.headers.authorization);
   if (!auth.ok) {
@@ -89,6 +90,8 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
   try {
     const denied = policy.projectDenial('upload', form.file.name.project);
     if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
+    // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
+    await checkStatus(index, form.file.name.project, request.log);
     checkFormFields(form);
     await checkClaimedDigests(form.fields, form.file.name.filename, form.file.path, { ...form.file.digests, sha256: form.file.sha256 });
     const archive = form.file.name.kind === 'wheel'
