@@ -81,8 +81,8 @@ export async function readUploadForm(request: FastifyRequest, spoolDir: string, 
       if (++fieldCount > MAX_FIELDS) throw badUpload(`the form has more than ${MAX_FIELDS} text fields`);
       fieldBudget -= Buffer.byteLength(name ?? '');
       if (fieldBudget < 0) throw fieldsTooLarge();
-      const value = await readText(stream, fieldBudget);
-      fieldBudget -= Buffer.byteLength(value);
+      const { value, size } = await readText(stream, fieldBudget);
+      fieldBudget -= size;
       // A part without a name carries nothing a client means; it still counted against the bound.
       if (name === undefined) return;
       const values = fields.get(name) ?? [];
@@ -105,8 +105,8 @@ function fieldsTooLarge() {
   return badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all (names and values)`);
 }
 
-/** One text field's value as UTF-8; fails as soon as the form's field budget is spent. */
-async function readText(stream: Readable, budget: number): Promise<string> {
+/** One text field's value as UTF-8 and its size on the wire; fails as soon as the budget is spent. */
+async function readText(stream: Readable, budget: number): Promise<{ value: string; size: number }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of stream) {
@@ -114,7 +114,7 @@ async function readText(stream: Readable, budget: number): Promise<string> {
     if (size > budget) throw fieldsTooLarge();
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return { value: Buffer.concat(chunks).toString('utf8'), size };
 }
 
 async function spool(source: Readable, path: string, name: ArtifactName, maxFileSize: number | undefined, extra: ExtraDigest[]): Promise<SpooledFile> {
