@@ -118,7 +118,7 @@ async function readText(stream: Readable, budget: number): Promise<{ value: stri
 }
 
 async function spool(source: Readable, path: string, name: ArtifactName, maxFileSize: number | undefined, extra: ExtraDigest[]): Promise<SpooledFile> {
-  const hashing = new ArtifactHashing(extra);
+  const hashing = await ArtifactHashing.create(extra);
   try {
     // Without a limit the pass-through costs nothing worth a second code path.
     await pipeline(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hashing, createWriteStream(path, { flags: 'wx' }));
