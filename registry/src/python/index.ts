@@ -18,6 +18,7 @@ import { mutationRoutes } from './mutations/routes.js';
 import type { MutationDeps } from './mutations/handler.js';
 import { ProjectSource } from './simple/source.js';
 import { buildSources } from './sources/build.js';
+import { writeStatusCheck } from './sources/write-status.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
@@ -38,7 +39,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route));
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
-  const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer });
+  const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer, checkStatus: writeStatusCheck(sources.lookup) });
   return {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
@@ -69,7 +70,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   };
 }
 
-function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<MutationDeps, 'overrides' | 'cachedLayer'>): Route[] {
+function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<MutationDeps, 'overrides' | 'cachedLayer' | 'checkStatus'>): Route[] {
   return [
     // Checked in order. Legacy JSON comes before the Simple detail page so that
     // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
@@ -77,7 +78,7 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<Mu
     {
       match: (rest) => (rest.length === 0 ? [] : null),
       methods: {
-        POST: (req) => handleUpload(ctx, req),
+        POST: (req) => handleUpload(ctx, req, layers.checkStatus),
       },
     },
     {
