@@ -120,7 +120,7 @@ describe('OCI distribution-spec conformance', () => {
         OCI_TEST_PUSH: '1',
         OCI_TEST_CONTENT_DISCOVERY: '1',
         OCI_TEST_CONTENT_MANAGEMENT: '1',
-        // velodex mounts a stored blob even without `from`, so the automatic-crossmount spec applies.
+        // velodex mounts a blob the target index holds even without `from`, so the automatic-crossmount spec applies.
         OCI_AUTOMATIC_CROSSMOUNT: '1',
         OCI_HIDE_SKIPPED_WORKFLOWS: '0',
         OCI_DEBUG: '0',

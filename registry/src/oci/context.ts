@@ -2,8 +2,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
-import type { Holder } from '../storage/holds.js';
 import type { Target } from './access.js';
+import type { IndexHolds } from './index-holds.js';
 import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
 import type { UploadSessions } from './upload-sessions.js';
@@ -14,8 +14,8 @@ export interface OciDeps {
   manifestBytes: ManifestBytes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
-  /** The OCI API's holds on shared blobs: a blob is visible on /v2 iff it is held here. */
-  holds: Holder;
+  /** Each OCI index's holds on shared blobs: a blob is visible through an index iff it holds it. */
+  holds: IndexHolds;
 }
 
 export interface OciCall {

@@ -12,6 +12,8 @@ import type { Reference } from './names.js';
 export interface FoundManifest {
   hex: string;
   record: ManifestRecord;
+  /** The member index that recorded it: its hold on the bytes decides whether they are served. */
+  index: IndexConfig;
 }
 
 export class HostedRepos {
@@ -34,7 +36,7 @@ export class HostedRepos {
     const hex = ref.kind === 'digest' ? ref.hex : tagTarget(await this.tags(repo), ref.tag);
     if (!hex) return null;
     const record = await this.manifest(repo, hex);
-    return record ? { hex, record } : null;
+    return record ? { hex, record, index: this.index } : null;
   }
 
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {

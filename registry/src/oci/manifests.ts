@@ -32,9 +32,9 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   const found = await deps.members.resolve(target.index, target.repo, ref);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
-  // As for blobs: bytes /v2 no longer holds (its blob was DELETEd) are not served, even when
-  // another ecosystem keeps the same bytes alive.
-  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.isHeld(found.hex)]);
+  // As for blobs: bytes the recording index no longer holds (its blob was DELETEd) are not
+  // served, even when another index or ecosystem keeps the same bytes alive.
+  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.of(found.index.name).isHeld(found.hex)]);
   if (!bytes || !held) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
@@ -123,7 +123,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   if (subject) record.subject = subject.hex;
 
   // The hold, then the bytes, then the documents that point at them.
-  await deps.holds.hold(hex);
+  await deps.holds.of(hosted.name).hold(hex);
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
   await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
 

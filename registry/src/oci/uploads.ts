@@ -2,10 +2,11 @@
  * Blob uploads, one handler per row of the spec's state table: the bare POST that opens a
  * session, the cross-repository mount, the monolithic POST `?digest=`, PATCH chunks, the status
  * GET, the committing PUT and the cancelling DELETE. Every verb is a write and needs the upload
- * token of the target hosted index. Every way of creating a blob takes the OCI hold on its
+ * token of the target hosted index. Every way of creating a blob takes that index's hold on its
  * digest before the bytes are stored (see storage/holds.ts for why that order).
  */
-import { authorizeWrite } from './access.js';
+import type { IndexConfig } from '../config/types.js';
+import { authorizeWrite, resolveName } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -19,12 +20,8 @@ export async function startUpload(call: OciCall): Promise<void> {
 
   const mount = query.get('mount');
   if (mount !== null) {
-    // A mount is a digest check: blobs are shared, so `from` needs no lookup. Only blobs /v2
-    // holds can be mounted, never bytes that only another ecosystem stored.
     const hex = parseDigest(mount);
-    const [held, info] = await Promise.all([deps.holds.isHeld(hex), blobs.stat(hex)]);
-    if (held && info) {
-      await deps.holds.hold(hex);
+    if (await mountBlob(call, hosted, hex)) {
       await blobCreated(call, hex);
       return;
     }
@@ -35,7 +32,7 @@ export async function startUpload(call: OciCall): Promise<void> {
     const hex = parseDigest(digest);
     // Held before stored. A push that then fails keeps the hold: harmless, since /v2 also needs
     // the bytes to see a blob, and undoing it could drop the hold of a concurrent push.
-    await deps.holds.hold(hex);
+    await deps.holds.of(hosted.name).hold(hex);
     try {
       await blobs.put(request.raw, hex);
     } catch (err) {
@@ -54,6 +51,37 @@ export async function startUpload(call: OciCall): Promise<void> {
     .header('Range', uploadRange(0))
     .header('Content-Length', '0')
     .send();
+}
+
+/**
+ * A mount is allowed when the target index already holds the blob, or when `from` names a
+ * repository of an index through which the blob is visible: reads are anonymous, so the caller
+ * could pull it from there and push it again, and the mount reveals nothing. Anything else (bytes
+ * only another index or ecosystem holds, a `from` that names no index) is treated as absent, and
+ * an ordinary session opens, as the spec says for a digest that is not stored.
+ */
+async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promise<boolean> {
+  const { deps } = call;
+  const holder = deps.holds.of(hosted.name);
+  const from = fromIndex(call);
+  const allowed = (await holder.isHeld(hex)) || (from !== null && (await deps.holds.visible(from, hex)));
+  if (!allowed) return false;
+  // Held before the bytes are checked (storage/holds.ts): a release racing the mount either leaves
+  // the bytes to this hold or has deleted them before the check, and the session opens.
+  await holder.hold(hex);
+  return (await deps.ctx.stores.blobs.stat(hex)) !== null;
+}
+
+/** The index the `from` parameter names, or null when it names none (a bad `from` is ignored). */
+function fromIndex(call: OciCall): IndexConfig | null {
+  const from = call.query.get('from');
+  if (from === null) return null;
+  try {
+    return resolveName(call.deps.ociIndexes, from.split('/')).index;
+  } catch (err) {
+    if (err instanceof OciError) return null;
+    throw err;
+  }
 }
 
 /** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
@@ -145,7 +173,7 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
       await sessions.rollback(s, cp);
       throw new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
     }
-    await deps.holds.hold(hex);
+    await deps.holds.of(s.indexName).hold(hex);
     await deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
     await sessions.discard(s);
     await blobCreated(call, hex);
