@@ -19,6 +19,7 @@ const TOOL_PATHS: Record<string, string> = {
   conformance: join(TOOLS, 'bin', 'oci-conformance'),
   'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),
   skopeo: '/usr/bin/skopeo',
+  curl: '/usr/bin/curl',
 };
 
 /**

@@ -51,3 +51,16 @@ export function hasBody(request: FastifyRequest): boolean {
   if (len !== undefined) return Number(len) > 0;
   return request.headers['transfer-encoding'] !== undefined;
 }
+
+const MEDIA_TYPE = /^\s*[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(?:;.*)?$/s;
+
+/**
+ * The distribution API reads bodies as streams whatever their Content-Type, but fastify answers
+ * 415, outside the OCI error model, to a header that is not `type/subtype` (an empty one
+ * included) before any handler runs. Such a header names no media type, so it is dropped and the
+ * request goes on as if it had none: a manifest PUT then takes the body's `mediaType`.
+ */
+export function dropMalformedContentType(request: FastifyRequest): void {
+  const value = request.raw.headers['content-type'];
+  if (value !== undefined && !MEDIA_TYPE.test(value)) delete request.raw.headers['content-type'];
+}

@@ -6,6 +6,7 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
 import { updateDoc } from '../storage/update.js';
+import { isManifestMediaType } from './manifest-check.js';
 import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
 
@@ -44,9 +45,16 @@ export class HostedRepos {
     return Object.values(found?.doc.referrers ?? {});
   }
 
-  /** Records a manifest whose bytes are already in the blob store, then its referrer entry and tag. */
-  async putManifest(repo: readonly string[], hex: string, record: ManifestRecord, tag?: string): Promise<void> {
-    await this.stores.meta.put(keys.manifest(this.index, repo, hex), record);
+  /**
+   * Records a manifest whose bytes are already in the blob store, then its referrer entry and tag.
+   * A manifest already recorded keeps its record, so its media type is the one of its first
+   * accepted push (a record without a manifest media type, from an earlier version, is replaced).
+   */
+  async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string): Promise<void> {
+    const { doc } = await updateDoc<ManifestRecord>(this.stores.meta, keys.manifest(this.index, repo, hex), (current) =>
+      current && isManifestMediaType(current.mediaType) ? undefined : pushed,
+    );
+    const record = doc ?? pushed;
     if (record.subject) {
       const subject = record.subject;
       await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BASIC_CHALLENGE } from '../http/auth.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
-import type { OciCall, OciDeps } from './context.js';
+import { dropMalformedContentType, type OciCall, type OciDeps } from './context.js';
 import { errorPayload, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
@@ -71,8 +71,9 @@ async function route(call: OciCall, action: Exclude<OciAction, { kind: 'base' }>
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
   await app.register(async (scope) => {
-    scope.addHook('onRequest', async (_request, reply) => {
+    scope.addHook('onRequest', async (request, reply) => {
       reply.header(API_VERSION_HEADER, 'registry/2.0');
+      dropMalformedContentType(request);
     });
     scope.setErrorHandler((err, request, reply) => {
       if (err instanceof OciError || err instanceof OciStatusError) return sendError(reply, err);
