@@ -138,9 +138,9 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 }
 
 /**
- * Drops the manifest from this repository only. Its bytes and the OCI hold on them stay: the
- * same manifest may be recorded in other repositories or indexes, and the hold is not counted
- * per repository. Blob DELETE of the digest is what lets the bytes go.
+ * Drops the manifest from this repository only. Its bytes and the index's hold on them stay: the
+ * same manifest may be recorded in other repositories of the index, and the hold is not counted
+ * per repository. Blob DELETE of the digest is what releases the index's hold.
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
