@@ -58,6 +58,19 @@ describe('blobs are per index', () => {
     await expectServed('team-a/oci/app', hex);
   });
 
+  it('stay unknown to an index whose push of the same digest failed', async () => {
+    const secret = "team A's private layer";
+    const hex = await a.pushBlob('team-a/oci/app', secret);
+    // Team B knows the digest (from a manifest, say) but not the bytes: a push with other bytes
+    // under that digest is refused, and must not leave B holding the digest.
+    const wrong = await b.fetch(`/v2/team-b/oci/app/blobs/uploads/?digest=sha256:${hex}`, { method: 'POST', body: 'guessed bytes' });
+    await expectOciError(wrong, 400, 'DIGEST_INVALID');
+    await expectUnknown('team-b/oci/app', hex);
+    await expectOciError(await b.fetch(`/v2/team-b/oci/app/blobs/sha256:${hex}`, { method: 'DELETE' }), 404, 'BLOB_UNKNOWN');
+    expect((await b.fetch(`/v2/team-b/oci/other/blobs/uploads/?mount=sha256:${hex}`, { method: 'POST' })).status).toBe(202);
+    await expectServed('team-a/oci/app', hex);
+  });
+
   it('go from the store only when every index holding them has deleted them', async () => {
     const data = 'pushed by both teams';
     const hex = await a.pushBlob('team-a/oci/app', data);
