@@ -2,7 +2,8 @@
  * HTTP on the wire as the test writes it. `rawRequest`: a request whose path goes on the wire
  * exactly as given. `fetch` normalises paths per the
  * URL standard (it turns `%2e%2e` into `..` and resolves it), which hides exactly the attacks the
- * path-safety tests must send. A body, if any, is sent as given too (malformed forms included).
+ * path-safety tests must send. A body, if any, is sent as given too (malformed forms included),
+ * with exactly the headers given (`fetch` would add a `Content-Type` to a string body).
  */
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';

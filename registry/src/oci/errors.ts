@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   BLOB_UPLOAD_UNKNOWN: 404,
   DIGEST_INVALID: 400,
   MANIFEST_INVALID: 400,
+  // An image manifest names a config or layer the target index does not hold.
+  MANIFEST_BLOB_UNKNOWN: 400,
   // Distribution-spec codes for input that fails the grammar of a name or a tag.
   NAME_INVALID: 400,
   TAG_INVALID: 400,

@@ -10,7 +10,7 @@ import { isClientGone, logClientGone } from '../http/client-gone.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
-import type { OciCall, OciDeps, OciExchange } from './context.js';
+import { dropMalformedContentType, type OciCall, type OciDeps, type OciExchange } from './context.js';
 import { errorPayload, ociAnswerOf, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
@@ -120,8 +120,9 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
   await app.register(async (scope) => {
-    scope.addHook('onRequest', async (_request, reply) => {
+    scope.addHook('onRequest', async (request, reply) => {
       reply.header(API_VERSION_HEADER, 'registry/2.0');
+      dropMalformedContentType(request);
     });
     scope.setErrorHandler(async (err, request, reply) => {
       if (isClientGone(err, request)) {
