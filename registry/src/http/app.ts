@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
+import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
@@ -80,6 +81,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  registerDiscovery(app, config, ecosystems);
 
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
   const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);

@@ -7,6 +7,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
+import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
@@ -41,6 +42,8 @@ export interface Ecosystem {
   clientUrl?(index: IndexConfig, base: URL): string;
   /** Answers a request under `/{route}/` of one of this ecosystem's indexes. */
   handleIndexRequest?(req: IndexRequest): Promise<void>;
+  /** What `/+api` and `/{route}/+api` say about this ecosystem's indexes (URLs, capabilities, client texts). */
+  discovery?: EcosystemDiscovery;
   /** Registers routes outside the index namespace. */
   register?(app: FastifyInstance): void | Promise<void>;
   /** Stops background work on shutdown. */
