@@ -39,7 +39,9 @@ export function parseHost(raw: string): string | null {
     if (/^[0-9]+$/.test(labels[labels.length - 1] ?? '') && !isIPv4(lower)) return null;
     host = lower;
   }
-  return port === undefined ? host : `${host}:${Number(port)}`;
+  // The URL parser's spelling (compressed IPv6, for one), so what we print is what clients read.
+  const canonical = new URL(`http://${host}`).hostname;
+  return port === undefined ? canonical : `${canonical}:${Number(port)}`;
 }
 
 export function parseScheme(raw: string): Scheme | null {
