@@ -5,7 +5,7 @@
  * `/{route}/` at all).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config/types.js';
+import type { Config, IndexConfig } from '../config/types.js';
 import { DiscoveryBuilder, indexApiPath } from './document.js';
 import { ORIGIN_HEADERS, originOf } from './origin.js';
 import type { EcosystemDiscovery } from './types.js';
@@ -19,15 +19,15 @@ export interface DiscoveryParticipant {
 export function registerDiscovery(app: FastifyInstance, config: Config, ecosystems: readonly DiscoveryParticipant[]): void {
   const parts = new Map(ecosystems.flatMap((e) => (e.discovery ? [[e.id, e.discovery] as const] : [])));
   const builder = new DiscoveryBuilder(config, parts);
-  const answer = (request: FastifyRequest, reply: FastifyReply, doc: object) => {
+  const answer = (request: FastifyRequest, reply: FastifyReply, only?: IndexConfig) => {
+    const origin = originOf(request.headers, request.protocol === 'https' ? 'https' : 'http');
     // The document is built from these headers: a cache must not hand one host's URLs to another.
     reply.header('Vary', ORIGIN_HEADERS);
-    return reply.type('application/json').send(doc);
+    return reply.type('application/json').send(builder.document(origin, only));
   };
-  const scheme = (request: FastifyRequest) => (request.protocol === 'https' ? 'https' : 'http');
 
-  app.get('/+api', (request, reply) => answer(request, reply, builder.document(originOf(request.headers, scheme(request)))));
+  app.get('/+api', (request, reply) => answer(request, reply));
   for (const index of builder.indexes) {
-    app.get(indexApiPath(index), (request, reply) => answer(request, reply, builder.document(originOf(request.headers, scheme(request)), index)));
+    app.get(indexApiPath(index), (request, reply) => answer(request, reply, index));
   }
 }

@@ -1,0 +1,77 @@
+/**
+ * The client texts as pure functions, for the cases the real-client suites cannot set up: an
+ * HTTPS origin behind a proxy, a plain-HTTP host that is not loopback, and a Docker Hub mirror.
+ */
+import { describe, expect, it } from 'vitest';
+import type { IndexConfig, Role } from '../../registry/src/config/types.js';
+import { linksFor } from '../../registry/src/discovery/document.js';
+import { originOf } from '../../registry/src/discovery/origin.js';
+import type { ClientText } from '../../registry/src/discovery/types.js';
+import { ociDiscovery } from '../../registry/src/oci/discovery.js';
+import { pythonDiscovery } from '../../registry/src/python/discovery.js';
+
+function index(name: string, role: Role, extra: Partial<IndexConfig> = {}): IndexConfig {
+  const route = `team/${name}`;
+  return {
+    name,
+    route,
+    routeSegments: route.split('/'),
+    ecosystem: 'oci',
+    role,
+    cacheTtlSecs: 300,
+    members: [],
+    volatile: false,
+    policy: { denyProjects: [], allowProjects: [] },
+    webhooks: [],
+    ...extra,
+  };
+}
+
+const at = (host: string, scheme: 'http' | 'https' = 'http') => linksFor(originOf({ host }, scheme));
+
+function ociTexts(ix: IndexConfig, host: string, scheme: 'http' | 'https' = 'http'): Record<string, ClientText> {
+  return ociDiscovery.index({ index: ix, members: [ix], writable: ix.role === 'hosted' ? ix : null }, at(host, scheme)).client_configuration ?? {};
+}
+
+describe('OCI texts', () => {
+  it('mirror Docker Hub under the name images are pulled by', () => {
+    const hub = index('hub', 'cached', { upstream: 'https://user:pass@registry-1.docker.io/?token=x' });
+    const hosts = ociTexts(hub, 'reg.internal:4433').containerd;
+    expect(hosts?.path).toBe('/etc/containerd/certs.d/docker.io/hosts.toml');
+    expect(hosts?.text).toBe('server = "https://registry-1.docker.io"\n\n[host."http://reg.internal:4433/v2/team/hub"]\n  capabilities = ["pull", "resolve"]\n  override_path = true\n');
+    expect(JSON.stringify(ociTexts(hub, 'reg.internal:4433'))).not.toMatch(/pass|token=|login|push/);
+  });
+
+  it('over HTTPS: no insecure flags', () => {
+    const texts = ociTexts(index('images', 'hosted'), 'reg.example.com', 'https');
+    expect(Object.values(texts).map((t) => t.text).join('')).not.toMatch(/insecure|tls-verify|http:/);
+    expect(texts.containerd?.text).toContain('[host."https://reg.example.com"]');
+  });
+
+  it('plain HTTP on a host that is not loopback: insecure flags, and docker is told about insecure-registries', () => {
+    const texts = ociTexts(index('images', 'hosted'), 'reg.internal:4433');
+    expect(texts.crane?.text).toContain('crane --insecure pull reg.internal:4433/team/images/<image>:<tag> image.tar');
+    expect(texts.docker?.text).toContain('insecure-registries');
+    expect(ociTexts(index('images', 'hosted'), '127.0.0.1:4433').docker?.text).not.toContain('insecure-registries');
+  });
+});
+
+describe('Python texts', () => {
+  const py = (ix: IndexConfig, host: string, scheme: 'http' | 'https' = 'http') =>
+    pythonDiscovery.index({ index: ix, members: [ix], writable: ix.role === 'hosted' ? ix : null }, at(host, scheme)).client_configuration ?? {};
+
+  it('trust a plain-HTTP host for pip only off loopback', () => {
+    const hosted = index('private', 'hosted', { ecosystem: 'python' });
+    expect(py(hosted, 'pkgs.internal').pip?.text).toBe('[global]\nindex-url = http://pkgs.internal/team/private/simple/\ntrusted-host = pkgs.internal\n');
+    expect(py(hosted, 'localhost:4433').pip?.text).not.toContain('trusted-host');
+    expect(py(hosted, 'pkgs.example.com', 'https').pip?.text).not.toContain('trusted-host');
+  });
+
+  it('uv: default = true exactly when the index reaches an upstream', () => {
+    const cached = index('pypi', 'cached', { ecosystem: 'python', upstream: 'https://pypi.org/simple/' });
+    expect(py(cached, 'pkgs.example.com', 'https').uv?.text).toBe('[[tool.uv.index]]\nname = "pypi"\nurl = "https://pkgs.example.com/team/pypi/simple/"\ndefault = true\n');
+    expect(py(index('private', 'hosted', { ecosystem: 'python' }), 'pkgs.example.com', 'https').uv?.text).toBe(
+      '[[tool.uv.index]]\nname = "private"\nurl = "https://pkgs.example.com/team/private/simple/"\npublish-url = "https://pkgs.example.com/team/private/"\n',
+    );
+  });
+});
