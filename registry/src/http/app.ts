@@ -11,7 +11,7 @@ import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
@@ -31,7 +31,7 @@ export interface BuildOptions {
   logSink?: LineSink;
 }
 
-export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[], options: BuildOptions = {}): Promise<BuiltApp> {
+export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
     logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
@@ -75,7 +75,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   const events = new EventBus(stores.meta, indexByName, app.log);
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
   const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks };
-  const ecosystems = factories.map((make) => make(ctx));
+  const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
 

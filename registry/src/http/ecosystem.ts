@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
+import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
 import type { UsageCounters } from '../observe/counters.js';
@@ -48,3 +49,8 @@ export interface Ecosystem {
 }
 
 export type EcosystemFactory = (ctx: ServerContext) => Ecosystem;
+
+/** An ecosystem as the composition root registers it: its static facts and how to start it. */
+export interface EcosystemModule extends EcosystemFacts {
+  create: EcosystemFactory;
+}

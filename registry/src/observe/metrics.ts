@@ -67,14 +67,14 @@ export class Metrics {
     const labelsOf = (ix: IndexConfig) => ({ index: ix.route, ecosystem: ix.ecosystem, role: ix.role });
     const byName = new Map(sources.indexes.map((ix) => [ix.name, ix]));
     const inScope = (ix: IndexConfig, scope: Scope): boolean => {
-      const members = ix.members.map((m) => byName.get(m));
+      const members = ix.role === 'virtual' ? ix.members.map((m) => byName.get(m)) : [];
       switch (scope) {
         case 'all':
           return true;
         case 'caching':
           return ix.role === 'cached' || members.some((m) => m?.role === 'cached');
         case 'writable':
-          return ix.role === 'hosted' || ix.uploadTarget !== undefined;
+          return ix.role === 'hosted' || (ix.role === 'virtual' && ix.uploadTarget !== undefined);
         case 'metadata':
           return sources.servesMetadata(ix);
       }

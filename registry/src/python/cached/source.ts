@@ -4,7 +4,7 @@
  * when nothing is cached), parsed into our resolved model, with this index's own overrides
  * (yank, hide) on top. Files come through `CachedFiles`.
  */
-import type { IndexConfig } from '../../config/types.js';
+import type { CachedIndex } from '../../config/types.js';
 import { HttpError } from '../../http/errors.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { fetchDoc } from '../../roles/fetch-doc.js';
@@ -30,7 +30,7 @@ export const UPSTREAM_ACCEPT = 'application/vnd.pypi.simple.v1+json, application
 const PARSED_PAGES = 256;
 
 export interface CachedSourceOptions {
-  index: IndexConfig;
+  index: CachedIndex;
   meta: MetaStore;
   blobs: BlobStore;
   /** Python's hold on the blobs this source stores (pages, files, metadata). */
@@ -59,7 +59,6 @@ export class CachedSource implements IndexSource {
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
     const { index } = opts;
-    if (!index.upstream) throw new Error(`index ${index.name} is cached but has no upstream`);
     this.slots = new UpstreamSlots(index.upstreamConcurrency !== undefined ? { limit: index.upstreamConcurrency } : {});
     // Page links are resolved against the base, so it must end in a slash.
     const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
@@ -89,7 +88,7 @@ export class CachedSource implements IndexSource {
     });
   }
 
-  get index(): IndexConfig {
+  get index(): CachedIndex {
     return this.#o.index;
   }
 
