@@ -214,6 +214,16 @@ describe('a PEP 691 JSON upstream', () => {
     expect(Object.keys(releases)).toEqual(simple.versions);
     expect(releases['1.1']!.map((f) => f.filename)).toEqual([ORIGIN_FILES['1.1']]);
     expect(releases['2.0']).toEqual([]);
+    // The release document of a version without files exists too, empty, by any spelling.
+    for (const spelling of ['2.0', '2.0.0']) {
+      const res = await fetch(`${route('origin')}/sigpkg/${spelling}/json`);
+      expect(res.status, spelling).toBe(200);
+      const doc = (await res.json()) as { info: { version: string }; releases: Record<string, unknown[]>; urls: unknown[] };
+      expect(doc.info.version).toBe('2.0');
+      expect(doc.releases).toEqual({ '2.0': [] });
+      expect(doc.urls).toEqual([]);
+    }
+    expect((await fetch(`${route('origin')}/sigpkg/3.0/json`)).status).toBe(404);
   });
 
   it('serves the detached signature its page announces, cached after the first fetch', async () => {
