@@ -295,6 +295,7 @@ describe('refusals', () => {
     for (const route of ['root/mirror', 'root/view']) {
       const res = await write(method, `${server.url}/${route}/${path}`, { token: TOKEN });
       expect(res.status).toBe(405);
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
       expect(res.json).toMatchObject({ statusCode: 405, message: 'this index does not accept writes' });
     }
   });
