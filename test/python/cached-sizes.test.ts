@@ -19,7 +19,7 @@ import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
-import { CLEAN_ENV } from './fixtures/clients.js';
+import { CLEAN_ENV, freshUvVenv } from './fixtures/clients.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
 
 const JSON_ACCEPT = { accept: 'application/vnd.pypi.simple.v1+json' };
@@ -51,6 +51,7 @@ let origin: Origin;
 let server: Velodex;
 let alpha: BuiltProject;
 let gamma: BuiltProject;
+let delta: BuiltProject;
 
 const sha256File = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 const stored = async (digest: string) => (await new FsBlobStore(join(server.dataDir, 'store')).stat(digest)) !== null;
@@ -96,9 +97,9 @@ function originPage(): string {
 }
 
 beforeAll(async () => {
-  [alpha, gamma] = await Promise.all([buildProject('alpha', '1.0'), buildProject('gamma', '1.0')]);
+  [alpha, gamma, delta] = await Promise.all([buildProject('alpha', '1.0'), buildProject('gamma', '1.0'), buildProject('delta', '1.0')]);
   const dir = tempDir('velodex-sizes-upstream-');
-  for (const p of [alpha, gamma]) {
+  for (const p of [alpha, gamma, delta]) {
     copyFileSync(p.wheel, join(dir, p.wheelFilename));
     copyFileSync(p.sdist, join(dir, p.sdistFilename));
     expect(Math.min(statSync(p.wheel).size, statSync(p.sdist).size)).toBeGreaterThan(LIMIT);
@@ -203,6 +204,18 @@ describe('sizes the upstream page does not give', () => {
     const head = await fetch(`${route('small')}/files/${sha}/${gamma.wheelFilename}`, { method: 'HEAD' });
     expect(head.status).toBe(403);
     expect(await stored(sha)).toBe(false);
+  });
+
+  it('refuse uv the same way', async () => {
+    const venv = await freshUvVenv();
+    const uv = await run(
+      tool('uv'),
+      ['pip', 'install', '--python', join(venv, 'bin', 'python'), '--no-deps', '--only-binary', ':all:', '--index-url', `${route('small')}/simple/`, 'delta'],
+      { env: CLEAN_ENV, allowFailure: true },
+    );
+    expect(uv.code).not.toBe(0);
+    expect(uv.stdout + uv.stderr).toMatch(/403/);
+    expect(await stored(sha256File(delta.wheel))).toBe(false);
   });
 });
 
