@@ -38,6 +38,16 @@ interface Route {
 /** PEP 691: a Simple URL's answer depends on `Accept`, whatever its status. */
 const SIMPLE_HEADERS = { vary: 'Accept' };
 
+/** The `Allow` value for a path served by `routes`: their methods (of `only`, when given). */
+function allowHeader(routes: readonly Route[], only: readonly Method[] = ALL_METHODS): string {
+  const allowed = new Set(routes.flatMap((r) => Object.keys(r.methods)));
+  return only.filter((m) => allowed.has(m)).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ');
+}
+
+function withAllow(err: HttpError, allow: string): HttpError {
+  return new HttpError(err.status, err.message, { ...err.headers, allow }, err.body);
+}
+
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const records = new ProjectRecords(ctx.stores.meta);
   const overrides = new ProjectOverrides(ctx.stores.meta);
@@ -46,6 +56,8 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer });
+  /** Every route whose path shape matches the request (whatever its methods). */
+  const pathRoutes = (req: IndexRequest) => routes.filter((r) => r.match(req.rest, req.trailingSlash) !== null);
   return {
     id: 'python',
     async close() {
@@ -71,14 +83,15 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
         return await handler(req, params).catch((err: unknown) => {
           // pip and twine print the reason phrase, not the body: let the denial's reason show.
           if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
+          // A write refused because the index takes none: only the path's reads are allowed,
+          // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
+          if (err instanceof HttpError && err.status === 405) throw withAllow(err, allowHeader(pathRoutes(req), ['GET']));
           throw err;
         });
       }
       if (matched.length > 0) {
         for (const route of matched) if (route.headers) req.reply.headers(route.headers);
-        const allowed = new Set(matched.flatMap((r) => Object.keys(r.methods)));
-        const allow = ALL_METHODS.filter((m) => allowed.has(m)).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
-        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allow.join(', ') });
+        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allowHeader(pathRoutes(req)) });
       }
       throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
     },
