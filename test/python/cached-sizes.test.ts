@@ -80,6 +80,9 @@ async function pageWhen(index: string, project: string, check: (p: Page) => bool
 }
 
 const ORIGIN_FILES = { '1.0': 'sigpkg-1.0-py3-none-any.whl', '1.1': 'sigpkg-1.1-py3-none-any.whl' } as const;
+/** Served as a document: chunked, with no Content-Length. */
+const CHUNKY = { filename: 'chunky-1.0-py3-none-any.whl', body: 'chunky bytes '.repeat(40) };
+const CHUNKY_SHA = createHash('sha256').update(CHUNKY.body).digest('hex');
 const SIGNATURE = '-----BEGIN PGP SIGNATURE-----\n\niQEzBAABCAAdFiEE\n=abcd\n-----END PGP SIGNATURE-----\n';
 
 function originPage(): string {
@@ -111,6 +114,15 @@ beforeAll(async () => {
   origin.files.set(`/files/${ORIGIN_FILES['1.1']}`, 2100);
   origin.docs.set(`/files/${ORIGIN_FILES['1.0']}.asc`, { body: SIGNATURE });
   origin.docs.set('/simple/sigpkg/', { body: originPage(), headers: { 'content-type': 'application/vnd.pypi.simple.v1+json' } });
+  origin.docs.set(`/files/${CHUNKY.filename}`, { body: CHUNKY.body });
+  origin.docs.set('/simple/chunky/', {
+    body: JSON.stringify({
+      meta: { 'api-version': '1.0' },
+      name: 'chunky',
+      files: [{ filename: CHUNKY.filename, url: `../../files/${CHUNKY.filename}`, hashes: { sha256: CHUNKY_SHA } }],
+    }),
+    headers: { 'content-type': 'application/vnd.pypi.simple.v1+json' },
+  });
   server = await startVelodex({
     config: `
 [[index]]
@@ -129,6 +141,13 @@ max-file-size = ${LIMIT}
 name = "origin"
 route = "root/origin"
 cached = "${origin.url}/simple/"
+
+[[index]]
+name = "originsmall"
+route = "root/originsmall"
+cached = "${origin.url}/simple/"
+[index.policy]
+max-file-size = ${LIMIT}
 `,
   });
 }, 300_000);
@@ -216,6 +235,26 @@ describe('sizes the upstream page does not give', () => {
     expect(uv.code).not.toBe(0);
     expect(uv.stdout + uv.stderr).toMatch(/403/);
     expect(await stored(sha256File(delta.wheel))).toBe(false);
+  });
+});
+
+describe('a file of unknown size whose upstream announces no length', () => {
+  it('is cut at max-file-size, then refused by its stored size', async () => {
+    expect((await fetch(`${origin.url}/files/${CHUNKY.filename}`)).headers.get('content-length')).toBeNull();
+    const url = `${route('originsmall')}/files/${CHUNKY_SHA}/${CHUNKY.filename}`;
+    // The client never gets the whole file: the connection is cut (here before the first byte:
+    // the upstream's one chunk is already past the limit).
+    const got = await fetch(url).then(
+      async (res) => (res.status === 200 ? (await res.arrayBuffer()).byteLength : -res.status),
+      () => -1,
+    );
+    expect(got).toBeLessThan(CHUNKY.body.length);
+    // The shared fetch went on and stored it; now its size is known and decides.
+    const after = await pageWhen('originsmall', 'chunky', (p) => p.files.length === 0);
+    expect(after.files).toEqual([]);
+    const denied = await fetch(url);
+    expect(denied.status).toBe(403);
+    expect(await denied.json()).toMatchObject({ rule: 'max-file-size', filename: CHUNKY.filename });
   });
 });
 
