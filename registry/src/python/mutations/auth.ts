@@ -19,6 +19,6 @@ export function authorizeWrite(ctx: ServerContext, index: IndexConfig, req: Inde
   if (auth.ok && target) return target;
   const reason = auth.ok ? 'read-only' : auth.reason;
   const headers: Record<string, string> = STATUS[reason] === 401 ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-  if (reason === 'read-only') headers.allow = 'GET, HEAD';
+  // (`Allow` is set by the dispatcher, which knows the path's routes.)
   throw new HttpError(STATUS[reason], WRITE_DENIAL_MESSAGES[reason], headers);
 }
