@@ -10,6 +10,6 @@ import { pythonFacts } from './python/facts.js';
 import { createPythonEcosystem } from './python/index.js';
 
 export const ecosystems: readonly EcosystemModule[] = [
-  { ...pythonFacts, create: createPythonEcosystem },
+  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true },
   { ...ociFacts, create: createOciEcosystem },
 ];

@@ -55,6 +55,11 @@ export class Metrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+    // Three of prom-client's defaults are gauges named `_total`, which promtool (and Prometheus's
+    // naming rules) refuse: counts of live handles, requests and resources, not totals.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      this.registry.removeSingleMetric(`${METRICS_PREFIX}${name}`);
+    }
     this.#requests = new Counter({ name: `${METRICS_PREFIX}requests_total`, help: 'HTTP requests served.', registers });
     this.#duration = new Histogram({
       name: `${METRICS_PREFIX}http_request_duration_seconds`,

@@ -11,7 +11,7 @@ import { fetchDoc } from '../../roles/fetch-doc.js';
 import { DocCache, type DocResult } from '../../roles/read-through.js';
 import { BlobFlights, type FlightOutcome } from '../../roles/single-flight.js';
 import { UpstreamClient } from '../../roles/upstream.js';
-import { UpstreamSlots } from '../../limits/upstream-slots.js';
+import type { UpstreamSlots } from '../../limits/upstream-slots.js';
 import type { Holder } from '../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../storage/types.js';
 import { candidateProjects } from '../files/lookup.js';
@@ -32,6 +32,8 @@ const PARSED_PAGES = 256;
 
 export interface CachedSourceOptions {
   index: CachedIndex;
+  /** The index's upstream fetch cap (`upstream_concurrency`), shared with the metrics. */
+  slots: UpstreamSlots;
   meta: MetaStore;
   blobs: BlobStore;
   /** Python's hold on the blobs this source stores (pages, files, metadata). */
@@ -61,7 +63,7 @@ export class CachedSource implements IndexSource {
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
     const { index } = opts;
-    this.slots = new UpstreamSlots(index.upstreamConcurrency !== undefined ? { limit: index.upstreamConcurrency } : {});
+    this.slots = opts.slots;
     // Page links are resolved against the base, so it must end in a slash.
     const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
     this.client = new UpstreamClient({
