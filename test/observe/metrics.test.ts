@@ -127,3 +127,14 @@ describe('/metrics', () => {
     expect(text).toMatch(/^velodex_http_request_duration_seconds_bucket\{le="0\.005",method="GET",status="2xx"\} \d+/m);
   });
 });
+
+describe('[metrics] enabled = false', () => {
+  it('serves no /metrics', async () => {
+    const off = await startVelodex({ config: '[metrics]\nenabled = false\n[[index]]\nname = "h"\nroute = "h"\nhosted = true\n' });
+    try {
+      expect((await fetch(`${off.url}/metrics`)).status).toBe(404);
+    } finally {
+      await off.stop();
+    }
+  });
+});

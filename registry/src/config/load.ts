@@ -108,6 +108,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     storage,
     indexes,
     rateLimit: { enabled: rl.enabled ?? false, classes },
+    metrics: { enabled: file.metrics?.enabled ?? true },
     source,
   };
 }

@@ -81,6 +81,7 @@ export const fileSchema = z.strictObject({
   storage: storageSchema.optional(),
   index: z.array(indexSchema).optional(),
   rate_limit: rateLimitSchema.optional(),
+  metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

@@ -91,6 +91,8 @@ export interface Config {
   storage: StorageConfig;
   indexes: IndexConfig[];
   rateLimit: RateLimitConfig;
+  /** `GET /metrics` and the per-request observation behind it (on by default). */
+  metrics: { enabled: boolean };
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

@@ -81,16 +81,18 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const upstreamSlots = new UpstreamSlotsByIndex();
   const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots };
 
-  const moduleOf = new Map(modules.map((m) => [m.id, m]));
-  const metrics = new Metrics({
-    indexes: config.indexes,
-    counters,
-    upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
-    servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
-    rateLimit: () => ({ allowed: {}, denied: {} }),
-  });
-  observeRequests(app, metrics);
-  await app.register(metricsRoute(metrics));
+  if (config.metrics.enabled) {
+    const moduleOf = new Map(modules.map((m) => [m.id, m]));
+    const metrics = new Metrics({
+      indexes: config.indexes,
+      counters,
+      upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
+      servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
+      rateLimit: () => ({ allowed: {}, denied: {} }),
+    });
+    observeRequests(app, metrics);
+    await app.register(metricsRoute(metrics));
+  }
 
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
