@@ -120,8 +120,6 @@ describe('the mirror form of hosts.toml', () => {
       role: 'cached',
       upstream: `http://${upstream}`,
       cacheTtlSecs: 300,
-      members: [],
-      volatile: false,
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
     };

@@ -40,7 +40,8 @@ export class DiscoveryBuilder {
       api: links.url('/+api'),
       status: links.url('/+status'),
       stats: links.url('/+stats'),
-      metrics: links.url('/metrics'),
+      // `[metrics] enabled = false` removes the route.
+      ...(this.config.metrics.enabled ? { metrics: links.url('/metrics') } : {}),
     };
     const served = new Set<string>(this.indexes.map((ix) => ix.ecosystem));
     for (const [id, eco] of this.ecosystems) if (served.has(id)) Object.assign(urls, eco.serverUrls?.(links));
@@ -64,9 +65,8 @@ export class DiscoveryBuilder {
       route: index.route,
       ecosystem: index.ecosystem,
       role: index.role,
-      ...(index.role === 'virtual' ? { members: [...index.members] } : {}),
-      ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}),
-      ...(index.upstream ? { upstream: sanitizeUrl(index.upstream) } : {}),
+      ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
+      ...(index.role === 'cached' ? { upstream: sanitizeUrl(index.upstream) } : {}),
       urls: { api: links.url(indexApiPath(index)), ...part?.urls },
       capabilities: { ...part?.capabilities },
       // Texts to paste need a host; without an origin they would not work, so there are none.

@@ -4,7 +4,7 @@
  * each ecosystem supplies its own URLs, capabilities and client configuration texts through
  * `EcosystemDiscovery`.
  */
-import type { IndexConfig } from '../config/types.js';
+import type { HostedIndex, IndexConfig } from '../config/types.js';
 import type { Origin } from './origin.js';
 
 /** Where things are, for one request: absolute URLs when the request named an origin, else paths. */
@@ -28,7 +28,7 @@ export interface IndexView {
   /** The members in order (the index itself unless virtual). */
   members: IndexConfig[];
   /** The hosted index that takes writes to this route with a configured upload token, or null (read-only). */
-  writable: IndexConfig | null;
+  writable: HostedIndex | null;
 }
 
 /** An ecosystem's part of one index entry. */

@@ -12,8 +12,8 @@ import type { ClientText, IndexView } from '../discovery/types.js';
 const NAMESPACE_ALIASES: Record<string, string> = { 'registry-1.docker.io': 'docker.io', 'index.docker.io': 'docker.io' };
 
 export function containerdHosts(view: IndexView, origin: Origin): ClientText {
-  const cached = view.members.find((m) => m.role === 'cached' && m.upstream);
-  const upstream = cached?.upstream ? new URL(cached.upstream) : null;
+  const cached = view.members.find((m) => m.role === 'cached');
+  const upstream = cached?.role === 'cached' ? new URL(cached.upstream) : null;
   if (upstream) {
     const namespace = NAMESPACE_ALIASES[upstream.host] ?? upstream.host;
     return {
