@@ -4,10 +4,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import multipart from '@fastify/multipart';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
+import { ClientAddress } from '../limits/client-address.js';
+import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
+import { RateLimiter } from '../limits/rate-limiter.js';
+import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
+import { classifyPython } from '../python/classify.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
@@ -76,15 +81,23 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log);
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks };
+  const addresses = new ClientAddress(config.rateLimit.trustedProxies);
+  const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
+  const limiter = new RateLimiter(config.rateLimit.classes);
+  const counters = new UsageCounters();
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, clientAddress, rateLimits: limiter };
   const ecosystems = factories.map((make) => make(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
+  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
+
+  // Before any route is mounted, so the hook covers the ecosystems' own scopes (`/v2/`) too.
+  if (config.rateLimit.enabled) {
+    installRateLimit(app, { limiter, clientAddress, classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', routed) });
+  }
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-
-  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
-  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
   app.all('/*', async (request, reply) => {
     const path = parseSafePath(request.raw.url ?? '/');
     const hit = resolveRoute(routed, path.segments);
@@ -102,4 +115,25 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   });
 
   return { app, ecosystems, events };
+}
+
+const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
+
+/**
+ * The rate-limit class of a request, from its method and path only. Until the ecosystems classify
+ * through `Ecosystem`, this names them: `/v2/` is OCI's, an index route's rest is Python's.
+ */
+function classifyRequest(method: string, rawUrl: string, routed: readonly IndexConfig[]): Classification | null {
+  let segments: string[];
+  try {
+    segments = parseSafePath(rawUrl).segments;
+  } catch {
+    return { class: 'read' }; // an unsafe path: its handler answers 400, but it still spends a read
+  }
+  const [first] = segments;
+  if (segments.length === 1 && first === 'healthz') return null;
+  if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
+  if (first === 'v2') return { class: classifyOci(method, segments.slice(1)), body: ociTooManyRequests };
+  const hit = resolveRoute(routed, segments);
+  return hit ? { class: classifyPython(method, hit.rest), index: hit.index.route } : { class: 'read' };
 }

@@ -8,6 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
+import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 
@@ -22,6 +23,10 @@ export interface ServerContext {
   events: EventSink;
   /** The cap on concurrent archive walks and the listings cache, shared by every route that browses archives. */
   archiveWalks: ArchiveWalks;
+  /** The client's address (trusted proxies resolved), for the security log. */
+  clientAddress: (request: FastifyRequest) => string;
+  /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
+  rateLimits: RateLimitCounters;
 }
 
 export interface IndexRequest {

@@ -3,7 +3,8 @@
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
 import type { IndexConfig } from '../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
+import type { FastifyRequest } from 'fastify';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import { resolveRoute } from '../http/resolve.js';
 import { writeTarget } from '../roles/write-target.js';
@@ -30,11 +31,12 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
 }
 
 /** The hosted index that receives a write to `index`, or an UNAUTHORIZED / DENIED error. */
-export function authorizeWrite(ctx: ServerContext, index: IndexConfig, authorization: string | undefined): IndexConfig {
+export function authorizeWrite(ctx: ServerContext, index: IndexConfig, request: FastifyRequest): IndexConfig {
   const target = writeTarget(index, ctx.indexByName);
-  const check = checkWrite(target, authorization);
+  const check = checkWrite(target, request.headers.authorization);
   if (check.ok && target) return target;
   const reason = check.ok ? 'read-only' : check.reason;
+  noteWriteDenial(request, ctx.clientAddress, index, reason);
   if (reason === 'missing-credentials' || reason === 'wrong-credentials') {
     throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
   }

@@ -42,7 +42,7 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
 
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  authorizeWrite(deps.ctx, target.index, request);
   const hex = parseDigest(digest);
   const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   // Only bytes that came in through /v2 are ours to let go; the bytes go with the last holder.

@@ -97,7 +97,7 @@ function subjectOf(doc: Json): { digest: string; hex: string } | undefined {
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  const hosted = authorizeWrite(deps.ctx, target.index, request);
   const ref = parseReference(reference);
   const body = await readCapped(request);
   const hex = createHash('sha256').update(body).digest('hex');
@@ -139,7 +139,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  const hosted = authorizeWrite(deps.ctx, target.index, request);
   const ref = readReference(reference);
   const repos = deps.members.hosted(hosted);
   const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);
