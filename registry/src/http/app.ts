@@ -10,7 +10,7 @@ import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
-import { RateLimiter } from '../limits/rate-limiter.js';
+import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
 import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
 import { classifyPython } from '../python/classify.js';
 import { UsageCounters } from '../observe/counters.js';
@@ -27,6 +27,8 @@ export interface BuiltApp {
   ecosystems: Ecosystem[];
   /** Not sending until `start()`; the server starts it after listening and closes it last. */
   events: EventBus;
+  /** The limiter's allowed/denied counts per class, for the metrics. */
+  rateLimits: RateLimitCounters;
 }
 
 export interface BuildOptions {
@@ -114,7 +116,7 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
     if (!reply.sent) return reply;
   });
 
-  return { app, ecosystems, events };
+  return { app, ecosystems, events, rateLimits: limiter };
 }
 
 const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);

@@ -2,12 +2,14 @@
  * Per-class request budgets keyed by client address: a sliding-window counter.
  *
  * Each key keeps two counts: requests allowed in the current aligned window and in the one
- * before it. A request is allowed when `previous * (share of the previous window still inside
- * the sliding window) + current < requests`. Because the weighted term is never negative, no
- * aligned window ever holds more than `requests` allowed requests (what a fixed window
- * guarantees), and unlike a fixed window a client cannot spend two budgets back to back across a
- * window boundary: right after a full window the estimate still counts it. O(1) time and two
- * numbers per key. Denied requests are not counted, so a client that waits `Retry-After` gets in.
+ * before it. The estimate of requests in the sliding window that ends now weighs the previous
+ * window by the share of it still inside: `previous * (1 - elapsed) + current`. A request is
+ * allowed when the estimate, with the request itself, stays within `requests`. The weighted term
+ * is never negative, so no aligned window ever holds more than `requests` allowed requests (what
+ * a fixed window guarantees), and unlike a fixed window a client cannot spend two budgets back to
+ * back across a window boundary: right after a full window the estimate still counts it, and
+ * room comes back gradually. O(1) time and two numbers per key. Denied requests are not counted,
+ * so a client that waits `Retry-After` gets in.
  *
  * Memory: keys live in a Map kept in last-use order (a hit moves its key to the end). Each
  * request first drops keys idle for two windows from the front (their state equals a fresh
@@ -89,27 +91,28 @@ class ClassWindow {
     entry.seen = now;
     this.#keys.set(key, entry);
 
-    const elapsed = (now - window * this.#windowMs) / this.#windowMs; // 0 <= elapsed < 1
-    const estimate = entry.previous * (1 - elapsed) + entry.current;
-    if (estimate < this.#requests) {
+    // previous * (1 - elapsed) + current + 1 <= requests, multiplied out by the window length.
+    const left = this.#windowMs - (now - window * this.#windowMs);
+    if (entry.previous * left <= (this.#requests - 1 - entry.current) * this.#windowMs) {
       entry.current++;
       return { allowed: true };
     }
     return { allowed: false, retryAfterSecs: this.#retryAfter(entry, now, window) };
   }
 
-  /** Whole seconds until one more request would pass if none came meanwhile; at least 1. */
+  /**
+   * Whole seconds until one more request would pass if none came meanwhile; at least 1, at most
+   * two windows. Solves `previous * (1 - f) + current + 1 <= requests` for the share `f` of the
+   * window that must have passed: in this window while `current` leaves room, else in the next,
+   * where this window's count becomes the previous one.
+   */
   #retryAfter(entry: Entry, now: number, window: number): number {
-    const windowEnd = (window + 1) * this.#windowMs;
-    let at: number;
-    if (entry.current >= this.#requests) {
-      // Only the next window frees room (a moment after it starts, the old count decays).
-      at = windowEnd;
-    } else {
-      // previous * (1 - f) < requests - current  <=>  f > 1 - (requests - current) / previous
-      const f = 1 - (this.#requests - entry.current) / entry.previous;
-      at = window * this.#windowMs + f * this.#windowMs;
-    }
+    const room = this.#requests - 1 - entry.current;
+    // A denial with room in `current` means `previous` outweighs it (so previous > room >= 0);
+    // without room, `current` (= requests >= 1) is the previous count of the next window.
+    const [start, weighed, free] =
+      room >= 0 ? [window * this.#windowMs, entry.previous, room] : [(window + 1) * this.#windowMs, entry.current, this.#requests - 1];
+    const at = start + (1 - free / weighed) * this.#windowMs;
     return Math.max(1, Math.ceil((at - now) / 1000));
   }
 
