@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateClassName } from '../../registry/src/config/types.js';
 import { tool } from '../support/paths.js';
+import { RawConnection, requestHead } from '../support/raw-http.js';
 import { run } from '../support/run.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { CLEAN_ENV, freshPipVenv, requestedPaths } from '../python/fixtures/clients.js';
@@ -101,6 +102,8 @@ function events(server: Velodex, event: string): Record<string, unknown>[] {
 }
 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+/** Long enough for an answer that is coming to arrive on loopback. */
+const SETTLE_MS = 300;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let server: Velodex;
@@ -154,6 +157,7 @@ describe('denials', () => {
   it('refuses a 10 MiB upload over the write limit before its body is sent, and spools nothing', async () => {
     const res = await postUpload({ url: `${server.url}/root/hosted/`, token: TOKEN, file: big });
     expect(res.status, res.body).toBe(429);
+    console.log(`10 MiB upload: ${res.sentBeforeAnswer} bytes sent before the 429`);
     expect(res.sentBeforeAnswer).toBeLessThan(10 * MiB);
     expect(res.headers.connection).toBe('close');
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -161,6 +165,31 @@ describe('denials', () => {
     expect(storeState(server.dataDir).spool).toEqual([]);
     // The server is still there for the next client.
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it('reads a small refused body to its end before the 429, and keeps the connection', async () => {
+    const conn = await RawConnection.open(server.url);
+    const manifest = Buffer.from('{"schemaVersion":2}');
+    const put = requestHead('PUT', '/v2/root/oci/app/manifests/v1', {
+      'X-Forwarded-For': '198.51.100.70',
+      'Content-Type': 'application/vnd.oci.image.manifest.v1+json',
+      'Content-Length': String(manifest.length),
+    });
+    // The one write of this client (refused for its missing credentials), then one too many.
+    await conn.write(Buffer.concat([Buffer.from(put), manifest]));
+    expect((await conn.response()).status).toBe(401);
+    await conn.write(Buffer.concat([Buffer.from(put), manifest.subarray(0, 5)]));
+    await sleep(SETTLE_MS);
+    // A client that writes its whole body before it reads (containerd) must get to finish.
+    expect(conn.answered).toBe(false);
+    await conn.write(manifest.subarray(5));
+    const refused = await conn.response();
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.body)).toMatchObject({ errors: [{ code: 'TOOMANYREQUESTS' }] });
+    expect(refused.headers.connection).not.toBe('close');
+    await conn.write(requestHead('GET', '/healthz', {}));
+    expect((await conn.response()).status).toBe(200);
+    conn.close();
   });
 
   it('never limits /healthz', async () => {
