@@ -85,12 +85,8 @@ describe('the server log, at every level', () => {
     await server.stop();
     const logs = server.logs();
     for (const credential of CREDENTIALS) expect(logs).not.toContain(credential);
-    if (level === 'trace') {
-      // The multipart layer logs the request's headers at trace: the line is there, scrubbed.
-      expect(logs).toContain('Providing options to busboy');
-      expect(logs).toMatch(/"authorization":"\[redacted\]"/);
-    }
-    if (level === 'info') expect(logs).toContain('velodex listening');
+    // The traffic was logged where the level shows requests (the search above was not of nothing).
+    if (['trace', 'debug', 'info'].includes(level)) expect(logs).toContain('incoming request');
   });
 });
 

@@ -1,6 +1,7 @@
 /** The general FIFO semaphore behind the upstream and archive-walk caps. */
 import { describe, expect, it } from 'vitest';
-import { HttpError } from '../../registry/src/http/errors.js';
+import { neutralAnswer } from '../../registry/src/http/errors.js';
+import { ociAnswerOf } from '../../registry/src/oci/errors.js';
 import { DEFAULT_SLOT_WAIT_MS, Slots, SlotsBusyError } from '../../registry/src/limits/slots.js';
 
 /** Lets queued promise callbacks run (no timers involved). */
@@ -51,9 +52,10 @@ describe('Slots', () => {
     const held = await slots.acquire();
     const denied = await slots.acquire().catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(SlotsBusyError);
-    expect(denied).toBeInstanceOf(HttpError);
-    expect((denied as HttpError).status).toBe(429);
-    expect((denied as HttpError).headers['Retry-After']).toBe('3');
+    expect((denied as SlotsBusyError).retryAfterSecs).toBe(3);
+    // Neutral: the limit says "busy"; each ecosystem turns that into its own 429.
+    expect(neutralAnswer(denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '3' } });
+    expect(ociAnswerOf(denied)).toMatchObject({ status: 429, code: 'TOOMANYREQUESTS', headers: { 'Retry-After': '3' } });
     expect((denied as Error).message).toBe('the server is busy: no walk slot freed in time; retry in 3 s');
     expect(slots.denied).toBe(1);
     expect(slots.waiting).toBe(0);

@@ -76,3 +76,35 @@ export function imageManifest(configHex: string, configSize: number, layers: { h
     ...extra,
   });
 }
+
+/**
+ * Two hosted OCI indexes of two teams with their own tokens (`token-a`, `token-b`), a virtual
+ * index over both at `all/oci`, and one over team B alone at `only-b/oci`.
+ */
+export const TWO_TEAMS = `
+[[index]]
+name = "team-a"
+route = "team-a/oci"
+ecosystem = "oci"
+hosted = true
+upload_token = "token-a"
+
+[[index]]
+name = "team-b"
+route = "team-b/oci"
+ecosystem = "oci"
+hosted = true
+upload_token = "token-b"
+
+[[index]]
+name = "both"
+route = "all/oci"
+ecosystem = "oci"
+members = ["team-a", "team-b"]
+
+[[index]]
+name = "only-b"
+route = "only-b/oci"
+ecosystem = "oci"
+members = ["team-b"]
+`;

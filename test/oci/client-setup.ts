@@ -3,7 +3,11 @@
  * its upload token and `host:port`, and a private temp folder that is the client's HOME, so no
  * configuration or credentials of the machine are used.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { tool } from '../support/paths.js';
+import { run } from '../support/run.js';
 import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
 export interface ClientSuite {
@@ -39,4 +43,17 @@ export function clientSuite(
     await suite.server?.stop();
   });
   return suite;
+}
+
+/**
+ * Pushes `manifest` again to `<name>:<reference>` the way a hand-written `curl -X PUT
+ * --data-binary` does: with curl's default `Content-Type: application/x-www-form-urlencoded`.
+ * Returns the HTTP status.
+ */
+export async function curlRepush(suite: ClientSuite, name: string, reference: string, manifest: Buffer): Promise<number> {
+  const file = join(suite.work, `repush-${reference}.json`);
+  writeFileSync(file, manifest);
+  const url = `${suite.server.url}/v2/${name}/manifests/${reference}`;
+  const res = await run(tool('curl'), ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'PUT', '-u', `__token__:${suite.token}`, '--data-binary', `@${file}`, url]);
+  return Number(res.stdout.trim());
 }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, sha256, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { clientSuite } from './client-setup.js';
+import { clientSuite, curlRepush } from './client-setup.js';
 
 const c = clientSuite('crane', {
   env: (work) => ({ DOCKER_CONFIG: join(work, 'docker') }),
@@ -135,6 +135,27 @@ describe('crane', () => {
     const gone = await crane(['manifest', byDigest], undefined, true);
     expect(gone.code).not.toBe(0);
     expect(gone.stderr).toMatch(/MANIFEST_UNKNOWN|404/);
+  });
+
+  it('pulls with the pushed media type after the manifest was re-pushed with curl', async () => {
+    const image = buildImage({ seed: 'crane-repush', layers: 1, bigFileSize: 2048 });
+    const src = writeLayout(join(c.work, 'repush-src'), [{ tag: 'v1', item: image }]);
+    const ref = `${c.host}/root/oci/crane/repush:v1`;
+    await crane(['push', src, ref]);
+
+    // curl's form Content-Type is no manifest type: refused, or a no-op when the body's own
+    // mediaType is the one already recorded. Either way nothing a client reads changes.
+    for (const reference of ['v1', image.manifest.descriptor.digest]) {
+      expect([201, 400]).toContain(await curlRepush(c, 'root/oci/crane/repush', reference, image.manifest.bytes));
+    }
+    const served = await fetch(`${c.server.url}/v2/root/oci/crane/repush/manifests/v1`, { method: 'HEAD' });
+    expect(served.headers.get('content-type')).toBe(image.manifest.descriptor.mediaType);
+
+    expect(out(await crane(['digest', ref]))).toBe(image.manifest.descriptor.digest);
+    expect(Buffer.from((await crane(['config', ref])).stdout).equals(image.config.bytes)).toBe(true);
+    const pulled = join(c.work, 'repush-pull');
+    await crane(['pull', '--format', 'oci', ref, pulled]);
+    expect(layoutMismatches(readLayout(pulled), allBlobs(image))).toEqual([]);
   });
 
   it('refuses a push without credentials', async () => {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { clientSuite } from './client-setup.js';
+import { clientSuite, curlRepush } from './client-setup.js';
 
 const c = clientSuite('skopeo', {
   env: (work) => ({ REGISTRY_AUTH_FILE: join(work, 'auth.json') }),
@@ -84,6 +84,36 @@ describe('skopeo', () => {
     const byDigest = `docker://${c.host}/root/oci/skopeo/multi@${arm?.manifest.descriptor.digest}`;
     const armRaw = await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest]);
     expect(Buffer.from(armRaw.stdout).equals(arm?.manifest.bytes ?? Buffer.alloc(0))).toBe(true);
+  });
+
+  it('copies an image and an index out after their manifests were re-pushed with curl', async () => {
+    const image = buildImage({ seed: 'skopeo-repush', layers: 1, bigFileSize: 2048 });
+    const index = buildIndex('skopeo-repush-multi');
+    const src = writeLayout(join(c.work, 'repush-src'), [
+      { tag: 'v1', item: image },
+      { tag: 'multi', item: index },
+    ]);
+    const name = 'root/oci/skopeo/repush';
+    const dest = (tag: string) => `docker://${c.host}/${name}:${tag}`;
+    await skopeo(['copy', '--preserve-digests', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${src}:v1`, dest('v1')]);
+    await skopeo(['copy', '--all', '--preserve-digests', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${src}:multi`, dest('multi')]);
+
+    // Refused, or a no-op: curl's form Content-Type never becomes the served media type.
+    for (const [tag, top] of [['v1', image.manifest], ['multi', index.index]] as const) {
+      expect([201, 400]).toContain(await curlRepush(c, name, tag, top.bytes));
+      const served = await fetch(`${c.server.url}/v2/${name}/manifests/${tag}`, { method: 'HEAD' });
+      expect(served.headers.get('content-type')).toBe(top.descriptor.mediaType);
+    }
+
+    const inspected = JSON.parse((await skopeo(['inspect', '--tls-verify=false', dest('v1')])).stdout) as { Digest: string; Layers: string[] };
+    expect(inspected.Digest).toBe(image.manifest.descriptor.digest);
+    const out = join(c.work, 'repush-out');
+    await skopeo(['copy', '--preserve-digests', '--src-tls-verify=false', dest('v1'), `oci:${out}:v1`]);
+    await skopeo(['copy', '--all', '--preserve-digests', '--src-tls-verify=false', dest('multi'), `oci:${out}:multi`]);
+    const layout = readLayout(out);
+    expect(layout.byTag('v1')?.digest).toBe(image.manifest.descriptor.digest);
+    expect(layout.byTag('multi')?.digest).toBe(index.index.descriptor.digest);
+    expect(layoutMismatches(layout, [...allBlobs(image), ...allBlobs(index)])).toEqual([]);
   });
 
   it('refuses a push without the upload token', async () => {

@@ -3,7 +3,9 @@
  * the fault proxy. A fake clock moves time; nothing here depends on how long anything takes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpError } from '../../registry/src/http/errors.js';
+import { neutralAnswer } from '../../registry/src/http/errors.js';
+import { ociAnswerOf } from '../../registry/src/oci/errors.js';
+import { UpstreamUnavailableError } from '../../registry/src/roles/errors.js';
 import { SlotWaitTimeoutError } from '../../registry/src/limits/upstream-slots.js';
 import { IndexCounters } from '../../registry/src/observe/counters.js';
 import { fetchDoc } from '../../registry/src/roles/fetch-doc.js';
@@ -150,10 +152,12 @@ describe('DocCache (readThrough)', () => {
     const dead = new UpstreamClient({ baseUrl: `http://user:pw@127.0.0.1:${port}/?key=secret` });
     const { cache, fetcher, counters } = await setup(300, dead);
     const err = await cache.read('cache/idx/pages/none', fetcher('/simple/none/')).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(HttpError);
-    expect((err as HttpError).status).toBe(502);
-    expect((err as HttpError).message).toMatch(/upstream could not be reached and nothing is cached/);
-    expect((err as HttpError).message).not.toMatch(/pw|secret/);
+    expect(err).toBeInstanceOf(UpstreamUnavailableError);
+    expect((err as Error).message).toMatch(/upstream could not be reached and nothing is cached/);
+    expect((err as Error).message).not.toMatch(/pw|secret/);
+    // Index routes answer it with 502; /v2/ with 502 UNKNOWN.
+    expect(neutralAnswer(err)?.status).toBe(502);
+    expect(ociAnswerOf(err)).toMatchObject({ status: 502, code: 'UNKNOWN' });
     expect(counters.get('upstream_errors')).toBe(1);
     dead.close();
   });

@@ -1,7 +1,7 @@
 /** The per-index upstream concurrency cap: FIFO waiting, 429 with Retry-After past the wait window. */
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpError } from '../../registry/src/http/errors.js';
+import { neutralAnswer } from '../../registry/src/http/errors.js';
 import { DEFAULT_SLOT_WAIT_MS, SlotWaitTimeoutError, UpstreamSlots } from '../../registry/src/limits/upstream-slots.js';
 import { UpstreamClient } from '../../registry/src/roles/upstream.js';
 import { FaultProxy } from '../support/fault-proxy.js';
@@ -82,9 +82,8 @@ describe('UpstreamSlots', () => {
     await proxy.stalled(2);
     const denied = await client.get('/doc').catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(SlotWaitTimeoutError);
-    expect(denied).toBeInstanceOf(HttpError);
-    expect((denied as HttpError).status).toBe(429);
-    expect((denied as HttpError).headers['Retry-After']).toBe('7');
+    expect((denied as SlotWaitTimeoutError).retryAfterSecs).toBe(7);
+    expect(neutralAnswer(denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '7' } });
     expect(slots.denied).toBe(1);
     expect(proxy.count('/doc')).toBe(1);
 

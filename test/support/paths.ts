@@ -21,6 +21,7 @@ const TOOL_PATHS: Record<string, string> = {
   skopeo: '/usr/bin/skopeo',
   containerd: '/usr/bin/containerd',
   ctr: '/usr/bin/ctr',
+  curl: '/usr/bin/curl',
 };
 
 /**

@@ -1,9 +1,9 @@
 /**
  * Builds the fastify application: logging with credentials scrubbed (observe/log.ts), request
- * ids, raw (unbuffered) request bodies, multipart for the upload forms, the index namespace dispatch and the error handler.
+ * ids, raw (unbuffered) request bodies (an ecosystem parses its own forms), the index namespace
+ * dispatch and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import multipart from '@fastify/multipart';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
@@ -18,7 +18,7 @@ import { loggerOptions, type LineSink } from '../observe/log.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
-import { errorBody, HttpError } from './errors.js';
+import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
 import { resolveRoute } from './resolve.js';
 
@@ -52,21 +52,19 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   });
 
   // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
-  // artifact is ever buffered. Multipart (the upload form) is parsed lazily by the plugin.
+  // artifact is ever buffered. The Python upload form is parsed there too (python/upload/).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
-  await app.register(multipart, {
-    limits: { fileSize: Number.MAX_SAFE_INTEGER, fieldSize: 8 * 1024 * 1024, fields: 200, files: 4, parts: 256 },
-  });
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
 
   app.setErrorHandler((err, request, reply) => {
-    if (err instanceof HttpError) {
-      reply.headers(err.headers);
-      return reply.code(err.status).type('application/json').send(err.body ?? errorBody(err.status, err.message));
+    const answer = err instanceof HttpError ? err : neutralAnswer(err);
+    if (answer) {
+      reply.headers(answer.headers);
+      return reply.code(answer.status).type('application/json').send(answer.body ?? errorBody(answer.status, answer.message));
     }
     if (isClientGone(err, request)) {
       logClientGone(err, request);

@@ -1,3 +1,6 @@
+import { SlotsBusyError } from '../limits/slots.js';
+import { CachedBytesLostError, UpstreamUnavailableError } from '../roles/errors.js';
+
 /** An error with an HTTP status and a message meant for the person behind the client. */
 export class HttpError extends Error {
   constructor(
@@ -37,4 +40,14 @@ export function reasonPhrase(status: number): string {
 /** The default error body for non-OCI routes: the shape fastify itself uses. */
 export function errorBody(status: number, message: string): { statusCode: number; error: string; message: string } {
   return { statusCode: status, error: reasonPhrase(status), message };
+}
+
+/**
+ * The default answer to a neutral failure (roles/, limits/): what index routes and the server's
+ * own routes send. `/v2/` maps the same failures to its own codes (oci/errors.ts).
+ */
+export function neutralAnswer(err: unknown): HttpError | undefined {
+  if (err instanceof SlotsBusyError) return new HttpError(429, err.message, { 'Retry-After': String(err.retryAfterSecs) });
+  if (err instanceof UpstreamUnavailableError || err instanceof CachedBytesLostError) return new HttpError(502, err.message);
+  return undefined;
 }

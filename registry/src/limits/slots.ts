@@ -3,9 +3,9 @@
  * others wait in arrival order. A wait longer than the wait window fails with a 429 carrying
  * `Retry-After`; a waiter whose AbortSignal fires leaves the queue. Without a limit every acquire
  * succeeds at once, but holders are still counted. Knows nothing of what the slots guard: the
- * caller names it in the busy message.
+ * caller names it in the busy message. A denial is a `SlotsBusyError`, which each ecosystem turns
+ * into its own 429.
  */
-import { HttpError } from '../http/errors.js';
 
 export const DEFAULT_SLOT_WAIT_MS = 30_000;
 export const DEFAULT_RETRY_AFTER_SECS = 10;
@@ -23,10 +23,13 @@ export interface SlotsOptions {
   busy?: string;
 }
 
-/** The 429 of a request that found no free slot within the wait window. */
-export class SlotsBusyError extends HttpError {
-  constructor(busy: string, retryAfterSecs: number) {
-    super(429, `${busy}; retry in ${retryAfterSecs} s`, { 'Retry-After': String(retryAfterSecs) });
+/** A request that found no free slot within the wait window: the client should retry later. */
+export class SlotsBusyError extends Error {
+  constructor(
+    busy: string,
+    readonly retryAfterSecs: number,
+  ) {
+    super(`${busy}; retry in ${retryAfterSecs} s`);
     this.name = 'SlotsBusyError';
   }
 }
@@ -117,7 +120,7 @@ export class Slots {
   }
 
   /** The error of a wait that ran out; a subclass may answer a more specific one. */
-  protected denial(busy: string, retryAfterSecs: number): HttpError {
+  protected denial(busy: string, retryAfterSecs: number): SlotsBusyError {
     return new SlotsBusyError(busy, retryAfterSecs);
   }
 

@@ -2,10 +2,9 @@
  * The per-index upstream concurrency cap (`upstream_concurrency`): the general `Slots` semaphore
  * with the upstream's wording. At most `limit` upstream fetches hold a slot at once; others wait in
  * FIFO order. A wait longer than the wait window (30 s by default, as the spec says) fails with a
- * 429 carrying `Retry-After`. Without a limit every acquire succeeds at once, but in-flight fetches
+ * `SlotWaitTimeoutError` (a 429 with `Retry-After` to the client). Without a limit every acquire succeeds at once, but in-flight fetches
  * are still counted for the gauge (`inflight`; `denied` feeds `upstream_rate_limit_denied_total`).
  */
-import { HttpError } from '../http/errors.js';
 import { SlotsBusyError, Slots } from './slots.js';
 
 export { DEFAULT_RETRY_AFTER_SECS, DEFAULT_SLOT_WAIT_MS } from './slots.js';
@@ -21,7 +20,7 @@ export interface UpstreamSlotsOptions {
 
 const BUSY = 'the upstream is busy: no upstream fetch slot freed in time';
 
-/** The 429 of a request that found no free upstream slot within the wait window. */
+/** A request that found no free upstream slot within the wait window. */
 export class SlotWaitTimeoutError extends SlotsBusyError {
   constructor(retryAfterSecs: number) {
     super(BUSY, retryAfterSecs);
@@ -34,7 +33,7 @@ export class UpstreamSlots extends Slots {
     super({ ...opts, what: 'upstream concurrency', busy: BUSY });
   }
 
-  protected override denial(_busy: string, retryAfterSecs: number): HttpError {
+  protected override denial(_busy: string, retryAfterSecs: number): SlotsBusyError {
     return new SlotWaitTimeoutError(retryAfterSecs);
   }
 }

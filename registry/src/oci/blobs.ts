@@ -1,9 +1,8 @@
 /**
- * Blob GET, HEAD and DELETE. Blobs live in the shared content-addressed store, so visibility is
- * global: a digest /v2 holds is served under every repository of every OCI index, and a DELETE
- * removes it for all of them (the spec: "globally, since blobs are shared"). The store is shared
- * with other ecosystems too: /v2 sees only the blobs it holds, and a DELETE releases its hold,
- * removing the bytes only when no other ecosystem holds them.
+ * Blob GET, HEAD and DELETE. Blobs live once in the shared content-addressed store, but each OCI
+ * index sees only the blobs it (or a member of it) holds, under every repository of the index;
+ * a DELETE releases the writing index's hold, and the bytes go only when no other index and no
+ * other ecosystem holds them (index-holds.ts).
  */
 import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
@@ -15,8 +14,8 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const { deps, request, reply } = call;
   const hex = parseDigest(digest);
   const blobs = deps.ctx.stores.blobs;
-  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.isHeld(hex)]);
-  // Bytes only another ecosystem holds (a Python file, or a blob /v2 has deleted) are not ours.
+  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, hex)]);
+  // Bytes only another index or ecosystem holds (a Python file, a blob this index deleted) are not ours.
   if (!info || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
   const rangeHeader = request.headers.range;
@@ -42,11 +41,11 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
 
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  authorizeWrite(deps.ctx, target.index, request);
+  const hosted = authorizeWrite(deps.ctx, target.index, request);
   const hex = parseDigest(digest);
   const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
-  // Only bytes that came in through /v2 are ours to let go; the bytes go with the last holder.
-  const released = await deps.holds.release(hex);
+  // Only this index's hold is ours to let go; the bytes go with the last holder.
+  const released = await deps.holds.of(hosted.name).release(hex);
   if (!released.released) throw unknown();
   deps.manifestBytes.forget(hex);
   // Held, but the bytes had already gone missing: absent, as before the hold existed.

@@ -2,8 +2,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
-import type { Holder } from '../storage/holds.js';
 import type { Target } from './access.js';
+import type { IndexHolds } from './index-holds.js';
 import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
 import type { UploadSessions } from './upload-sessions.js';
@@ -14,8 +14,8 @@ export interface OciDeps {
   manifestBytes: ManifestBytes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
-  /** The OCI API's holds on shared blobs: a blob is visible on /v2 iff it is held here. */
-  holds: Holder;
+  /** Each OCI index's holds on shared blobs: a blob is visible through an index iff it holds it. */
+  holds: IndexHolds;
 }
 
 /** One `/v2/` request before its `<name>` is resolved (the version check and the catalog have none). */
@@ -54,4 +54,17 @@ export function hasBody(request: FastifyRequest): boolean {
   const len = request.headers['content-length'];
   if (len !== undefined) return Number(len) > 0;
   return request.headers['transfer-encoding'] !== undefined;
+}
+
+const MEDIA_TYPE = /^\s*[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+\s*(?:;.*)?$/s;
+
+/**
+ * The distribution API reads bodies as streams whatever their Content-Type, but fastify answers
+ * 415, outside the OCI error model, to a header that is not `type/subtype` (an empty one
+ * included) before any handler runs. Such a header names no media type, so it is dropped and the
+ * request goes on as if it had none: a manifest PUT then takes the body's `mediaType`.
+ */
+export function dropMalformedContentType(request: FastifyRequest): void {
+  const value = request.raw.headers['content-type'];
+  if (value !== undefined && !MEDIA_TYPE.test(value)) delete request.raw.headers['content-type'];
 }

@@ -3,6 +3,8 @@
  * detail?}]}` with `Content-Type: application/json`, and each code has exactly one status.
  */
 import type { FastifyReply } from 'fastify';
+import { HttpError, neutralAnswer } from '../http/errors.js';
+import { SlotsBusyError } from '../limits/slots.js';
 
 export const ERROR_STATUS = {
   NAME_UNKNOWN: 404,
@@ -11,6 +13,8 @@ export const ERROR_STATUS = {
   BLOB_UPLOAD_UNKNOWN: 404,
   DIGEST_INVALID: 400,
   MANIFEST_INVALID: 400,
+  // An image manifest names a config or layer the target index does not hold.
+  MANIFEST_BLOB_UNKNOWN: 400,
   // Distribution-spec codes for input that fails the grammar of a name or a tag.
   NAME_INVALID: 400,
   TAG_INVALID: 400,
@@ -66,4 +70,19 @@ export function sendError(reply: FastifyReply, err: OciError | OciStatusError): 
   reply.headers(err.headers);
   const detail = err instanceof OciError ? err.detail : undefined;
   return reply.code(err.status).type('application/json').send(errorPayload(err.code, err.message, detail));
+}
+
+/** The distribution-spec code of a status that some neutral part of the server answered. */
+const CODE_OF_STATUS: Record<number, string> = { 400: 'REQUEST_INVALID', 404: 'NOT_FOUND', 413: 'SIZE_INVALID', 429: 'TOOMANYREQUESTS', 502: 'UNKNOWN' };
+
+/**
+ * The `/v2/` answer to a failure raised outside the OCI code: the neutral roles' and limits'
+ * errors, and an `HttpError` from the shared HTTP helpers (its status kept, its message given the
+ * OCI body shape). Undefined for anything else: an internal error.
+ */
+export function ociAnswerOf(err: unknown): OciError | OciStatusError | undefined {
+  if (err instanceof SlotsBusyError) return new OciError('TOOMANYREQUESTS', err.message, { 'Retry-After': String(err.retryAfterSecs) });
+  const http = err instanceof HttpError ? err : neutralAnswer(err);
+  if (!http || http.status >= 500 && http.status !== 502) return undefined;
+  return new OciStatusError(http.status, CODE_OF_STATUS[http.status] ?? 'REQUEST_INVALID', http.message, http.headers);
 }

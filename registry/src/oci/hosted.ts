@@ -6,6 +6,7 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
 import { updateDoc } from '../storage/update.js';
+import { isManifestMediaType } from './manifest-check.js';
 import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
 import { repositoriesIn } from './repositories.js';
@@ -13,6 +14,8 @@ import { repositoriesIn } from './repositories.js';
 export interface FoundManifest {
   hex: string;
   record: ManifestRecord;
+  /** The member index that recorded it: its hold on the bytes decides whether they are served. */
+  index: IndexConfig;
 }
 
 export class HostedRepos {
@@ -35,7 +38,7 @@ export class HostedRepos {
     const hex = ref.kind === 'digest' ? ref.hex : tagTarget(await this.tags(repo), ref.tag);
     if (!hex) return null;
     const record = await this.manifest(repo, hex);
-    return record ? { hex, record } : null;
+    return record ? { hex, record, index: this.index } : null;
   }
 
   /** The repositories that hold at least one manifest; read from the metadata keys, never the blobs. */
@@ -48,9 +51,16 @@ export class HostedRepos {
     return Object.values(found?.doc.referrers ?? {});
   }
 
-  /** Records a manifest whose bytes are already in the blob store, then its referrer entry and tag. */
-  async putManifest(repo: readonly string[], hex: string, record: ManifestRecord, tag?: string): Promise<void> {
-    await this.stores.meta.put(keys.manifest(this.index, repo, hex), record);
+  /**
+   * Records a manifest whose bytes are already in the blob store, then its referrer entry and tag.
+   * A manifest already recorded keeps its record, so its media type is the one of its first
+   * accepted push (a record without a manifest media type, from an earlier version, is replaced).
+   */
+  async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string): Promise<void> {
+    const { doc } = await updateDoc<ManifestRecord>(this.stores.meta, keys.manifest(this.index, repo, hex), (current) =>
+      current && isManifestMediaType(current.mediaType) ? undefined : pushed,
+    );
+    const record = doc ?? pushed;
     if (record.subject) {
       const subject = record.subject;
       await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {

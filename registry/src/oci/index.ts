@@ -1,9 +1,9 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { OciDeps } from './context.js';
+import { IndexHolds } from './index-holds.js';
 import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
-import { OCI_HOLDER } from './meta.js';
 import { registerOciRoutes } from './routes.js';
 import { UploadSessions } from './upload-sessions.js';
 
@@ -15,7 +15,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     manifestBytes: new ManifestBytes(ctx.stores.blobs),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
-    holds: ctx.stores.holds.as(OCI_HOLDER),
+    holds: new IndexHolds(ctx.stores.holds, ctx.indexByName),
   };
   return {
     id: 'oci',

@@ -17,7 +17,6 @@ import {
   type MemberKind,
 } from '../archive/index.js';
 import { ClientGoneError, clientGone } from '../http/client-gone.js';
-import { SlotsBusyError } from '../limits/slots.js';
 import type { OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -67,8 +66,8 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
     throw new OciStatusError(416, 'OFFSET_INVALID', `offset "${offsetText}" is not a non-negative integer`);
   }
   // Asked on every request, cached listing or not: a deleted blob is 404 at once. Bytes only
-  // another ecosystem holds (a Python sdist, or a blob /v2 deleted) are not /v2's to browse.
-  const [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.isHeld(hex)]);
+  // another index or ecosystem holds (a Python sdist, a blob this index deleted) are not ours to browse.
+  const [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);
   if (!source || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   const walks = call.deps.ctx.archiveWalks;
   const signal = clientGone(call.reply);
@@ -82,7 +81,6 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
       await sendPreview(call, await walks.run(() => readPreview(source, member, Number(offsetText)), signal), member);
     }
   } catch (err) {
-    if (err instanceof SlotsBusyError) throw new OciError('TOOMANYREQUESTS', err.message, err.headers);
     if (err instanceof ClientGoneError) throw new OciStatusError(err.status, 'CLIENT_GONE', err.message);
     if (!(err instanceof ArchiveError)) throw err;
     const [status, code] = REFUSALS[err.kind];

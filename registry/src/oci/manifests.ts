@@ -1,7 +1,8 @@
 /**
- * Manifests and image indexes: PUT stores the body byte-for-byte under its sha256 (so the digest a
- * client computed stays valid), records the media type, subject and referrer descriptor, then
- * points the tag at it. GET/HEAD resolve through the index's members, hosted first.
+ * Manifests and image indexes: PUT checks the body (manifest-check.ts) and that the target index
+ * holds every blob an image manifest names, stores the body byte-for-byte under its sha256 (so the
+ * digest a client computed stays valid), records the media type, subject and referrer descriptor,
+ * then points the tag at it. GET/HEAD resolve through the index's members, hosted first.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -9,12 +10,15 @@ import type { FastifyRequest } from 'fastify';
 import { authorizeWrite } from './access.js';
 import { manifestLocation, type OciCall } from './context.js';
 import { OciError } from './errors.js';
+import { checkManifest, isObject, OCI_INDEX, type Json } from './manifest-check.js';
 import type { Descriptor, ManifestRecord } from './meta.js';
 import { parseReference, type Reference } from './names.js';
+import type { Holder } from '../storage/holds.js';
+import type { BlobStore } from '../storage/types.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
-export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
+/** Blobs of one manifest checked at once. */
+const CHECKS_AT_ONCE = 8;
 
 /** A read with an impossible tag is simply a manifest nobody can serve. */
 function readReference(value: string): Reference {
@@ -32,9 +36,9 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   const found = await deps.members.resolve(target.index, target.repo, ref);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
-  // As for blobs: bytes /v2 no longer holds (its blob was DELETEd) are not served, even when
-  // another ecosystem keeps the same bytes alive.
-  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.isHeld(found.hex)]);
+  // As for blobs: bytes the recording index no longer holds (its blob was DELETEd) are not
+  // served, even when another index or ecosystem keeps the same bytes alive.
+  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.of(found.index.name).isHeld(found.hex)]);
   if (!bytes || !held) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
@@ -58,23 +62,11 @@ async function readCapped(request: FastifyRequest): Promise<Buffer> {
   return Buffer.concat(chunks, total);
 }
 
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function stringMap(v: unknown): Record<string, string> | undefined {
   if (!isObject(v)) return undefined;
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-function mediaTypeOf(request: FastifyRequest, doc: Json): string {
-  const header = request.headers['content-type']?.split(';')[0]?.trim();
-  if (header && header !== 'application/octet-stream') return header;
-  return typeof doc.mediaType === 'string' ? doc.mediaType : OCI_MANIFEST;
 }
 
 /** The referrers-API descriptor: `artifactType` falls back to the config media type for image manifests (image-spec). */
@@ -88,11 +80,24 @@ function describe(doc: Json, mediaType: string, hex: string, size: number): Desc
   return d;
 }
 
-function subjectOf(doc: Json): { digest: string; hex: string } | undefined {
-  const subject = isObject(doc.subject) ? doc.subject : undefined;
-  if (typeof subject?.digest !== 'string') return undefined;
-  const m = /^sha256:([a-f0-9]{64})$/.exec(subject.digest);
-  return m?.[1] ? { digest: subject.digest, hex: m[1] } : undefined;
+/**
+ * The first digest of `digests` the index does not hold with its bytes present, or undefined. A
+ * digest of another algorithm than sha256 can never be held (the store is sha256 only).
+ */
+async function firstMissing(holder: Holder, blobs: BlobStore, digests: readonly string[]): Promise<string | undefined> {
+  const present = async (digest: string) => {
+    const hex = /^sha256:([a-f0-9]{64})$/.exec(digest)?.[1];
+    if (!hex) return false;
+    const [held, info] = await Promise.all([holder.isHeld(hex), blobs.stat(hex)]);
+    return held && info !== null;
+  };
+  for (let i = 0; i < digests.length; i += CHECKS_AT_ONCE) {
+    const batch = digests.slice(i, i + CHECKS_AT_ONCE);
+    const found = await Promise.all(batch.map(present));
+    const missing = batch.find((_, j) => !found[j]);
+    if (missing !== undefined) return missing;
+  }
+  return undefined;
 }
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
@@ -104,16 +109,16 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   if (ref.kind === 'digest' && ref.hex !== hex) {
     throw new OciError('DIGEST_INVALID', `the manifest body has digest sha256:${hex}, not the sha256:${ref.hex} of the request`);
   }
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new OciError('MANIFEST_INVALID', 'the manifest is not valid JSON');
+  const checked = checkManifest(body, request.headers['content-type']);
+  const holder = deps.holds.of(hosted.name);
+  // As the distribution registry: an image whose config or layers this index lacks could never be
+  // pulled. An index's children and a subject may be absent.
+  const missing = await firstMissing(holder, deps.ctx.stores.blobs, checked.blobs);
+  if (missing !== undefined) {
+    throw new OciError('MANIFEST_BLOB_UNKNOWN', `blob ${missing} named by the manifest is unknown to index "${hosted.name}"; push it first`, {}, { digest: missing });
   }
-  if (!isObject(doc)) throw new OciError('MANIFEST_INVALID', 'the manifest is not a JSON object');
 
-  const mediaType = mediaTypeOf(request, doc);
-  const subject = subjectOf(doc);
+  const { mediaType, doc, subject } = checked;
   const record: ManifestRecord = {
     mediaType,
     size: body.length,
@@ -123,7 +128,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   if (subject) record.subject = subject.hex;
 
   // The hold, then the bytes, then the documents that point at them.
-  await deps.holds.hold(hex);
+  await holder.hold(hex);
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
   await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
 
@@ -133,9 +138,9 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 }
 
 /**
- * Drops the manifest from this repository only. Its bytes and the OCI hold on them stay: the
- * same manifest may be recorded in other repositories or indexes, and the hold is not counted
- * per repository. Blob DELETE of the digest is what lets the bytes go.
+ * Drops the manifest from this repository only. Its bytes and the index's hold on them stay: the
+ * same manifest may be recorded in other repositories of the index, and the hold is not counted
+ * per repository. Blob DELETE of the digest is what releases the index's hold.
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;

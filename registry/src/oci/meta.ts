@@ -9,7 +9,7 @@
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
  * content-addressed store. Every blob that came in through /v2 (push, mount, manifest) is held
- * by `OCI_HOLDER` in the store's holds (storage/holds.ts); /v2 sees exactly the blobs it holds.
+ * by the index that received it (index-holds.ts); an index sees exactly the blobs it holds.
  */
 import type { IndexConfig } from '../config/types.js';
 
@@ -49,13 +49,6 @@ export function repoPrefix(index: IndexConfig, repo: readonly string[]): string 
 export function reposFolder(index: IndexConfig): string {
   return `oci/${index.name}/repos`;
 }
-
-/**
- * The OCI API's name among the holders of shared blobs. The store also holds other ecosystems'
- * files; /v2 serves, mounts and deletes only what it holds, so it cannot reach bytes it did not
- * create, and its DELETE removes bytes only when no other holder wants them.
- */
-export const OCI_HOLDER = 'oci';
 
 export const keys = {
   tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,

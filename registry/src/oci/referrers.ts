@@ -4,7 +4,7 @@
  * applied, so `OCI-Filters-Applied` is never sent.
  */
 import type { OciCall } from './context.js';
-import { OCI_INDEX } from './manifests.js';
+import { OCI_INDEX } from './manifest-check.js';
 import { parseDigest } from './names.js';
 
 export async function listReferrers(call: OciCall, digest: string): Promise<void> {

@@ -10,8 +10,8 @@ import { isClientGone, logClientGone } from '../http/client-gone.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
-import type { OciCall, OciDeps, OciExchange } from './context.js';
-import { errorPayload, OciError, OciStatusError, sendError } from './errors.js';
+import { dropMalformedContentType, type OciCall, type OciDeps, type OciExchange } from './context.js';
+import { errorPayload, ociAnswerOf, OciError, OciStatusError, sendError } from './errors.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { parseOciUrl, type OciAction } from './names.js';
@@ -120,17 +120,19 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
   await app.register(async (scope) => {
-    scope.addHook('onRequest', async (_request, reply) => {
+    scope.addHook('onRequest', async (request, reply) => {
       reply.header(API_VERSION_HEADER, 'registry/2.0');
+      dropMalformedContentType(request);
     });
     scope.setErrorHandler(async (err, request, reply) => {
       if (isClientGone(err, request)) {
         logClientGone(err, request);
         return reply.code(499).send();
       }
-      if (err instanceof OciError || err instanceof OciStatusError) {
-        if (isWriteRefusal(err)) await beforeRefusal(request, reply);
-        return sendError(reply, err);
+      const answer = err instanceof OciError || err instanceof OciStatusError ? err : ociAnswerOf(err);
+      if (answer) {
+        if (isWriteRefusal(answer)) await beforeRefusal(request, reply);
+        return sendError(reply, answer);
       }
       const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
       if (status >= 500) {

@@ -2,30 +2,28 @@
  * Blob uploads, one handler per row of the spec's state table: the bare POST that opens a
  * session, the cross-repository mount, the monolithic POST `?digest=`, PATCH chunks, the status
  * GET, the committing PUT and the cancelling DELETE. Every verb is a write and needs the upload
- * token of the target hosted index. Every way of creating a blob takes the OCI hold on its
- * digest before the bytes are stored (see storage/holds.ts for why that order).
+ * token of the target hosted index. Every way of creating a blob verifies the bytes first, then
+ * takes that index's hold on the digest, then stores the bytes (storage/holds.ts says why the hold
+ * comes before the store). Never the hold before the verification: a hold that a failed push left
+ * behind would show the index the bytes as soon as any other index stored that digest, to a
+ * caller who knew only the digest.
  */
-import { authorizeWrite } from './access.js';
+import type { IndexConfig } from '../config/types.js';
+import { authorizeWrite, resolveName } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseContentRange } from './range.js';
 import type { UploadSession } from './upload-sessions.js';
-import { DigestMismatchError } from '../storage/types.js';
 
 export async function startUpload(call: OciCall): Promise<void> {
   const { deps, target, query, request, reply } = call;
   const hosted = authorizeWrite(deps.ctx, target.index, request);
-  const blobs = deps.ctx.stores.blobs;
 
   const mount = query.get('mount');
   if (mount !== null) {
-    // A mount is a digest check: blobs are shared, so `from` needs no lookup. Only blobs /v2
-    // holds can be mounted, never bytes that only another ecosystem stored.
     const hex = parseDigest(mount);
-    const [held, info] = await Promise.all([deps.holds.isHeld(hex), blobs.stat(hex)]);
-    if (held && info) {
-      await deps.holds.hold(hex);
+    if (await mountBlob(call, hosted, hex)) {
       await blobCreated(call, hex);
       return;
     }
@@ -34,14 +32,16 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
-    // Held before stored. A push that then fails keeps the hold: harmless, since /v2 also needs
-    // the bytes to see a blob, and undoing it could drop the hold of a concurrent push.
-    await deps.holds.hold(hex);
+    // Spooled like a one-chunk session, so the digest is verified before the index holds it.
+    const s = await deps.sessions.open(hosted.name, target.name);
+    s.busy = true; // its id is never handed out; busy only keeps the idle sweep away
     try {
-      await blobs.put(request.raw, hex);
-    } catch (err) {
-      if (err instanceof DigestMismatchError) throw new OciError('DIGEST_INVALID', err.message);
-      throw err;
+      await deps.sessions.append(s, request.raw);
+      const actual = deps.sessions.digest(s);
+      if (actual !== hex) throw digestMismatch(actual, hex);
+      await publishVerified(call, s, hex);
+    } finally {
+      await deps.sessions.discard(s);
     }
     await blobCreated(call, hex);
     return;
@@ -55,6 +55,48 @@ export async function startUpload(call: OciCall): Promise<void> {
     .header('Range', uploadRange(0))
     .header('Content-Length', '0')
     .send();
+}
+
+/**
+ * A mount is allowed when the target index already holds the blob, or when `from` names a
+ * repository of an index through which the blob is visible: reads are anonymous, so the caller
+ * could pull it from there and push it again, and the mount reveals nothing. Anything else (bytes
+ * only another index or ecosystem holds, a `from` that names no index) is treated as absent, and
+ * an ordinary session opens, as the spec says for a digest that is not stored.
+ */
+async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promise<boolean> {
+  const { deps } = call;
+  const holder = deps.holds.of(hosted.name);
+  const from = fromIndex(call);
+  const allowed = (await holder.isHeld(hex)) || (from !== null && (await deps.holds.visible(from, hex)));
+  if (!allowed) return false;
+  // Held before the bytes are checked (storage/holds.ts): a release racing the mount either leaves
+  // the bytes to this hold or has deleted them before the check, and the session opens. The hold
+  // then left without bytes reveals nothing: the caller could read those bytes a moment ago.
+  await holder.hold(hex);
+  return (await deps.ctx.stores.blobs.stat(hex)) !== null;
+}
+
+/** The index the `from` parameter names, or null when it names none (a bad `from` is ignored). */
+function fromIndex(call: OciCall): IndexConfig | null {
+  const from = call.query.get('from');
+  if (from === null) return null;
+  try {
+    return resolveName(call.deps.ociIndexes, from.split('/')).index;
+  } catch (err) {
+    if (err instanceof OciError) return null;
+    throw err;
+  }
+}
+
+function digestMismatch(actual: string, hex: string): OciError {
+  return new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
+}
+
+/** Holds the digest of a verified session for its index, then stores the session's file. */
+async function publishVerified(call: OciCall, s: UploadSession, hex: string): Promise<void> {
+  await call.deps.holds.of(s.indexName).hold(hex);
+  await call.deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
 }
 
 /** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
@@ -148,10 +190,9 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     if (actual !== hex) {
       // The session stays open as it was before this request, so the client can retry the PUT.
       await sessions.rollback(s, cp);
-      throw new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
+      throw digestMismatch(actual, hex);
     }
-    await deps.holds.hold(hex);
-    await deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
+    await publishVerified(call, s, hex);
     await sessions.discard(s);
     await blobCreated(call, hex);
   });

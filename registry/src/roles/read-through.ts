@@ -18,7 +18,8 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { HttpError } from '../http/errors.js';
+import { SlotsBusyError } from '../limits/slots.js';
+import { CachedBytesLostError, UpstreamUnavailableError } from './errors.js';
 import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
 import type { BlobInfo, BlobStore, MetaStore } from '../storage/types.js';
@@ -135,13 +136,13 @@ export class DocCache {
 
   #failed(current: CachedDoc | undefined, err: unknown): Shared {
     // Our own concurrency cap said no: not an upstream failure, and the caller owes a 429.
-    const slotDenied = err instanceof HttpError && err.status === 429;
+    const slotDenied = err instanceof SlotsBusyError;
     if (!slotDenied) this.health.down(err, this.#now());
     if (current) return { kind: 'doc', record: current, source: 'stale' };
     if (slotDenied) throw err;
     this.#counters.add('upstream_errors');
     const why = err instanceof Error ? err.message : String(err);
-    throw new HttpError(502, `the upstream could not be reached and nothing is cached: ${why}`);
+    throw new UpstreamUnavailableError(why);
   }
 
   /** Holds, then stores, the body (an existing hold costs one read). */
@@ -164,7 +165,7 @@ export class DocCache {
       body: async () => {
         if (bytes) return bytes;
         const stream = await this.#blobs.get(record.digest);
-        if (!stream) throw new HttpError(502, 'a cached document lost its bytes; it will be fetched again');
+        if (!stream) throw new CachedBytesLostError();
         return buffer(stream);
       },
     };

@@ -9,7 +9,7 @@
  * asked for, and all reads together may not exceed a byte budget.
  */
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
-import { HttpError } from '../http/errors.js';
+import { SlotsBusyError } from '../limits/slots.js';
 import { header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 /** A file readable by byte ranges (both ends inclusive); the shape archive readers take. */
@@ -98,5 +98,5 @@ function exactLength(length: number): Transform {
 
 /** Our own slot cap's 429 is an answer for the client, never a reason to fall back. */
 export function isSlotDenial(err: unknown): boolean {
-  return err instanceof HttpError && err.status === 429;
+  return err instanceof SlotsBusyError;
 }

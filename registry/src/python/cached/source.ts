@@ -19,6 +19,7 @@ import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../
 import type { ResolvedProject } from '../simple/resolved.js';
 import type { IndexSource, ListedFile, NameList, ProjectView } from '../sources/types.js';
 import { CachedFiles } from './files.js';
+import { KnownSizes, withKnownSizes, withSizesVersion, type LoadedSizes } from './known-sizes.js';
 import { toCachedProject, type CachedProject } from './to-resolved.js';
 import { MAX_LIST_BYTES, parseUpstreamList } from './upstream-list.js';
 import { parseUpstreamPage } from './upstream-page.js';
@@ -52,6 +53,7 @@ export class CachedSource implements IndexSource {
   readonly slots: UpstreamSlots;
   readonly docs: DocCache;
   readonly files: CachedFiles;
+  readonly sizes: KnownSizes;
   readonly #o: CachedSourceOptions;
   readonly #parsed = new Map<string, CachedProject>();
   #list: { digest: string; names: string[] } | null = null;
@@ -77,6 +79,7 @@ export class CachedSource implements IndexSource {
       counters: opts.counters,
       ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
     });
+    this.sizes = new KnownSizes(opts.meta, index.name);
     this.files = new CachedFiles({
       indexName: index.name,
       client: this.client,
@@ -86,6 +89,7 @@ export class CachedSource implements IndexSource {
       flights,
       counters: opts.counters,
       tmpDir: opts.spoolDir,
+      sizes: this.sizes,
     });
   }
 
@@ -96,11 +100,12 @@ export class CachedSource implements IndexSource {
   async project(normalized: string): Promise<ProjectView | null> {
     const loaded = await this.#load(normalized);
     if (!loaded) return null;
-    const overrides = await this.#o.overrides.get(this.index.name, normalized);
+    const [cached, overrides] = await Promise.all([this.#parse(loaded), this.#o.overrides.get(this.index.name, normalized)]);
+    const sizes = await this.#sizes(cached, normalized);
     return {
-      version: withOverridesVersion(loaded.doc.record.digest, overrides),
+      version: withOverridesVersion(withSizesVersion(loaded.doc.record.digest, sizes), overrides),
       hosted: false,
-      resolve: async () => applyOverrides((await this.#parse(loaded)).resolved, overrides?.doc),
+      resolve: async () => applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc),
     };
   }
 
@@ -129,12 +134,18 @@ export class CachedSource implements IndexSource {
       const up = cached.upstream.get(filename);
       if (!up) continue;
       const overrides = await this.#o.overrides.get(this.index.name, project);
-      const file = applyOverrides(cached.resolved, overrides?.doc).files.find((f) => f.filename === filename);
+      const sizes = await this.#sizes(cached, project);
+      const file = applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc).files.find((f) => f.filename === filename);
       // Hidden through this index, or other bytes under that name.
       if (!file || file.sha256 !== sha256) return null;
-      return { project, file, open: (part) => this.files.open(up, file, part) };
+      return { project, file, open: (part, opts) => this.files.open(up, file, part, project, opts) };
     }
     return null;
+  }
+
+  /** Sizes learnt for the files this page gives none for (none to read when it gives them all). */
+  async #sizes(cached: CachedProject, normalized: string): Promise<LoadedSizes | null> {
+    return cached.unsized ? this.sizes.get(normalized) : null;
   }
 
   close(): void {

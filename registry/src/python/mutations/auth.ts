@@ -20,6 +20,6 @@ export function authorizeWrite(ctx: ServerContext, index: IndexConfig, req: Inde
   const reason = auth.ok ? 'read-only' : auth.reason;
   noteWriteDenial(req.request, ctx.clientAddress, index, reason);
   const headers: Record<string, string> = STATUS[reason] === 401 ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-  if (reason === 'read-only') headers.allow = 'GET, HEAD';
+  // (`Allow` is set by the dispatcher, which knows the path's routes.)
   throw new HttpError(STATUS[reason], WRITE_DENIAL_MESSAGES[reason], headers);
 }

@@ -16,6 +16,7 @@ import { authorizeWrite } from './auth.js';
 import { mutateRecord } from './hosted.js';
 import type { ProjectOverrides } from './overrides.js';
 import { yankReason } from './reason.js';
+import type { WriteStatusCheck } from '../sources/write-status.js';
 
 export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote';
 
@@ -34,6 +35,8 @@ export interface MutationDeps {
   overrides: ProjectOverrides;
   /** Absent until the cached roles provide one: then only uploaded files are mutated. */
   cachedLayer?: CachedLayer;
+  /** Refuses writes that add files to a project whose status (PEP 792) rejects them. */
+  checkStatus: WriteStatusCheck;
 }
 
 export interface MutationResult {

@@ -34,6 +34,8 @@ export async function handlePromote(deps: MutationDeps, req: IndexRequest, proje
     const denial = policy.denial('upload', normalized, file);
     if (denial) throw new PolicyDenialError(denial);
   }
+  // Promotion adds files to the target like an upload does.
+  await deps.checkStatus(req.index, normalized, req.request.log);
 
   let added: string[] = [];
   let conflict: { filename: string; sha256: string } | null = null;

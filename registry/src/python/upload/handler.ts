@@ -14,9 +14,11 @@ import type { IndexConfig } from '../../config/types.js';
 import { sizeDenial } from '../../policy/rules.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { normalizeVersion } from '../pep440.js';
+import type { WriteStatusCheck } from '../sources/write-status.js';
 import { writePolicy } from '../policy/effective.js';
 import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../records.js';
 import { discardRest } from './body.js';
+import { checkClaimedDigests } from './digests.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
 import { FILETYPE } from './filenames.js';
 import { FileTooLargeError, readUploadForm, type SpooledFile, type UploadForm } from './multipart.js';
@@ -30,10 +32,10 @@ const DENIAL_STATUS: Record<WriteDenial, number> = {
   'wrong-credentials': 401,
 };
 
-export async function handleUpload(ctx: ServerContext, req: IndexRequest): Promise<void> {
+export async function handleUpload(ctx: ServerContext, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
   const { request, reply } = req;
   try {
-    const accepted = await upload(ctx, req);
+    const accepted = await upload(ctx, req, checkStatus);
     await reply.code(200).type('application/json').send(accepted);
   } catch (err) {
     discardRest(request);
@@ -59,18 +61,18 @@ interface Accepted {
   duplicate: boolean;
 }
 
-async function upload(ctx: ServerContext, { index, request }: IndexRequest): Promise<Accepted> {
+async function upload(ctx: ServerContext, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
   const target = writeTarget(index, ctx.indexByName);
   const auth = checkWrite(target, request.headers.authorization);
   if (!auth.ok) {
     noteWriteDenial(request, ctx.clientAddress, index, auth.reason);
     const headers: Record<string, string> =
       auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-    if (auth.reason === 'read-only') headers.allow = 'GET, HEAD';
+    // (`Allow` is set by the dispatcher, which knows the path's routes.)
     throw new HttpError(DENIAL_STATUS[auth.reason], WRITE_DENIAL_MESSAGES[auth.reason], headers);
   }
   if (!target) throw new Error('unreachable: a write check passed without a target');
-  if (!request.isMultipart()) {
+  if (!/^multipart\/form-data(?:\s*;|\s*$)/i.test(request.headers['content-type'] ?? '')) {
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
   }
 
@@ -89,7 +91,10 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
   try {
     const denied = policy.projectDenial('upload', form.file.name.project);
     if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
+    // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
+    await checkStatus(index, form.file.name.project, request.log);
     checkFormFields(form);
+    await checkClaimedDigests(form.fields, form.file.name.filename, form.file.path, { ...form.file.digests, sha256: form.file.sha256 });
     const archive = form.file.name.kind === 'wheel'
       ? await validateWheel(form.file.path, form.file.size, form.file.name)
       : await validateSdist(form.file.path, form.file.size, form.file.name);
@@ -126,7 +131,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest): Pro
   }
 }
 
-/** The form's own claims (name, version, filetype, digest) must agree with the file. */
+/** The form's own claims (name, version, filetype) must agree with the file; digests are checked apart. */
 function checkFormFields({ fields, file }: UploadForm): void {
   const one = (key: string): string | undefined => fields.get(key)?.[0];
   const required = (key: string): string => {
@@ -150,10 +155,6 @@ function checkFormFields({ fields, file }: UploadForm): void {
   const expected = FILETYPE[name.kind];
   if (filetype !== expected) {
     throw badUpload(`the form says filetype=${filetype}, but ${name.filename} is ${name.kind === 'wheel' ? 'a wheel' : 'an sdist'} (filetype=${expected})`);
-  }
-  const digest = one('sha256_digest')?.trim().toLowerCase();
-  if (digest && digest !== file.sha256) {
-    throw badUpload(`sha256_digest ${digest} does not match the uploaded bytes of ${name.filename} (sha256 ${file.sha256})`);
   }
 }
 

@@ -2,7 +2,8 @@
  * Reads the legacy upload form (`multipart/form-data`, as twine and `uv publish` send it) without
  * holding the file in memory: the `content` part is streamed to a spool file while it is hashed
  * and counted. Its filename is checked as soon as the part starts, so a wrong name or type is
- * refused before its bytes are read.
+ * refused before its bytes are read. Text fields are bounded by their total size and a generous
+ * count (twine sends one per classifier and per requirement), each refused with 400 at once.
  */
 import { randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
@@ -11,16 +12,23 @@ import { join } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
-import { HashingStream } from '../../storage/hashing.js';
+import { ArtifactHashing, claimedExtraDigests, type ExtraDigest } from './digests.js';
 import { badUpload } from './errors.js';
 import { parseArtifactName, type ArtifactName } from './filenames.js';
+import { readFormParts, type FormPart } from './form-parts.js';
 import { ByteLimit } from './limits.js';
 
 /**
- * All text fields of one form together (a long README in `description` included). The per-field
- * limit is set where the multipart plugin is registered; this caps their sum.
+ * All text fields of one form together (a long README in `description` included), names and
+ * values: this bounds the memory a form's fields take.
  */
-const MAX_FIELD_BYTES = 16 * 1024 * 1024;
+export const MAX_FIELD_BYTES = 16 * 1024 * 1024;
+/**
+ * Text fields of one form. Far above a real upload (twine sends one per classifier, requirement
+ * and extra; PyPI knows under a thousand classifiers), and low enough that a flood of empty
+ * fields is refused before it costs much parsing.
+ */
+export const MAX_FIELDS = 10_000;
 
 /** Extra file parts (e.g. a `gpg_signature`) are read and dropped, up to this size. */
 const MAX_OTHER_FILE = 1024 * 1024;
@@ -31,6 +39,8 @@ export interface SpooledFile {
   name: ArtifactName;
   size: number;
   sha256: string;
+  /** The extra digests computed on the way (only those the form claimed before the file). */
+  digests: Partial<Record<ExtraDigest, string>>;
 }
 
 export interface UploadForm {
@@ -53,46 +63,73 @@ export class FileTooLargeError extends Error {
 /** Reads the whole form. On any failure nothing is left in the spool folder. */
 export async function readUploadForm(request: FastifyRequest, spoolDir: string, maxFileSize: number | undefined): Promise<UploadForm> {
   const fields = new Map<string, string[]>();
-  let fieldBytes = 0;
+  let fieldBudget = MAX_FIELD_BYTES;
+  let fieldCount = 0;
   let file: SpooledFile | undefined;
-  try {
-    for await (const part of request.parts()) {
-      if (part.type === 'field') {
-        if (part.valueTruncated) throw badUpload(`form field ${part.fieldname} is too long`);
-        const value = typeof part.value === 'string' ? part.value : JSON.stringify(part.value);
-        fieldBytes += value.length;
-        if (fieldBytes > MAX_FIELD_BYTES) throw badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all`);
-        const values = fields.get(part.fieldname) ?? [];
-        values.push(value);
-        fields.set(part.fieldname, values);
-      } else if (part.fieldname === 'content') {
-        if (file) throw badUpload('the form has more than one "content" file part; upload one file per request');
-        const name = parseArtifactName(part.filename);
-        file = await spool(part.file, join(spoolDir, `upload-${randomUUID()}`), name, maxFileSize);
-      } else {
-        await discardPart(part.file, part.fieldname);
-      }
+  let spooling: string | undefined;
+
+  const onPart = async ({ name, filename, stream }: FormPart): Promise<void> => {
+    if (name === 'content') {
+      if (file || spooling) throw badUpload('the form has more than one "content" file part; upload one file per request');
+      if (filename === undefined) throw badUpload('the "content" part has no filename; send the file as a file part named after the artifact');
+      const artifact = parseArtifactName(filename);
+      spooling = join(spoolDir, `upload-${randomUUID()}`);
+      file = await spool(stream, spooling, artifact, maxFileSize, claimedExtraDigests(fields));
+    } else if (filename !== undefined) {
+      await discardPart(stream, name ?? '');
+    } else {
+      if (++fieldCount > MAX_FIELDS) throw badUpload(`the form has more than ${MAX_FIELDS} text fields`);
+      fieldBudget -= Buffer.byteLength(name ?? '');
+      if (fieldBudget < 0) throw fieldsTooLarge();
+      const { value, size } = await readText(stream, fieldBudget);
+      fieldBudget -= size;
+      // A part without a name carries nothing a client means; it still counted against the bound.
+      if (name === undefined) return;
+      const values = fields.get(name) ?? [];
+      values.push(value);
+      fields.set(name, values);
     }
-    if (!request.raw.complete) throw badUpload('the upload body ended early');
+  };
+
+  try {
+    await readFormParts(request.raw, onPart);
     if (!file) throw badUpload('the form has no "content" file part');
     return { fields, file };
   } catch (err) {
-    if (file) await rm(file.path, { force: true });
+    if (spooling) await rm(spooling, { force: true });
     throw err;
   }
 }
 
-async function spool(source: Readable, path: string, name: ArtifactName, maxFileSize: number | undefined): Promise<SpooledFile> {
-  const hasher = new HashingStream();
+function fieldsTooLarge() {
+  return badUpload(`the form's text fields exceed ${MAX_FIELD_BYTES} bytes in all (names and values)`);
+}
+
+/** One text field's value as UTF-8 and its size on the wire; fails as soon as the budget is spent. */
+async function readText(stream: Readable, budget: number): Promise<{ value: string; size: number }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > budget) throw fieldsTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return { value: Buffer.concat(chunks).toString('utf8'), size };
+}
+
+async function spool(source: Readable, path: string, name: ArtifactName, maxFileSize: number | undefined, extra: ExtraDigest[]): Promise<SpooledFile> {
+  const hashing = await ArtifactHashing.create(extra);
   try {
     // Without a limit the pass-through costs nothing worth a second code path.
-    await pipeline(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hasher, createWriteStream(path, { flags: 'wx' }));
+    await pipeline(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hashing, createWriteStream(path, { flags: 'wx' }));
   } catch (err) {
     await rm(path, { force: true });
     if (err instanceof FileTooLargeError || isSystemError(err)) throw err;
     throw badUpload(`the upload of ${name.filename} did not arrive whole: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return { path, name, size: hasher.size, sha256: hasher.digest() };
+  const { sha256, ...digests } = hashing.digests();
+  if (sha256 === undefined) throw new Error('unreachable: sha256 is always computed');
+  return { path, name, size: hashing.size, sha256, digests };
 }
 
 async function discardPart(source: Readable, field: string): Promise<void> {

@@ -1,0 +1,148 @@
+/**
+ * `GET /metrics`: the spec's counters in Prometheus text exposition, through prom-client.
+ *
+ * The per-index counters are not counted twice: the request path adds to the usage counters of
+ * `/+stats` (plain additions on a preallocated record) and each scrape copies their current
+ * values into the exposition. Only the request counter and the request-duration histogram are
+ * touched per request. Node's default process metrics come along under the same prefix.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { IndexConfig } from '../config/types.js';
+import type { UsageCounter, UsageCounters } from './counters.js';
+
+export const METRICS_PREFIX = 'velodex_';
+
+/** Each usage counter's metric, and which indexes carry it (the spec's "scope" column). */
+const INDEX_METRICS: ReadonlyArray<{ counter: UsageCounter; name: string; help: string; scope: Scope }> = [
+  { counter: 'pages', name: 'index_pages_total', help: 'Pages served (Simple pages, manifests, tag lists).', scope: 'all' },
+  { counter: 'downloads', name: 'index_downloads_total', help: 'File and blob downloads.', scope: 'all' },
+  { counter: 'bytes', name: 'index_download_bytes_total', help: 'Bytes of files and blobs served.', scope: 'all' },
+  { counter: 'rejected', name: 'index_rejected_total', help: 'Downloads whose bytes failed digest verification and were not cached.', scope: 'all' },
+  { counter: 'refreshes', name: 'index_refreshes_total', help: 'Upstream revalidations.', scope: 'caching' },
+  { counter: 'changed', name: 'index_pages_changed_total', help: 'Revalidations that found new upstream content.', scope: 'caching' },
+  { counter: 'stale_served', name: 'index_stale_served_total', help: 'Pages served from cache while the upstream was down.', scope: 'caching' },
+  { counter: 'upstream_errors', name: 'index_upstream_errors_total', help: 'Upstream failures with nothing cached.', scope: 'caching' },
+  { counter: 'uploads', name: 'index_uploads_total', help: 'Accepted uploads.', scope: 'writable' },
+  { counter: 'metadata', name: 'index_metadata_total', help: 'Core-metadata sibling hits (PEP 658/714).', scope: 'metadata' },
+];
+
+/**
+ * Which indexes a metric applies to. `caching`: cached indexes and virtual ones with a cached
+ * member; `writable`: hosted indexes and virtual ones with an upload target; `metadata`: indexes
+ * of an ecosystem that serves metadata siblings.
+ */
+type Scope = 'all' | 'caching' | 'writable' | 'metadata';
+
+const LABELS = ['index', 'ecosystem', 'role'] as const;
+
+/** What the exposition reads at scrape time, besides the usage counters. */
+export interface MetricSources {
+  indexes: readonly IndexConfig[];
+  counters: UsageCounters;
+  /** The index's upstream fetch cap, for the indexes that fetch from an upstream. */
+  upstreamSlots(index: IndexConfig): { inflight: number; denied: number } | undefined;
+  /** Whether the index's ecosystem serves metadata siblings (the `metadata` counter). */
+  servesMetadata(index: IndexConfig): boolean;
+  /** The rate limiter's decisions so far, per class. */
+  rateLimit(): { allowed: Record<string, number>; denied: Record<string, number> };
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly #requests: Counter;
+  readonly #duration: Histogram<'method' | 'status'>;
+
+  constructor(sources: MetricSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+    this.#requests = new Counter({ name: `${METRICS_PREFIX}requests_total`, help: 'HTTP requests served.', registers });
+    this.#duration = new Histogram({
+      name: `${METRICS_PREFIX}http_request_duration_seconds`,
+      help: 'Time from a request arriving to its response being written, by method and status class.',
+      labelNames: ['method', 'status'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+
+    const labelsOf = (ix: IndexConfig) => ({ index: ix.route, ecosystem: ix.ecosystem, role: ix.role });
+    const byName = new Map(sources.indexes.map((ix) => [ix.name, ix]));
+    const inScope = (ix: IndexConfig, scope: Scope): boolean => {
+      const members = ix.members.map((m) => byName.get(m));
+      switch (scope) {
+        case 'all':
+          return true;
+        case 'caching':
+          return ix.role === 'cached' || members.some((m) => m?.role === 'cached');
+        case 'writable':
+          return ix.role === 'hosted' || ix.uploadTarget !== undefined;
+        case 'metadata':
+          return sources.servesMetadata(ix);
+      }
+    };
+
+    for (const m of INDEX_METRICS) {
+      const indexes = sources.indexes.filter((ix) => inScope(ix, m.scope));
+      new Counter({
+        name: `${METRICS_PREFIX}${m.name}`,
+        help: m.help,
+        labelNames: LABELS,
+        registers,
+        collect() {
+          this.reset();
+          for (const ix of indexes) this.inc(labelsOf(ix), sources.counters.index(ix.route).get(m.counter));
+        },
+      });
+    }
+
+    const fetching = sources.indexes.filter((ix) => sources.upstreamSlots(ix) !== undefined);
+    new Counter({
+      name: `${METRICS_PREFIX}upstream_rate_limit_denied_total`,
+      help: 'Requests denied with 429 because the upstream concurrency cap freed no slot in time.',
+      labelNames: LABELS,
+      registers,
+      collect() {
+        this.reset();
+        for (const ix of fetching) this.inc(labelsOf(ix), sources.upstreamSlots(ix)?.denied ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${METRICS_PREFIX}upstream_inflight_fetches`,
+      help: 'Upstream fetches currently holding a slot.',
+      labelNames: LABELS,
+      registers,
+      collect() {
+        for (const ix of fetching) this.set(labelsOf(ix), sources.upstreamSlots(ix)?.inflight ?? 0);
+      },
+    });
+
+    for (const [decision, help] of [
+      ['allowed', 'Requests the rate limiter let through, by class.'],
+      ['denied', 'Requests the rate limiter denied with 429, by class.'],
+    ] as const) {
+      new Counter({
+        name: `${METRICS_PREFIX}rate_limit_${decision}_total`,
+        help,
+        labelNames: ['class'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [cls, n] of Object.entries(sources.rateLimit()[decision])) this.inc({ class: cls }, n);
+        },
+      });
+    }
+  }
+
+  /** Counts one finished request. */
+  observeRequest(method: string, status: number, seconds: number): void {
+    this.#requests.inc();
+    this.#duration.observe({ method, status: `${Math.floor(status / 100)}xx` }, seconds);
+  }
+
+  exposition(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
