@@ -2,11 +2,16 @@
  * The pure parts around the limiter: `trusted_proxies` is validated at load with an error naming
  * the entry, and each ecosystem classes its requests from method and path segments alone.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
 import { classifyOci } from '../../registry/src/oci/classify.js';
 import { classifyPython } from '../../registry/src/python/classify.js';
+import { CLI } from '../support/paths.js';
+import { run } from '../support/run.js';
+import { tempDir } from '../support/velodex.js';
 
 const load = (rateLimit: string) => parseConfigText(`[rate_limit]\n${rateLimit}\n`, 'test.toml', {}, {});
 
@@ -27,6 +32,19 @@ describe('[rate_limit] trusted_proxies', () => {
 
   it('defaults to none', () => {
     expect(load('enabled = true').rateLimit.trustedProxies).toEqual([]);
+  });
+
+  it('is shown by check-config, and a bad entry stops it naming the key', async () => {
+    const dir = tempDir('velodex-rl-config-');
+    const good = join(dir, 'good.toml');
+    writeFileSync(good, '[rate_limit]\nenabled = true\ntrusted_proxies = ["10.0.0.0/8", "::1"]\n[rate_limit.read]\nrequests = 600\nwindow_secs = 60\n');
+    const ok = await run(process.execPath, [CLI, 'check-config', good]);
+    expect(ok.stdout).toContain('rate limit: read 600/60s; trusted proxies: 10.0.0.0/8, ::1/128');
+    const bad = join(dir, 'bad.toml');
+    writeFileSync(bad, '[rate_limit]\ntrusted_proxies = ["10.0.0.0/8", "proxy.internal"]\n');
+    const refused = await run(process.execPath, [CLI, 'check-config', bad], { allowFailure: true });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/rate_limit\.trusted_proxies\[1\]: "proxy\.internal" is not an IP address or CIDR network.*fix:/);
   });
 
   it.each([
