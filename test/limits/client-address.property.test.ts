@@ -78,5 +78,7 @@ describe('ClientAddress', () => {
     expect(proxies.of('198.51.100.1', '203.0.113.9')).toBe('198.51.100.1');
     expect(proxies.of('127.0.0.1', 'unknown, [2001:db8::1]:443')).toBe('2001:db8::1');
     expect(isIP(proxies.of(undefined, '1.2.3.4'))).toBe(0);
+    expect(proxies.of('2001:DB8:0::1', undefined)).toBe('2001:db8::1');
+    expect(proxies.of('0:0:0:0:0:0:0:1', '2001:db8::7')).toBe('2001:db8::7');
   });
 });

@@ -11,7 +11,7 @@
  *
  * Networks are matched by `net.BlockList`, not by hand-written CIDR math.
  */
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, SocketAddress } from 'node:net';
 import type { AddressRange } from '../config/types.js';
 
 export class ClientAddress {
@@ -59,13 +59,21 @@ const MAPPED_V4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
 
 /**
  * The IP in a socket address or a forwarded entry, or null. Ports (`1.2.3.4:80`, `[::1]:80`, as
- * some proxies write them) are dropped, and an IPv4-mapped IPv6 address (a dual-stack socket)
- * becomes its IPv4 form, so one client has one key however it connected.
+ * some proxies write them) are dropped, IPv6 is written one way (zone ids dropped), and an
+ * IPv4-mapped IPv6 address (a dual-stack socket) becomes its IPv4 form, so one client has one key
+ * however it connected.
  */
 export function plainAddress(text: string): string | null {
   const raw = IPV4_WITH_PORT.exec(text)?.[1] ?? BRACKETED_V6.exec(text)?.[1] ?? text;
-  const mapped = MAPPED_V4.exec(raw)?.[1] ?? raw;
-  const version = isIP(mapped);
+  const version = isIP(raw);
+  if (version === 4) return raw;
   if (version === 0) return null;
-  return version === 6 ? mapped.toLowerCase() : mapped;
+  let canonical: string;
+  try {
+    // One spelling per IPv6 address (`2001:DB8:0::1` is `2001:db8::1`), so it has one key.
+    canonical = new SocketAddress({ address: raw, family: 'ipv6' }).address;
+  } catch {
+    return null;
+  }
+  return MAPPED_V4.exec(canonical)?.[1] ?? canonical;
 }
