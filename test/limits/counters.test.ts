@@ -17,7 +17,7 @@ let built: BuiltApp | undefined;
 /** velodex's app over a fresh store with the embedded default's indexes, listening on a free port. */
 async function start(rateLimit: RateLimitConfig): Promise<string> {
   const dir = tempDir();
-  const config = loadEmbeddedDefault({ dataDir: join(dir, 'data') }, { VELODEX_UPLOAD_TOKEN: 'token' });
+  const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(dir, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
   const stores = await openStores({ ...config.storage, path: join(dir, 'store') });
   built = await buildApp({ ...config, rateLimit, logLevel: 'silent' }, stores, ecosystems);
   await built.app.listen({ host: '127.0.0.1', port: 0 });
@@ -33,7 +33,7 @@ afterEach(async () => {
 
 const ONE_PER_MINUTE = { requests: 1, windowSecs: 60 };
 const TINY = { read: ONE_PER_MINUTE, download: ONE_PER_MINUTE, write: ONE_PER_MINUTE, admin: ONE_PER_MINUTE };
-const PATHS = ['/root/hosted/simple/', '/root/hosted/files/' + '0'.repeat(64) + '/x.whl', '/v2/', '/+status', '/nowhere'];
+const PATHS = ['/root/hosted/simple/', '/root/hosted/files/' + '0'.repeat(64) + '/x.whl', '/v2/', '/metrics', '/nowhere'];
 
 describe('rate limit counters', () => {
   it('stay at zero, and nothing is refused, while the limiter is disabled', async () => {
@@ -44,6 +44,11 @@ describe('rate limit counters', () => {
     }
     const zero = { read: 0, download: 0, write: 0, admin: 0 };
     expect(built?.rateLimits.snapshot()).toEqual({ allowed: zero, denied: zero });
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    for (const cls of Object.keys(zero)) {
+      expect(metrics).toContain(`velodex_rate_limit_allowed_total{class="${cls}"} 0`);
+      expect(metrics).toContain(`velodex_rate_limit_denied_total{class="${cls}"} 0`);
+    }
   });
 
   it('count each request of a class as allowed or denied while enabled', async () => {

@@ -247,6 +247,20 @@ describe('trusted proxies', () => {
   });
 });
 
+describe('/metrics', () => {
+  it('counts denials per class, and is itself in the admin class', async () => {
+    const res = await fetch(`${server.url}/metrics`, from('198.51.100.80'));
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    const sample = (name: string, cls: string) => Number(new RegExp(`^velodex_rate_limit_${name}_total\\{class="${cls}"\\} (\\d+)$`, 'm').exec(text)?.[1]);
+    expect(sample('denied', 'read')).toBeGreaterThanOrEqual(1);
+    expect(sample('denied', 'download')).toBeGreaterThanOrEqual(1);
+    expect(sample('allowed', 'admin')).toBeGreaterThanOrEqual(1);
+    const again = await fetch(`${server.url}/metrics`, from('198.51.100.80'));
+    expect(again.status).toBe(429);
+  });
+});
+
 describe('security log', () => {
   it('writes one line per denial with the class, the index, the client and the retry delay', () => {
     const denial = events(server, 'rate_limit').find((e) => e.client === '198.51.100.1');

@@ -7,13 +7,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
 import { classifyOci } from '../../registry/src/oci/classify.js';
 import { classifyPython } from '../../registry/src/python/classify.js';
 import { CLI } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { tempDir } from '../support/velodex.js';
 
-const load = (rateLimit: string) => parseConfigText(`[rate_limit]\n${rateLimit}\n`, 'test.toml', {}, {});
+const load = (rateLimit: string) => parseConfigText(`[rate_limit]\n${rateLimit}\n`, 'test.toml', { ecosystems, env: {} });
 
 describe('[rate_limit] trusted_proxies', () => {
   it('takes IPv4 and IPv6 addresses and networks', () => {

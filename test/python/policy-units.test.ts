@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../registry/src/config/load.js';
 import type { PolicyConfig } from '../../registry/src/config/types.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
 import { formatDuration, parseDuration } from '../../registry/src/policy/duration.js';
 import { globToRegExp } from '../../registry/src/policy/glob.js';
 import { Policy } from '../../registry/src/policy/rules.js';
@@ -89,7 +90,7 @@ describe('Policy', () => {
 
 describe('config', () => {
   const build = (policy: Record<string, unknown>) =>
-    buildConfig({ index: [{ name: 'h', route: 'root/h', hosted: true, policy }] }, 'test', {}, {});
+    buildConfig({ index: [{ name: 'h', route: 'root/h', hosted: true, policy }] }, 'test', { ecosystems, env: {} });
 
   it('reads min-release-age as seconds or a duration', () => {
     expect(build({ 'min-release-age': '7d' }).indexes[0]?.policy.minReleaseAgeSecs).toBe(604_800);

@@ -15,8 +15,11 @@ import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
 import { classifyPython } from '../python/classify.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
+import { Metrics } from '../observe/metrics.js';
+import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
+import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
@@ -38,7 +41,7 @@ export interface BuildOptions {
   logSink?: LineSink;
 }
 
-export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[], options: BuildOptions = {}): Promise<BuiltApp> {
+export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
     logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
@@ -81,20 +84,35 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log);
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
+  const counters = new UsageCounters();
+  const upstreamSlots = new UpstreamSlotsByIndex();
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
-  const counters = new UsageCounters();
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, clientAddress, rateLimits: limiter };
-  const ecosystems = factories.map((make) => make(ctx));
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter };
+  const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
   const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
 
-  // Before any route is mounted, so the hook covers the ecosystems' own scopes (`/v2/`) too.
+  // Before any route is mounted, so the hook covers every scope (`/metrics`, `/v2/`) too.
   if (config.rateLimit.enabled) {
     installRateLimit(app, { limiter, clientAddress, classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', routed) });
   }
+
+  if (config.metrics.enabled) {
+    const moduleOf = new Map(modules.map((m) => [m.id, m]));
+    const metrics = new Metrics({
+      indexes: config.indexes,
+      counters,
+      upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
+      servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
+      rateLimit: () => limiter.snapshot(),
+    });
+    observeRequests(app, metrics);
+    await app.register(metricsRoute(metrics));
+  }
+
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));

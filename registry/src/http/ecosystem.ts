@@ -6,9 +6,11 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
+import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
 import type { RateLimitCounters } from '../limits/rate-limiter.js';
+import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
 
@@ -23,6 +25,8 @@ export interface ServerContext {
   events: EventSink;
   /** The cap on concurrent archive walks and the listings cache, shared by every route that browses archives. */
   archiveWalks: ArchiveWalks;
+  /** Every cached index's upstream fetch cap (`upstream_concurrency`). */
+  upstreamSlots: UpstreamSlotsByIndex;
   /** The client's address (trusted proxies resolved), for the security log. */
   clientAddress: (request: FastifyRequest) => string;
   /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
@@ -53,3 +57,10 @@ export interface Ecosystem {
 }
 
 export type EcosystemFactory = (ctx: ServerContext) => Ecosystem;
+
+/** An ecosystem as the composition root registers it: its static facts and how to start it. */
+export interface EcosystemModule extends EcosystemFacts {
+  create: EcosystemFactory;
+  /** Serves core-metadata siblings (the `metadata` usage counter and its metric). */
+  metadataSiblings?: boolean;
+}

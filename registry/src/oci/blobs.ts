@@ -36,6 +36,9 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  const counters = deps.ctx.counters.index(call.target.index.route);
+  counters.add('downloads');
+  counters.add('bytes', length);
   await reply.send(stream);
 }
 

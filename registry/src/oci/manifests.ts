@@ -44,6 +44,8 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
     .header('Content-Length', String(found.record.size));
+  // A manifest is the registry's page: what a pull asks for first.
+  if (!head) deps.ctx.counters.index(target.index.route).add('pages');
   await reply.send(head ? undefined : bytes);
 }
 

@@ -4,14 +4,14 @@
  * when nothing is cached), parsed into our resolved model, with this index's own overrides
  * (yank, hide) on top. Files come through `CachedFiles`.
  */
-import type { IndexConfig } from '../../config/types.js';
+import type { CachedIndex } from '../../config/types.js';
 import { HttpError } from '../../http/errors.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { fetchDoc } from '../../roles/fetch-doc.js';
 import { DocCache, type DocResult } from '../../roles/read-through.js';
 import { BlobFlights, type FlightOutcome } from '../../roles/single-flight.js';
 import { UpstreamClient } from '../../roles/upstream.js';
-import { UpstreamSlots } from '../../limits/upstream-slots.js';
+import type { UpstreamSlots } from '../../limits/upstream-slots.js';
 import type { Holder } from '../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../storage/types.js';
 import { candidateProjects } from '../files/lookup.js';
@@ -31,7 +31,9 @@ export const UPSTREAM_ACCEPT = 'application/vnd.pypi.simple.v1+json, application
 const PARSED_PAGES = 256;
 
 export interface CachedSourceOptions {
-  index: IndexConfig;
+  index: CachedIndex;
+  /** The index's upstream fetch cap (`upstream_concurrency`), shared with the metrics. */
+  slots: UpstreamSlots;
   meta: MetaStore;
   blobs: BlobStore;
   /** Python's hold on the blobs this source stores (pages, files, metadata). */
@@ -61,8 +63,7 @@ export class CachedSource implements IndexSource {
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
     const { index } = opts;
-    if (!index.upstream) throw new Error(`index ${index.name} is cached but has no upstream`);
-    this.slots = new UpstreamSlots(index.upstreamConcurrency !== undefined ? { limit: index.upstreamConcurrency } : {});
+    this.slots = opts.slots;
     // Page links are resolved against the base, so it must end in a slash.
     const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
     this.client = new UpstreamClient({
@@ -93,7 +94,7 @@ export class CachedSource implements IndexSource {
     });
   }
 
-  get index(): IndexConfig {
+  get index(): CachedIndex {
     return this.#o.index;
   }
 

@@ -1,5 +1,5 @@
 /** Write authorisation of the Python write endpoints, mapped to the spec's statuses. */
-import type { IndexConfig } from '../../config/types.js';
+import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
@@ -13,7 +13,7 @@ const STATUS: Record<WriteDenial, number> = {
 };
 
 /** The hosted index that receives a write to `index`, or the 401/403/405 that refuses it. */
-export function authorizeWrite(ctx: ServerContext, index: IndexConfig, req: IndexRequest): IndexConfig {
+export function authorizeWrite(ctx: ServerContext, index: IndexConfig, req: IndexRequest): HostedIndex {
   const target = writeTarget(index, ctx.indexByName);
   const auth = checkWrite(target, req.request.headers.authorization);
   if (auth.ok && target) return target;
