@@ -4,11 +4,16 @@
  * dispatch and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
+import { ClientAddress } from '../limits/client-address.js';
+import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
+import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
+import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
+import { classifyPython } from '../python/classify.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
@@ -26,6 +31,8 @@ export interface BuiltApp {
   ecosystems: Ecosystem[];
   /** Not sending until `start()`; the server starts it after listening and closes it last. */
   events: EventBus;
+  /** The limiter's allowed/denied counts per class, for the metrics. */
+  rateLimits: RateLimitCounters;
 }
 
 export interface BuildOptions {
@@ -80,7 +87,19 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots };
+  const addresses = new ClientAddress(config.rateLimit.trustedProxies);
+  const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
+  const limiter = new RateLimiter(config.rateLimit.classes);
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter };
+  const ecosystems = modules.map((m) => m.create(ctx));
+  const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
+  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
+
+  // Before any route is mounted, so the hook covers every scope (`/metrics`, `/v2/`) too.
+  if (config.rateLimit.enabled) {
+    installRateLimit(app, { limiter, clientAddress, classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', routed) });
+  }
 
   if (config.metrics.enabled) {
     const moduleOf = new Map(modules.map((m) => [m.id, m]));
@@ -89,21 +108,17 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       counters,
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
-      rateLimit: () => ({ allowed: {}, denied: {} }),
+      rateLimit: () => limiter.snapshot(),
     });
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
   }
 
-  const ecosystems = modules.map((m) => m.create(ctx));
-  const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   registerDiscovery(app, config, ecosystems);
 
-  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
-  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
   app.all('/*', async (request, reply) => {
     const path = parseSafePath(request.raw.url ?? '/');
     const hit = resolveRoute(routed, path.segments);
@@ -120,5 +135,26 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     if (!reply.sent) return reply;
   });
 
-  return { app, ecosystems, events };
+  return { app, ecosystems, events, rateLimits: limiter };
+}
+
+const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
+
+/**
+ * The rate-limit class of a request, from its method and path only. Until the ecosystems classify
+ * through `Ecosystem`, this names them: `/v2/` is OCI's, an index route's rest is Python's.
+ */
+function classifyRequest(method: string, rawUrl: string, routed: readonly IndexConfig[]): Classification | null {
+  let segments: string[];
+  try {
+    segments = parseSafePath(rawUrl).segments;
+  } catch {
+    return { class: 'read' }; // an unsafe path: its handler answers 400, but it still spends a read
+  }
+  const [first] = segments;
+  if (segments.length === 1 && first === 'healthz') return null;
+  if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
+  if (first === 'v2') return { class: classifyOci(method, segments.slice(1)), body: ociTooManyRequests };
+  const hit = resolveRoute(routed, segments);
+  return hit ? { class: classifyPython(method, hit.rest), index: hit.index.route } : { class: 'read' };
 }

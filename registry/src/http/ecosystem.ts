@@ -10,6 +10,7 @@ import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
+import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { Stores } from '../storage/index.js';
@@ -27,6 +28,10 @@ export interface ServerContext {
   archiveWalks: ArchiveWalks;
   /** Every cached index's upstream fetch cap (`upstream_concurrency`). */
   upstreamSlots: UpstreamSlotsByIndex;
+  /** The client's address (trusted proxies resolved), for the security log. */
+  clientAddress: (request: FastifyRequest) => string;
+  /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
+  rateLimits: RateLimitCounters;
 }
 
 export interface IndexRequest {
