@@ -2,8 +2,10 @@
  * The client texts as pure functions, for the cases the real-client suites cannot set up: an
  * HTTPS origin behind a proxy, a plain-HTTP host that is not loopback, and a Docker Hub mirror.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { IndexConfig } from '../../registry/src/config/types.js';
+import type { HostedIndex, IndexConfig } from '../../registry/src/config/types.js';
 import { buildConfig } from '../../registry/src/config/load.js';
 import { DiscoveryBuilder, linksFor } from '../../registry/src/discovery/document.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
@@ -11,12 +13,13 @@ import { originOf } from '../../registry/src/discovery/origin.js';
 import type { ClientText } from '../../registry/src/discovery/types.js';
 import { ociDiscovery } from '../../registry/src/oci/discovery.js';
 import { pythonDiscovery } from '../../registry/src/python/discovery.js';
+import { REPO } from '../support/paths.js';
 
 function base(name: string, ecosystem: string) {
   const route = `team/${name}`;
   return { name, route, routeSegments: route.split('/'), ecosystem, policy: { denyProjects: [], allowProjects: [] }, webhooks: [] };
 }
-const hosted = (name: string, ecosystem = 'oci'): IndexConfig => ({ ...base(name, ecosystem), role: 'hosted', volatile: false });
+const hosted = (name: string, ecosystem = 'oci'): HostedIndex => ({ ...base(name, ecosystem), role: 'hosted', volatile: false });
 const cached = (name: string, upstream: string, ecosystem = 'oci'): IndexConfig => ({ ...base(name, ecosystem), role: 'cached', upstream, cacheTtlSecs: 300 });
 
 const at = (host: string, scheme: 'http' | 'https' = 'http') => linksFor(originOf({ host }, scheme));
@@ -81,5 +84,17 @@ describe('the server-wide URLs', () => {
       metrics: 'https://pkgs.example.com/metrics',
     });
     expect(build({ ...hostedOnly, metrics: { enabled: false } }).document(origin).urls.metrics).toBeUndefined();
+  });
+});
+
+describe('docs/python.md', () => {
+  it('recommends for the hosted index exactly the uv table /+api returns', () => {
+    const doc = readFileSync(join(REPO, 'docs', 'python.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('### uv projects'));
+    const block = /```toml\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+    const recipe = block.replace(/ *#.*$/gm, '');
+    const ix: HostedIndex = { ...hosted('hosted', 'python'), route: 'root/hosted', routeSegments: ['root', 'hosted'] };
+    const text = pythonDiscovery.index({ index: ix, members: [ix], writable: ix }, at('127.0.0.1:4433')).client_configuration?.uv?.text;
+    expect(recipe).toBe(text);
   });
 });
