@@ -6,21 +6,19 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
-import type { Config, IndexConfig } from '../config/types.js';
+import type { Config, IndexConfig, RateClassName } from '../config/types.js';
 import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
-import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
-import { classifyPython } from '../python/classify.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
 import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
@@ -91,6 +89,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
   const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter };
+  const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
@@ -98,11 +97,16 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   // Before any route is mounted, so the hook covers every scope (`/metrics`, `/v2/`) too.
   if (config.rateLimit.enabled) {
-    installRateLimit(app, { limiter, clientAddress, classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', routed) });
+    const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
+    const classifyIndexRequest = (index: IndexConfig, method: string, rest: readonly string[]) => moduleOf.get(index.ecosystem)?.classifyIndexRequest?.(method, rest) ?? 'read';
+    installRateLimit(app, {
+      limiter,
+      clientAddress,
+      classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', { routed, trees, classifyIndexRequest }),
+    });
   }
 
   if (config.metrics.enabled) {
-    const moduleOf = new Map(modules.map((m) => [m.id, m]));
     const metrics = new Metrics({
       indexes: config.indexes,
       counters,
@@ -140,11 +144,17 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
 const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
 
+interface Classifiers {
+  routed: readonly IndexConfig[];
+  trees: ReadonlyMap<string, EcosystemTree>;
+  classifyIndexRequest(index: IndexConfig, method: string, rest: readonly string[]): RateClassName;
+}
+
 /**
- * The rate-limit class of a request, from its method and path only. Until the ecosystems classify
- * through `Ecosystem`, this names them: `/v2/` is OCI's, an index route's rest is Python's.
+ * The rate-limit class of a request, from its method and path only: the server's own paths here,
+ * an ecosystem's tree (`/v2/`) or index route by what the ecosystem says.
  */
-function classifyRequest(method: string, rawUrl: string, routed: readonly IndexConfig[]): Classification | null {
+function classifyRequest(method: string, rawUrl: string, { routed, trees, classifyIndexRequest }: Classifiers): Classification | null {
   let segments: string[];
   try {
     segments = parseSafePath(rawUrl).segments;
@@ -154,7 +164,8 @@ function classifyRequest(method: string, rawUrl: string, routed: readonly IndexC
   const [first] = segments;
   if (segments.length === 1 && first === 'healthz') return null;
   if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
-  if (first === 'v2') return { class: classifyOci(method, segments.slice(1)), body: ociTooManyRequests };
+  const tree = trees.get(first ?? '');
+  if (tree) return { class: tree.classify(method, segments.slice(1)), body: tree.tooManyRequests };
   const hit = resolveRoute(routed, segments);
-  return hit ? { class: classifyPython(method, hit.rest), index: hit.index.route } : { class: 'read' };
+  return hit ? { class: classifyIndexRequest(hit.index, method, hit.rest), index: hit.index.route } : { class: 'read' };
 }
