@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig, RateClassName } from '../config/types.js';
+import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
@@ -120,6 +121,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  registerDiscovery(app, config, ecosystems);
+
   app.all('/*', async (request, reply) => {
     const path = parseSafePath(request.raw.url ?? '/');
     const hit = resolveRoute(routed, path.segments);

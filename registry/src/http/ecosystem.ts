@@ -8,6 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig, RateClassName } from '../config/types.js';
+import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
 import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
@@ -50,6 +51,8 @@ export interface Ecosystem {
   clientUrl?(index: IndexConfig, base: URL): string;
   /** Answers a request under `/{route}/` of one of this ecosystem's indexes. */
   handleIndexRequest?(req: IndexRequest): Promise<void>;
+  /** What `/+api` and `/{route}/+api` say about this ecosystem's indexes (URLs, capabilities, client texts). */
+  discovery?: EcosystemDiscovery;
   /** Registers routes outside the index namespace. */
   register?(app: FastifyInstance): void | Promise<void>;
   /** Stops background work on shutdown. */

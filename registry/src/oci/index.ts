@@ -1,6 +1,7 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { OciDeps } from './context.js';
+import { ociDiscovery } from './discovery.js';
 import { IndexHolds } from './index-holds.js';
 import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
@@ -21,6 +22,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     id: 'oci',
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
+    discovery: ociDiscovery,
     async register(app) {
       await sessions.removeOrphans();
       await registerOciRoutes(app, deps);

@@ -9,6 +9,7 @@ import { isSha256Hex } from '../storage/types.js';
 import { findServableFile, serveFile } from './files/handler.js';
 import { storeListedFile } from './files/store-listed.js';
 import { handleInspect } from './inspect/handler.js';
+import { pythonDiscovery } from './discovery.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
 import { isValidProjectName, ProjectRecords } from './records.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
@@ -62,6 +63,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   return {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
+    discovery: pythonDiscovery,
     async close() {
       sources.close();
     },

@@ -1,0 +1,76 @@
+/**
+ * Builds discovery documents from the configuration and the request's origin only: no storage,
+ * no upstream. Nothing here reads a `Secret`; upstream URLs go through `sanitizeUrl`.
+ */
+import { sanitizeUrl } from '../config/sanitize.js';
+import type { Config, IndexConfig } from '../config/types.js';
+import { membersOf, writeTarget } from '../roles/write-target.js';
+import type { Origin } from './origin.js';
+import type { DiscoveryDocument, EcosystemDiscovery, IndexEntry, IndexView, Links } from './types.js';
+
+export function linksFor(origin: Origin | null): Links {
+  return { origin, url: (path) => (origin ? `${origin.href}${path}` : path) };
+}
+
+export function indexApiPath(index: IndexConfig): string {
+  return `/${index.route}/+api`;
+}
+
+export class DiscoveryBuilder {
+  readonly #byName: ReadonlyMap<string, IndexConfig>;
+
+  constructor(
+    private readonly config: Config,
+    /** Ecosystem id to its discovery part. */
+    private readonly ecosystems: ReadonlyMap<string, EcosystemDiscovery>,
+  ) {
+    this.#byName = new Map(config.indexes.map((ix) => [ix.name, ix]));
+  }
+
+  /** The indexes that have a document: those whose ecosystem takes part in discovery. */
+  get indexes(): IndexConfig[] {
+    return this.config.indexes.filter((ix) => this.ecosystems.has(ix.ecosystem));
+  }
+
+  /** `GET /+api`, or `GET /{route}/+api` when `only` is given. */
+  document(origin: Origin | null, only?: IndexConfig): DiscoveryDocument {
+    const links = linksFor(origin);
+    const indexes = only ? [only] : this.indexes;
+    const urls: Record<string, string> = {
+      api: links.url('/+api'),
+      status: links.url('/+status'),
+      stats: links.url('/+stats'),
+      // `[metrics] enabled = false` removes the route.
+      ...(this.config.metrics.enabled ? { metrics: links.url('/metrics') } : {}),
+    };
+    const served = new Set<string>(this.indexes.map((ix) => ix.ecosystem));
+    for (const [id, eco] of this.ecosystems) if (served.has(id)) Object.assign(urls, eco.serverUrls?.(links));
+    return {
+      urls,
+      index_apis: Object.fromEntries(indexes.map((ix) => [ix.name, links.url(indexApiPath(ix))])),
+      indexes: indexes.map((ix) => this.#entry(ix, links)),
+    };
+  }
+
+  #entry(index: IndexConfig, links: Links): IndexEntry {
+    const target = writeTarget(index, this.#byName);
+    const view: IndexView = {
+      index,
+      members: membersOf(index, this.#byName),
+      writable: target?.uploadToken ? target : null,
+    };
+    const part = this.ecosystems.get(index.ecosystem)?.index(view, links);
+    return {
+      name: index.name,
+      route: index.route,
+      ecosystem: index.ecosystem,
+      role: index.role,
+      ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
+      ...(index.role === 'cached' ? { upstream: sanitizeUrl(index.upstream) } : {}),
+      urls: { api: links.url(indexApiPath(index)), ...part?.urls },
+      capabilities: { ...part?.capabilities },
+      // Texts to paste need a host; without an origin they would not work, so there are none.
+      ...(links.origin && part?.client_configuration ? { client_configuration: part.client_configuration } : {}),
+    };
+  }
+}
