@@ -27,6 +27,21 @@ function skopeo(args: string[], allowFailure = false): Promise<RunResult> {
 const creds = () => `__token__:${c.token}`;
 
 describe('skopeo', () => {
+  it('pushes a layout made as docs/oci.md shows: a tar of files, crane append, skopeo into oci:', async () => {
+    const dir = join(c.work, 'made');
+    await run('bash', ['-c', 'set -e; mkdir -p rootfs && echo hello > rootfs/hello.txt && tar -czf layer.tar.gz -C rootfs . && mkdir -p "$CRANE_DIR"'], {
+      cwd: c.work,
+      env: { CRANE_DIR: dir },
+    });
+    await run(tool('crane'), ['append', '--oci-empty-base', '-f', join(c.work, 'layer.tar.gz'), '-t', 'app:v1', '-o', join(dir, 'image.tar')]);
+    await skopeo(['copy', `docker-archive:${join(dir, 'image.tar')}`, `oci:${join(dir, 'layout')}:v1`]);
+    await skopeo(['copy', '--dest-tls-verify=false', '--dest-creds', creds(), `oci:${join(dir, 'layout')}:v1`, `docker://${c.host}/root/oci/made/app:v1`]);
+    const out = join(dir, 'pulled.tar');
+    await run(tool('crane'), ['export', '--insecure', `${c.host}/root/oci/made/app:v1`, out]);
+    const listed = await run('tar', ['-xOf', out, 'hello.txt']);
+    expect(listed.stdout).toBe('hello\n');
+  });
+
   it('copies an OCI layout image in and back out byte for byte', async () => {
     const image = buildImage({ seed: 'skopeo-single' });
     const src = writeLayout(join(c.work, 'single-src'), [{ tag: 'v1', item: image }]);
