@@ -10,6 +10,9 @@ import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
+import { countRequests } from '../observe/requests.js';
+import { observeRoutes } from '../observe/routes.js';
+import { IndexSummaries } from '../observe/summary.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
@@ -43,6 +46,8 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
   });
+  const startedAt = new Date();
+  const requests = countRequests(app);
 
   // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
   // artifact is ever buffered. The Python upload form is parsed there too (python/upload/).
@@ -74,12 +79,13 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log);
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks };
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks, summaries: new IndexSummaries(stores.meta) };
   const ecosystems = factories.map((make) => make(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  await app.register(observeRoutes, { ctx, ecosystems, requests, startedAt });
 
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
   const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);

@@ -9,6 +9,8 @@ import type { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
 import type { UsageCounters } from '../observe/counters.js';
+import type { IndexDescription } from '../observe/describe.js';
+import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { Stores } from '../storage/index.js';
 
 export interface ServerContext {
@@ -22,6 +24,8 @@ export interface ServerContext {
   events: EventSink;
   /** The cap on concurrent archive walks and the listings cache, shared by every route that browses archives. */
   archiveWalks: ArchiveWalks;
+  /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
+  summaries: IndexSummaries;
 }
 
 export interface IndexRequest {
@@ -43,6 +47,12 @@ export interface Ecosystem {
   handleIndexRequest?(req: IndexRequest): Promise<void>;
   /** Registers routes outside the index namespace. */
   register?(app: FastifyInstance): void | Promise<void>;
+  /** What `/+status` shows of one of this ecosystem's indexes beyond the neutral fields. */
+  describe?(index: IndexConfig): IndexDescription;
+  /** Recounts projects and recent uploads from the index's metadata (the repair path of `/+status?details=admin`). */
+  scanIndex?(index: IndexConfig): Promise<ScannedSummary>;
+  /** The name `/+stats` counts a project under (e.g. PEP 503 normalised), or null for a name no project can have. */
+  projectKey?(name: string): string | null;
   /** Stops background work on shutdown. */
   close?(): Promise<void>;
 }

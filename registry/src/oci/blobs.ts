@@ -9,6 +9,12 @@ import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseRange } from './range.js';
+import type { CounterSink } from '../observe/counters.js';
+
+function countBlobDownload(counters: CounterSink, repo: string, digest: string, bytes: number): void {
+  counters.add('downloads', 1, repo, digest);
+  counters.add('bytes', bytes, repo, digest);
+}
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const { deps, request, reply } = call;
@@ -36,6 +42,8 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
+  countBlobDownload(deps.ctx.counters.index(call.target.index.route), call.target.repo.join('/'), `sha256:${hex}`, length);
   await reply.send(stream);
 }
 

@@ -5,6 +5,7 @@ import { IndexHolds } from './index-holds.js';
 import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
 import { registerOciRoutes } from './routes.js';
+import { ociStatus } from './status.js';
 import { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
@@ -21,6 +22,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     id: 'oci',
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
+    ...ociStatus(ctx),
     async register(app) {
       await sessions.removeOrphans();
       await registerOciRoutes(app, deps);

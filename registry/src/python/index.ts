@@ -19,6 +19,7 @@ import type { MutationDeps } from './mutations/handler.js';
 import { ProjectSource } from './simple/source.js';
 import { buildSources } from './sources/build.js';
 import { writeStatusCheck } from './sources/write-status.js';
+import { pythonStatus } from './status.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
@@ -43,6 +44,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   return {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
+    ...pythonStatus(ctx, sources.lookup, records),
     async close() {
       sources.close();
     },

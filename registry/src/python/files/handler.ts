@@ -29,14 +29,15 @@ export async function serveFile(source: ProjectSource, blobs: BlobStore, req: In
     if (!wantsMetadata) req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
     throw notFound();
   }
-  source.count(req.index.name, wantsMetadata ? 'metadata' : 'downloads');
+  const { project } = listed;
+  source.count(req.index.name, wantsMetadata ? 'metadata' : 'downloads', 1, project, artifact);
   const contentType = wantsMetadata ? 'text/plain; charset=utf-8' : 'application/octet-stream';
   if (body.kind === 'blob') {
     const sent = await sendBlob(blobs, req, body.digest, body.size, contentType);
-    source.count(req.index.name, 'bytes', sent);
+    source.count(req.index.name, 'bytes', sent, project, artifact);
   } else {
     sendStream(req, body, contentType);
-    source.count(req.index.name, 'bytes', body.size ?? 0);
+    source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
   }
 }
 
