@@ -33,7 +33,7 @@ export function buildStats(src: StatsSources, query: StatsQuery): Record<string,
     for (const ix of src.indexes) {
       const values = src.counters.index(ix.route).snapshot();
       sum(totals, values);
-      indexes[ix.route] = { name: ix.name, ecosystem: ix.ecosystem, role: ix.role, ...values };
+      indexes[ix.route] = { name: ix.name, ecosystem: ix.ecosystem, role: ix.role, counters: values };
     }
     return { since, totals, indexes };
   }
