@@ -8,7 +8,7 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
-import type { ManifestRecord } from './meta.js';
+import type { ManifestRecord, TagsDoc } from './meta.js';
 import { repoPrefix, reposFolder } from './meta.js';
 
 type Log = { warn(obj: object, msg: string): void };
@@ -22,18 +22,33 @@ export function ociStatus(ctx: ServerContext): Pick<Ecosystem, 'describe' | 'sca
   };
 }
 
-/** One pass over the index's repository documents: manifests per repository, newest pushes kept. */
+/**
+ * One pass over the index's repository documents: manifests per repository, and every push (a
+ * manifest record's time, with a tag that points at it, if any) for the recent list.
+ */
 async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<ScannedSummary> {
   const folder = reposFolder(index);
   const projects: Record<string, number> = {};
   const recent: RecentUpload[] = [];
+  const tagsOf = new Map<string, Promise<Map<string, string>>>();
+  const tagOf = async (repo: string, hex: string): Promise<string | undefined> => {
+    let tags = tagsOf.get(repo);
+    if (!tags) {
+      tags = ctx.stores.meta.get<TagsDoc>(`${folder}/${repo}/_tags`).then((d) => new Map(Object.entries(d?.doc.tags ?? {}).map(([tag, h]) => [h, tag])));
+      tagsOf.set(repo, tags);
+    }
+    return (await tags).get(hex);
+  };
   for await (const key of ctx.stores.meta.list(folder)) {
     const m = MANIFEST_KEY.exec(key.slice(folder.length + 1));
     if (!m) continue;
     const repo = m[1]!;
+    const hex = m[2]!;
     projects[repo] = (projects[repo] ?? 0) + 1;
     const record = (await ctx.stores.meta.get<ManifestRecord>(key))?.doc;
-    if (record) recent.push({ time: record.pushedAt, index: index.name, project: repo, filename: `sha256:${m[2]!}` });
+    if (!record) continue;
+    const tag = await tagOf(repo, hex);
+    recent.push({ time: record.pushedAt, index: index.name, project: repo, ...(tag !== undefined ? { version: tag } : {}), filename: `sha256:${hex}` });
   }
   return { projects, recent };
 }
