@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -78,8 +79,9 @@ describe('/+status and /+stats under real clients', () => {
     expect(stats.projects.alpha?.uploads).toBe(1);
     const s = await status(true);
     expect(s.serial).toBe(1);
-    expect(entry(s, 'hosted').details).toMatchObject({ projects: 1, files: 1 });
-    expect(entry(s, 'oci').details).toMatchObject({ projects: 0, files: 0 });
+    // The first admin request builds each hosted index's summary by one scan; later ones read it.
+    expect(entry(s, 'hosted').details).toMatchObject({ projects: 1, files: 1, source: 'scan' });
+    expect(entry(s, 'oci').details).toMatchObject({ projects: 0, files: 0, source: 'scan' });
     expect(s.recent_uploads).toEqual([expect.objectContaining({ index: 'hosted', project: 'alpha', version: '1.0', filename: alpha.wheelFilename })]);
   });
 
@@ -103,7 +105,7 @@ describe('/+status and /+stats under real clients', () => {
     expect(res.status).toBe(200);
     const s = await status(true);
     expect(s.serial).toBe(2);
-    expect(entry(s, 'hosted')).toMatchObject({ serial: 2, details: { projects: 1, files: 1 } });
+    expect(entry(s, 'hosted')).toMatchObject({ serial: 2, details: { projects: 1, files: 1, source: 'summary' } });
   });
 
   it('count a crane push as one upload (the manifest) and a crane pull as downloads of each blob', async () => {
@@ -125,7 +127,7 @@ describe('/+status and /+stats under real clients', () => {
 
     const s = await status(true);
     expect(s.serial).toBe(3);
-    expect(entry(s, 'oci').details).toMatchObject({ projects: 1, files: 1 });
+    expect(entry(s, 'oci').details).toMatchObject({ projects: 1, files: 1, source: 'summary' });
     expect(s.recent_uploads?.[0]).toMatchObject({ index: 'oci', project: 'team/app', version: 'v1', filename: image.manifest.descriptor.digest });
   });
 
@@ -151,5 +153,19 @@ describe('/+status and /+stats under real clients', () => {
     const stats = await getJson<{ totals: Counters }>('/+stats');
     expect(Object.values(stats.totals).every((n) => n === 0)).toBe(true);
     expect((await fetch(`${server.url}/+stats?index=root/hosted&project=alpha`)).status).toBe(404);
+  });
+
+  it('rebuild a lost summary from the store by one scan on the next admin request', async () => {
+    const before = await status(true);
+    await server.stop();
+    // As a store written before summaries existed: no summary for the OCI index.
+    const meta = new FsMetaStore(join(dataDir, 'store'));
+    expect(await meta.delete('observe/summary/oci')).toBe(true);
+    server = await startVelodex({ dataDir });
+    const after = await status(true);
+    expect(entry(after, 'oci').details).toMatchObject({ projects: 1, files: 1, source: 'scan' });
+    expect(after.recent_uploads).toEqual(before.recent_uploads);
+    // The lost summary's serial cannot be recounted: only the other indexes' part remains.
+    expect(after.serial).toBe(before.serial - entry(before, 'oci').serial);
   });
 });

@@ -25,8 +25,10 @@ export class RequestCounters {
 /** Counts every response `app` sends (call on the root instance, before routes are added). */
 export function countRequests(app: FastifyInstance): RequestCounters {
   const counters = new RequestCounters();
-  app.addHook('onResponse', async (_request, reply) => {
+  // Callback style: no promise per request.
+  app.addHook('onResponse', (_request, reply, done) => {
     counters.count(reply.statusCode);
+    done();
   });
   return counters;
 }
