@@ -29,7 +29,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
 
   app.get('/+status', async (request, reply) => {
     const query = parseStatusQuery(queryOf(request));
-    const doc = await buildStatus({ indexes, ecosystems, summaries: ctx.summaries, requests, startedAt, log: request.log }, query);
+    const doc = await buildStatus({ indexes, storageBackend: ctx.config.storage.backend, ecosystems, summaries: ctx.summaries, requests, startedAt }, query);
     return reply.header('cache-control', 'no-store').type('application/json').send(doc);
   });
 

@@ -9,6 +9,7 @@
  * ecosystem, and the result stored, so later requests and other replicas read it.
  */
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { IndexConfig } from '../config/types.js';
 import { sanitizeUrl } from '../config/sanitize.js';
 import type { Ecosystem } from '../http/ecosystem.js';
@@ -22,11 +23,12 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.j
 
 export interface StatusSources {
   indexes: readonly IndexConfig[];
+  /** Which storage backend this process uses (never its path, endpoint or keys). */
+  storageBackend: string;
   ecosystems: ReadonlyMap<string, Ecosystem>;
   summaries: IndexSummaries;
   requests: RequestCounters;
   startedAt: Date;
-  log: { warn(obj: object, msg: string): void };
 }
 
 export interface StatusQuery {
@@ -115,6 +117,9 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
   }
   return {
     version: VERSION,
+    // Which replica answered: in Kubernetes the pod name.
+    instance: hostname(),
+    storage: { backend: src.storageBackend },
     serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),
