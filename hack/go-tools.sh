@@ -26,6 +26,7 @@
 CRANE_VERSION=v0.22.1
 REGCTL_VERSION=v0.11.7
 ORAS_VERSION=v1.2.3
+PROMTOOL_VERSION=v0.316.0
 CONFORMANCE_MODULE=github.com/opencontainers/distribution-spec/conformance
 CONFORMANCE_VERSION=v0.0.0-20250123160558-a139cc423184 # v1.1.1
 CONFORMANCE_ZIP_SHA256=c5924bf4af67ec20e683cde59cf5e7ed4482669668741da59f2ad93e2c3a88b1
@@ -124,6 +125,8 @@ install_go_tools() {
   command -v go >/dev/null || { echo "go is required to build the OCI tools" >&2; return 1; }
   go_install "$dir" crane github.com/google/go-containerregistry/cmd/crane "$CRANE_VERSION"
   go_install "$dir" regctl github.com/regclient/regclient/cmd/regctl "$REGCTL_VERSION"
+  # Prometheus's own checker of the /metrics exposition (the module's v0.3xx are Prometheus 3.x).
+  go_install "$dir" promtool github.com/prometheus/prometheus/cmd/promtool "$PROMTOOL_VERSION"
   go_build_module "$dir" oras oras.land/oras "$ORAS_VERSION" cmd/oras build
   go_build_module_zip "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_ZIP_SHA256"
   go_build_module "$dir" oci-conformance-main "$CONFORMANCE_MODULE" "$CONFORMANCE_MAIN_VERSION" . build "$CONFORMANCE_MAIN_SUM"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the real programs the test suites drive, into .tools/ (ignored by git):
 #   .tools/venv      pip, uv, twine, build (PyPI, pinned in hack/python-tools.txt)
-#   .tools/bin       crane, oras, regctl, the OCI conformance suites (Go module proxy)
+#   .tools/bin       crane, oras, regctl, promtool, the OCI conformance suites (Go module proxy)
 #   skopeo           Debian package
 #   containerd, ctr  Debian package (the ctr suite starts its own private daemon)
 # A tool that cannot be installed stops this script with an error: the suites never skip.

@@ -9,6 +9,7 @@ import { ConfigError } from './config/errors.js';
 import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/load.js';
 import { uploadTokenPath } from './config/default.js';
 import type { Config } from './config/types.js';
+import { ecosystems } from './ecosystems.js';
 import { sanitizeUrl } from './config/sanitize.js';
 import { startServer, type RunningServer } from './server.js';
 
@@ -25,7 +26,7 @@ function fail(message: string, code = 2): never {
 }
 
 function load(configPath: string | undefined, overrides: Overrides): Config {
-  return configPath ? loadConfigFile(configPath, overrides) : loadEmbeddedDefault(overrides);
+  return configPath ? loadConfigFile(configPath, { ecosystems, overrides }) : loadEmbeddedDefault({ ecosystems, overrides });
 }
 
 async function main(argv: string[]): Promise<void> {
@@ -81,7 +82,7 @@ async function main(argv: string[]): Promise<void> {
       const config = load(file, overrides);
       const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
-        const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream ?? '')}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
+        const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,6 +1,15 @@
-/** The composition root's list of ecosystems: the one place that names them all. */
-import type { EcosystemFactory } from './http/ecosystem.js';
-import { createPythonEcosystem } from './python/index.js';
+/**
+ * The composition root's list of ecosystems: the one place that names them all. The first is the
+ * default of an index that names no `ecosystem`. Adding one is a folder with its facts and its
+ * factory, and a line here.
+ */
+import type { EcosystemModule } from './http/ecosystem.js';
+import { ociFacts } from './oci/facts.js';
 import { createOciEcosystem } from './oci/index.js';
+import { pythonFacts } from './python/facts.js';
+import { createPythonEcosystem } from './python/index.js';
 
-export const ecosystems: EcosystemFactory[] = [createPythonEcosystem, createOciEcosystem];
+export const ecosystems: readonly EcosystemModule[] = [
+  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true },
+  { ...ociFacts, create: createOciEcosystem },
+];

@@ -12,9 +12,11 @@ import { buffer } from 'node:stream/consumers';
 import { MAX_PREVIEW_BYTES } from '../../registry/src/archive/index.js';
 import { ArchiveWalks } from '../../registry/src/archive/walks.js';
 import { loadEmbeddedDefault } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
 import { buildApp } from '../../registry/src/http/app.js';
 import type { EcosystemFactory } from '../../registry/src/http/ecosystem.js';
 import { HttpError } from '../../registry/src/http/errors.js';
+import { pythonFacts } from '../../registry/src/python/facts.js';
 import { handleInspect } from '../../registry/src/python/inspect/handler.js';
 import { openStores } from '../../registry/src/storage/index.js';
 import { makeFixtures, type Fixtures } from './fixtures.js';
@@ -27,7 +29,7 @@ const walks = new ArchiveWalks({ limit: 1, waitMs: 300 });
 
 beforeAll(async () => {
   fx = await makeFixtures();
-  const config = loadEmbeddedDefault({ dataDir: join(fx.root, 'data') }, { VELODEX_UPLOAD_TOKEN: 'token' });
+  const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(fx.root, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
   // The app's store is the one the fixtures were written to.
   const stores = await openStores({ ...config.storage, path: join(fx.root, 'store') });
   // Stands in for the Python dispatch: `inspect/{sha256}/{filename}/{member...}`, owning every fixture.
@@ -47,7 +49,7 @@ beforeAll(async () => {
       });
     },
   });
-  ({ app } = await buildApp({ ...config, logLevel: 'silent' }, stores, [python], { archiveWalks: walks }));
+  ({ app } = await buildApp({ ...config, logLevel: 'silent' }, stores, [{ ...pythonFacts, create: python }], { archiveWalks: walks }));
 }, 120_000);
 
 afterAll(async () => {

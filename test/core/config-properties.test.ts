@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { buildConfig, parseConfigText } from '../../registry/src/config/load.js';
 import type { Config } from '../../registry/src/config/types.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
 
 const ENV = { VELODEX_TEST_SECRET: 'env-secret-5d1c0e', VELODEX_TEST_BLANK: '  ' };
 /** Every secret the generated configs may carry; none may appear in an error message. */
@@ -36,7 +37,7 @@ function expectKeptPromises(result: Config | ConfigError): void {
     routes.add(ix.route);
     if (ix.role === 'cached') expect(ix.upstream).toBeTypeOf('string');
     if (ix.role === 'virtual') expect(ix.members.length).toBeGreaterThan(0);
-    for (const secret of [ix.uploadToken, ...ix.webhooks.map((w) => w.secret)]) {
+    for (const secret of [ix.role === 'hosted' ? ix.uploadToken : undefined, ...ix.webhooks.map((w) => w.secret)]) {
       if (secret) expect(secret.reveal().trim()).not.toBe('');
     }
     for (const hook of ix.webhooks) expect(new URL(hook.url).password).toBe('');
@@ -101,7 +102,7 @@ describe('config loading, for any input', () => {
     fc.assert(
       fc.property(indexes, backend, (list, store) => {
         const raw = { index: list, ...(store ? { storage: { backend: store } } : {}) };
-        expectKeptPromises(load(() => buildConfig(raw, 'property', {}, ENV)));
+        expectKeptPromises(load(() => buildConfig(raw, 'property', { ecosystems, env: ENV })));
       }),
       { numRuns: 1000 },
     );
@@ -110,7 +111,7 @@ describe('config loading, for any input', () => {
   it('any JSON value in place of the file gives a config or a ConfigError', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 4 }), (raw) => {
-        expectKeptPromises(load(() => buildConfig(raw, 'property', {}, ENV)));
+        expectKeptPromises(load(() => buildConfig(raw, 'property', { ecosystems, env: ENV })));
       }),
       { numRuns: 300 },
     );
@@ -126,7 +127,7 @@ describe('config loading, for any input', () => {
     );
     fc.assert(
       fc.property(tomlish, (lines) => {
-        expectKeptPromises(load(() => parseConfigText(lines.join('\n'), 'property.toml', {}, ENV)));
+        expectKeptPromises(load(() => parseConfigText(lines.join('\n'), 'property.toml', { ecosystems, env: ENV })));
       }),
       { numRuns: 300 },
     );

@@ -7,7 +7,7 @@ import { matchingTargets, resolveTarget, urlHash } from '../../registry/src/even
 import type { StoredDelivery, WriteEvent } from '../../registry/src/events/types.js';
 
 function index(name: string, webhooks: IndexConfig['webhooks']): IndexConfig {
-  return { name, route: `root/${name}`, routeSegments: ['root', name], ecosystem: 'python', role: 'hosted', cacheTtlSecs: 0, members: [], volatile: false, policy: { denyProjects: [], allowProjects: [] }, webhooks };
+  return { name, route: `root/${name}`, routeSegments: ['root', name], ecosystem: 'python', role: 'hosted', volatile: false, policy: { denyProjects: [], allowProjects: [] }, webhooks };
 }
 
 const byName = new Map([

@@ -32,7 +32,7 @@ interface Running {
 /** velodex's app over a fresh store, listening on a free port, with the given walk cap. */
 async function start(walks: ArchiveWalks): Promise<Running> {
   const dir = tempDir();
-  const config = loadEmbeddedDefault({ dataDir: join(dir, 'data') }, { VELODEX_UPLOAD_TOKEN: 'token' });
+  const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(dir, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
   const stores = await openStores({ ...config.storage, path: join(dir, 'store') });
   const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, stores, ecosystems, { archiveWalks: walks });
   await app.listen({ host: '127.0.0.1', port: 0 });

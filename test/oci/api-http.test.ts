@@ -20,6 +20,10 @@ const SETTLE_MS = 300;
 beforeAll(async () => {
   server = await startVelodex();
   reg = new Registry(server.url, basicAuth(defaultToken(server)));
+  // The blobs of the manifest the refused-write tests push: an index accepts an image manifest
+  // only when it holds what the manifest names.
+  await reg.pushBlob('root/oci/refused', 'cfg');
+  await reg.pushBlob('root/oci/refused', 'layer');
 });
 
 afterAll(async () => {

@@ -151,6 +151,8 @@ describe('cached index pages', () => {
     for (const route of ['root/pypi', 'root/readonly']) {
       const res = await fetch(`${server.url}/${route}/`, { method: 'POST', headers: { authorization: `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}` } });
       expect(res.status).toBe(405);
+      // The upload URL takes nothing else, and the index takes no writes: nothing is allowed.
+      expect(res.headers.get('allow')).toBe('');
     }
   });
 });

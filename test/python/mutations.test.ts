@@ -295,6 +295,9 @@ describe('refusals', () => {
     for (const route of ['root/mirror', 'root/view']) {
       const res = await write(method, `${server.url}/${route}/${path}`, { token: TOKEN });
       expect(res.status).toBe(405);
+      // Only the path's reads remain: a one- or two-segment path is also a (404) read; a
+      // longer one takes no read at all, an empty Allow.
+      expect(res.headers.get('allow')).toBe(path.split('?')[0]!.replace(/\/$/, '').split('/').length <= 2 ? 'GET, HEAD' : '');
       expect(res.json).toMatchObject({ statusCode: 405, message: 'this index does not accept writes' });
     }
   });

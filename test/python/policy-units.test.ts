@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../registry/src/config/load.js';
 import type { PolicyConfig } from '../../registry/src/config/types.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
 import { formatDuration, parseDuration } from '../../registry/src/policy/duration.js';
 import { globToRegExp } from '../../registry/src/policy/glob.js';
 import { Policy } from '../../registry/src/policy/rules.js';
@@ -72,11 +73,24 @@ describe('Policy', () => {
     expect(p.fileDenial('serve', 'x', { ...old, size: null }, now)).toBeNull();
     expect(p.fileDenial('mirror', 'x', { ...old, size: 1001 }, now)).toMatchObject({ action: 'mirror', rule: 'max-file-size', field: 'size' });
   });
+
+  it('gives a true min-release-age reason for a future, a missing and an unreadable upload time', () => {
+    const now = Date.parse('2025-01-08T00:00:00Z');
+    const p = new Policy([cfg({ minReleaseAgeSecs: 3600 })]);
+    const file = { filename: 'x-1.0.tar.gz', version: '1.0', size: 10 };
+    const reason = (uploadTime: string | null) => p.fileDenial('serve', 'x', { ...file, uploadTime }, now)?.reason;
+    expect(reason('2025-01-08T02:00:00.000000Z')).toBe(
+      "x-1.0.tar.gz has an upload time in the future (2025-01-08T02:00:00.000000Z, 2h ahead of this server's clock); this index serves files only once they are 1h old (min-release-age)",
+    );
+    expect(reason(null)).toMatch(/^x-1\.0\.tar\.gz has no known upload time; /);
+    expect(reason('yesterday')).toMatch(/^x-1\.0\.tar\.gz has an unreadable upload time \(yesterday\); /);
+    expect(reason('2025-01-07T23:59:59.500000Z')).toMatch(/^x-1\.0\.tar\.gz was uploaded 0s ago; /);
+  });
 });
 
 describe('config', () => {
   const build = (policy: Record<string, unknown>) =>
-    buildConfig({ index: [{ name: 'h', route: 'root/h', hosted: true, policy }] }, 'test', {}, {});
+    buildConfig({ index: [{ name: 'h', route: 'root/h', hosted: true, policy }] }, 'test', { ecosystems, env: {} });
 
   it('reads min-release-age as seconds or a duration', () => {
     expect(build({ 'min-release-age': '7d' }).indexes[0]?.policy.minReleaseAgeSecs).toBe(604_800);

@@ -102,6 +102,8 @@ describe('deny-projects', () => {
       const res = await get(`${url('hosted')}/simple/evil-thing/`, accept);
       expect(res.status).toBe(403);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      // A Simple answer, if a refusal: its representation still depends on Accept.
+      expect(res.headers.get('vary')).toBe('Accept');
       expect(res.json).toEqual(denial);
     }
     const legacy = await get(`${url('hosted')}/evil-thing/json`, 'application/json');

@@ -130,7 +130,8 @@ describe('Simple API', () => {
   it('serves the PEP 691/700 JSON detail page', async () => {
     const doc = await simpleJson('demo-pkg');
     expect(doc.meta['api-version']).toBe('1.4');
-    expect(doc.name).toBe('Demo_Pkg');
+    // PEP 691: the normalized name, however the project was first spelled.
+    expect(doc.name).toBe('demo-pkg');
     expect(doc.versions).toEqual(['0.9.dev1', '1.0', '1.9', '1.10', '1.11', '1.12', '2.0rc1']);
     const byName = new Map(doc.files.map((f) => [f.filename, f]));
     const wheel = byName.get('demo_pkg-1.10-py3-none-any.whl')!;
@@ -188,25 +189,67 @@ describe('Simple API', () => {
     expect(html.status).toBe(200);
 
     // This test process writes the record, as a second server over the same store would.
-    await records.update('hosted', 'other', (r) => (r ? { ...r, name: 'Other' } : r));
+    await records.update('hosted', 'other', (r) =>
+      r ? { ...r, files: Object.fromEntries(Object.entries(r.files).map(([k, f]) => [k, { ...f, yanked: 'by another process' }])) } : r,
+    );
     const changed = await fetch(`${base}/simple/other/`, { headers: { accept: PIP_ACCEPT, 'if-none-match': etag } });
     expect(changed.status).toBe(200);
     expect(changed.headers.get('etag')).not.toBe(etag);
-    expect(((await changed.json()) as SimpleDetail).name).toBe('Other');
+    expect(((await changed.json()) as SimpleDetail).files[0]!.yanked).toBe('by another process');
   });
 
-  it('redirects non-normalized names and missing slashes', async () => {
-    for (const [path, location] of [
-      ['/simple/Demo_Pkg/', '/root/hosted/simple/demo-pkg/'],
-      ['/simple/demo.pkg', '/root/hosted/simple/demo-pkg/'],
-      ['/simple/demo-pkg', '/root/hosted/simple/demo-pkg/'],
-      ['/simple', '/root/hosted/simple/'],
-      ['/Demo.Pkg/json', '/root/hosted/demo-pkg/json'],
-      ['/Demo.Pkg/1.0/json', '/root/hosted/demo-pkg/1.0/json'],
+  it('redirects non-normalized names and missing slashes with a relative Location', async () => {
+    for (const [path, location, canonical] of [
+      ['/simple/Demo_Pkg/', '../demo-pkg/', '/simple/demo-pkg/'],
+      ['/simple/demo.pkg', 'demo-pkg/', '/simple/demo-pkg/'],
+      ['/simple/demo-pkg', 'demo-pkg/', '/simple/demo-pkg/'],
+      ['/simple/Demo_Pkg/?x=1', '../demo-pkg/?x=1', '/simple/demo-pkg/?x=1'],
+      ['/simple', 'simple/', '/simple/'],
+      ['/Demo.Pkg/json', '../demo-pkg/json', '/demo-pkg/json'],
+      ['/Demo.Pkg/1.0/json', '../../demo-pkg/1.0/json', '/demo-pkg/1.0/json'],
     ]) {
       const res = await rawRequest(server.url, `/root/hosted${path}`);
       expect(res.status, path).toBe(301);
       expect(res.headers.location, path).toBe(location);
+      // Behind a proxy that mounts velodex under /mirror/, the client stays under /mirror/.
+      const proxied = new URL(res.headers.location as string, `https://proxy.example/mirror/root/hosted${path}`);
+      expect(proxied.pathname + proxied.search, path).toBe(`/mirror/root/hosted${canonical}`);
+    }
+    // Both the redirect and its target carry Vary, as every Simple answer does.
+    expect((await rawRequest(server.url, '/root/hosted/simple/Demo_Pkg/')).headers.vary).toBe('Accept');
+  });
+
+  it('carries Vary: Accept on every Simple answer, errors included', async () => {
+    for (const [method, path, status] of [
+      ['GET', '/simple/a!b/', 404],
+      ['GET', '/simple/nope/', 404],
+      ['POST', '/simple/', 405],
+      ['POST', '/simple/demo-pkg/', 405],
+    ] as const) {
+      const res = await rawRequest(server.url, `/root/hosted${path}`, method, { accept: PIP_ACCEPT });
+      expect(res.status, `${method} ${path}`).toBe(status);
+      expect(res.headers.vary, `${method} ${path}`).toBe('Accept');
+    }
+  });
+
+  it('answers every 405 with an Allow header naming all the methods the path takes', async () => {
+    for (const [method, path, allow] of [
+      // The project list to GET, a delete of a project named "simple".
+      ['POST', '/simple/', 'GET, HEAD, DELETE'],
+      // A detail page to GET, a yank of project "simple" to PUT/DELETE, a delete of its version.
+      ['POST', '/simple/yank', 'GET, HEAD, PUT, DELETE'],
+      ['PATCH', '/simple/demo-pkg/', 'GET, HEAD, DELETE'],
+      ['GET', '/', 'POST'],
+      // Legacy JSON to GET, a delete of a version named "json".
+      ['PUT', '/demo-pkg/json', 'GET, HEAD, DELETE'],
+      ['POST', `/files/${'a'.repeat(64)}/x-1.0.tar.gz`, 'GET, HEAD'],
+      ['DELETE', `/inspect/${'a'.repeat(64)}/x-1.0.tar.gz`, 'GET, HEAD'],
+      ['GET', '/demo-pkg/1.0/promote', 'PUT'],
+      ['OPTIONS', '/demo-pkg/restore', 'GET, HEAD, PUT, DELETE'],
+    ] as const) {
+      const res = await rawRequest(server.url, `/root/hosted${path}`, method);
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.allow, `${method} ${path}`).toBe(allow);
     }
   });
 
@@ -220,7 +263,7 @@ describe('Simple API', () => {
     expect((await fetch(`${base}/whatever`)).status).toBe(404);
     const post = await fetch(`${base}/simple/`, { method: 'POST' });
     expect(post.status).toBe(405);
-    expect(post.headers.get('allow')).toBe('GET, HEAD');
+    expect(post.headers.get('allow')).toBe('GET, HEAD, DELETE');
     const head = await fetch(`${base}/simple/demo-pkg/`, { method: 'HEAD', headers: { accept: PIP_ACCEPT } });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-type')).toBe(JSON_TYPE);
@@ -368,5 +411,17 @@ describe('legacy JSON', () => {
     expect(doc.urls.map((u) => u.filename)).toEqual(['demo_pkg-1.11-py3-none-any.whl']);
     expect(doc.urls[0]!.yanked_reason).toBe('broken <build> & "bad"');
     expect((await fetch(`${base}/demo-pkg/1.13/json`)).status).toBe(404);
+  });
+
+  it('finds a release by any PEP 440 spelling of its version', async () => {
+    for (const spelling of ['1.10.0', '1.10.0.0', '01.10', '1.10', 'v1.10']) {
+      const res = await fetch(`${base}/demo-pkg/${spelling}/json`);
+      expect(res.status, spelling).toBe(200);
+      const doc = (await res.json()) as LegacyDoc;
+      expect(doc.info.version, spelling).toBe('1.10');
+      expect(Object.keys(doc.releases), spelling).toEqual(['1.10']);
+    }
+    expect((await fetch(`${base}/demo-pkg/2.0.0rc1/json`)).status).toBe(200);
+    expect((await fetch(`${base}/demo-pkg/1.1/json`)).status).toBe(404);
   });
 });

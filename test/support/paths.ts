@@ -16,6 +16,7 @@ const TOOL_PATHS: Record<string, string> = {
   crane: join(TOOLS, 'bin', 'crane'),
   oras: join(TOOLS, 'bin', 'oras'),
   regctl: join(TOOLS, 'bin', 'regctl'),
+  promtool: join(TOOLS, 'bin', 'promtool'),
   conformance: join(TOOLS, 'bin', 'oci-conformance'),
   'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),
   skopeo: '/usr/bin/skopeo',

@@ -1,11 +1,13 @@
 /**
- * The embedded default: what `velodex serve` runs with no config file. One hosted Python index at
- * `root/hosted` and one hosted OCI index at `root/oci`, both writable with one upload token taken
- * from VELODEX_UPLOAD_TOKEN or generated once into `<data_dir>/upload-token` (mode 0600).
+ * The embedded default: what `velodex serve` runs with no config file. One hosted index of every
+ * ecosystem (Python at `root/hosted`, OCI at `root/oci`: their facts say where), all writable
+ * with one upload token taken from VELODEX_UPLOAD_TOKEN or generated once into
+ * `<data_dir>/upload-token` (mode 0600).
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { EcosystemFacts } from './ecosystem-facts.js';
 
 export function uploadTokenPath(dataDir: string): string {
   return join(dataDir, 'upload-token');
@@ -33,14 +35,12 @@ export function ensureUploadTokenFile(dataDir: string): string {
   return path;
 }
 
-export function embeddedDefault(dataDir: string, env: NodeJS.ProcessEnv): Record<string, unknown> {
+/** One hosted index of every ecosystem, each where its facts say, all with the one token. */
+export function embeddedDefault(dataDir: string, env: NodeJS.ProcessEnv, ecosystems: readonly EcosystemFacts[]): Record<string, unknown> {
   const token = env.VELODEX_UPLOAD_TOKEN
     ? { upload_token_env: 'VELODEX_UPLOAD_TOKEN' }
     : { upload_token_file: ensureUploadTokenFile(dataDir) };
   return {
-    index: [
-      { name: 'hosted', route: 'root/hosted', hosted: true, ...token },
-      { name: 'oci', route: 'root/oci', ecosystem: 'oci', hosted: true, ...token },
-    ],
+    index: ecosystems.map((e) => ({ ...e.embeddedDefault, ecosystem: e.id, hosted: true, ...token })),
   };
 }

@@ -6,10 +6,11 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
+import type { EcosystemFacts } from './ecosystem-facts.js';
 import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import { Secret } from './secret.js';
-import type { Config, EcosystemId, IndexConfig, Role, StorageConfig, WebhookConfig } from './types.js';
+import type { Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
 import { embeddedDefault } from './default.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from '../policy/duration.js';
@@ -20,24 +21,31 @@ export interface Overrides {
   dataDir?: string;
 }
 
+export interface LoadOptions {
+  /** The ecosystems this build serves; the first is the default of an index without `ecosystem`. */
+  ecosystems: readonly EcosystemFacts[];
+  overrides?: Overrides;
+  env?: NodeJS.ProcessEnv;
+}
+
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 4433;
 export const DEFAULT_DATA_DIR = 'velodex-data';
 export const DEFAULT_CACHE_TTL_SECS = 300;
 
 /** Reads and validates a config file. */
-export function loadConfigFile(path: string, overrides: Overrides = {}, env = process.env): Config {
+export function loadConfigFile(path: string, opts: LoadOptions): Config {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
     throw new ConfigError(path, `cannot read the config file (${(err as NodeJS.ErrnoException).code ?? String(err)})`, 'pass an existing file to --config');
   }
-  return parseConfigText(text, path, overrides, env);
+  return parseConfigText(text, path, opts);
 }
 
 /** Validates config text; `source` names it in messages (a path, or where it came from). */
-export function parseConfigText(text: string, source: string, overrides: Overrides = {}, env = process.env): Config {
+export function parseConfigText(text: string, source: string, opts: LoadOptions): Config {
   let raw: unknown;
   try {
     raw = parseToml(text);
@@ -45,16 +53,17 @@ export function parseConfigText(text: string, source: string, overrides: Overrid
     const where = err instanceof TomlError ? `${source}:${err.line}:${err.column}` : source;
     throw new ConfigError(where, `not valid TOML: ${(err as Error).message.split('\n')[0]}`);
   }
-  return buildConfig(raw, source, overrides, env);
+  return buildConfig(raw, source, opts);
 }
 
-/** The config used when no file is given: a hosted Python index and a hosted OCI index. */
-export function loadEmbeddedDefault(overrides: Overrides = {}, env = process.env): Config {
-  const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? DEFAULT_DATA_DIR;
-  return buildConfig(embeddedDefault(dataDir, env), 'embedded default', overrides, env);
+/** The config used when no file is given: one hosted index of every ecosystem. */
+export function loadEmbeddedDefault(opts: LoadOptions): Config {
+  const env = opts.env ?? process.env;
+  const dataDir = opts.overrides?.dataDir ?? env.VELODEX_DATA_DIR ?? DEFAULT_DATA_DIR;
+  return buildConfig(embeddedDefault(dataDir, env, opts.ecosystems), 'embedded default', opts);
 }
 
-export function buildConfig(raw: unknown, source: string, overrides: Overrides, env: NodeJS.ProcessEnv): Config {
+export function buildConfig(raw: unknown, source: string, { ecosystems, overrides = {}, env = process.env }: LoadOptions): Config {
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw zodToConfigError(parsed.error, raw);
   const file: FileConfig = parsed.data;
@@ -63,7 +72,7 @@ export function buildConfig(raw: unknown, source: string, overrides: Overrides, 
   const port = overrides.port ?? parsePortEnv(env.VELODEX_PORT) ?? file.port ?? DEFAULT_PORT;
   const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? file.data_dir ?? DEFAULT_DATA_DIR;
 
-  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, env));
+  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, env, ecosystems));
   checkIndexes(indexes);
 
   const s = file.storage ?? {};
@@ -82,7 +91,7 @@ export function buildConfig(raw: unknown, source: string, overrides: Overrides, 
       if (!storage[key]) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set storage.${key}`);
     }
   }
-  refuseUnbuilt(indexes, storage);
+  refuseUnbuilt(storage);
 
   const rl = file.rate_limit ?? {};
   const classes: Config['rateLimit']['classes'] = {};
@@ -99,6 +108,7 @@ export function buildConfig(raw: unknown, source: string, overrides: Overrides, 
     storage,
     indexes,
     rateLimit: { enabled: rl.enabled ?? false, classes },
+    metrics: { enabled: file.metrics?.enabled ?? true },
     source,
   };
 }
@@ -112,9 +122,9 @@ function parsePortEnv(value: string | undefined): number | undefined {
   return n;
 }
 
-function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.ProcessEnv): IndexConfig {
+function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.ProcessEnv, ecosystems: readonly EcosystemFacts[]): IndexConfig {
   const where = `index "${ix.name}" (index[${position}])`;
-  const roles: Role[] = [];
+  const roles: IndexConfig['role'][] = [];
   if (ix.hosted) roles.push('hosted');
   if (ix.cached !== undefined) roles.push('cached');
   if (ix.members !== undefined) roles.push('virtual');
@@ -125,36 +135,34 @@ function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.Process
       'give exactly one of hosted = true, cached = "<upstream URL>", members = [...]',
     );
   }
-  const role = roles[0] as Role;
-  const ecosystem: EcosystemId = ix.ecosystem ?? 'python';
+  const role = roles[0]!;
+  const ecosystem = ix.ecosystem === undefined ? ecosystems[0] : ecosystems.find((e) => e.id === ix.ecosystem);
+  if (!ecosystem) {
+    throw new ConfigError(`${where}.ecosystem`, `"${ix.ecosystem}" is not an ecosystem this build serves`, `use one of ${ecosystems.map((e) => `"${e.id}"`).join(', ')}`);
+  }
+  if (!ecosystem.roles.includes(role)) {
+    // What this build does not do yet is refused by name, not accepted and ignored.
+    throw new ConfigError(where, `a ${role} ${ecosystem.id} index is not available in this build yet`, `use a ${ecosystem.roles.join(' or ')} index`);
+  }
   const routeSegments = checkRoute(ix.route, ecosystem, `${where}.route`);
 
-  const onlyFor = (key: keyof IndexFileConfig, allowed: Role) => {
+  const onlyFor = (key: keyof IndexFileConfig, allowed: IndexConfig['role']) => {
     if (ix[key] !== undefined && role !== allowed) {
       throw new ConfigError(`${where}.${key}`, `only applies to a ${allowed} index, this one is ${role}`, `remove ${key}`);
     }
   };
   onlyFor('upstream_concurrency', 'cached');
   onlyFor('cache_ttl_secs', 'cached');
+  for (const key of secretSpellings('upstream_username', 'upstream_password')) onlyFor(key, 'cached');
   onlyFor('upload_target', 'virtual');
   onlyFor('volatile', 'hosted');
-  for (const key of ['upload_token', 'upload_token_env', 'upload_token_file'] as const) onlyFor(key, 'hosted');
+  for (const key of secretSpellings('upload_token')) onlyFor(key, 'hosted');
 
-  return {
+  const base = {
     name: ix.name,
     route: routeSegments.join('/'),
     routeSegments,
-    ecosystem,
-    role,
-    upstream: ix.cached,
-    upstreamUsername: resolveSecret(ix, 'upstream_username', where, env),
-    upstreamPassword: resolveSecret(ix, 'upstream_password', where, env),
-    upstreamConcurrency: ix.upstream_concurrency,
-    cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
-    members: ix.members ?? [],
-    uploadTarget: ix.upload_target,
-    uploadToken: resolveSecret(ix, 'upload_token', where, env),
-    volatile: ix.volatile ?? false,
+    ecosystem: ecosystem.id,
     policy: {
       maxFileSize: ix.policy?.['max-file-size'],
       denyProjects: ix.policy?.['deny-projects'] ?? [],
@@ -167,6 +175,22 @@ function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.Process
       events: w.events,
     })),
   };
+  switch (role) {
+    case 'hosted':
+      return { ...base, role, uploadToken: resolveSecret(ix, 'upload_token', where, env), volatile: ix.volatile ?? false };
+    case 'cached':
+      return {
+        ...base,
+        role,
+        upstream: ix.cached!,
+        upstreamUsername: resolveSecret(ix, 'upstream_username', where, env),
+        upstreamPassword: resolveSecret(ix, 'upstream_password', where, env),
+        upstreamConcurrency: ix.upstream_concurrency,
+        cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
+      };
+    case 'virtual':
+      return { ...base, role, members: ix.members!, uploadTarget: ix.upload_target };
+  }
 }
 
 /**
@@ -185,28 +209,12 @@ function webhookUrl(raw: string, where: string): Pick<WebhookConfig, 'url' | 'ba
   return { url: url.toString(), basicAuth };
 }
 
-/**
- * What this build does not do yet stops loading, naming the key, instead of starting a server
- * that accepts the setting and ignores it (an OCI cache that never contacts its upstream).
- */
-function refuseUnbuilt(indexes: IndexConfig[], storage: StorageConfig): void {
+/** The s3 backend is not built yet: refused by name instead of accepted and ignored. */
+function refuseUnbuilt(storage: StorageConfig): void {
   if (storage.backend === 's3') {
     throw new ConfigError('storage.backend', '"s3" is not available in this build yet', 'use backend = "fs" (the default)');
   }
-  // A virtual index with such a member is refused too: the member itself is in this list.
-  for (const [i, ix] of indexes.entries()) {
-    const roles = ROLES_BUILT[ix.ecosystem];
-    if (!roles.includes(ix.role)) {
-      throw new ConfigError(`index "${ix.name}" (index[${i}])`, `a ${ix.role} ${ix.ecosystem} index is not available in this build yet`, `use a ${roles.join(' or ')} index`);
-    }
-  }
 }
-
-/** Roles each ecosystem serves in this build. */
-const ROLES_BUILT: Record<EcosystemId, readonly Role[]> = {
-  python: ['hosted', 'cached', 'virtual'],
-  oci: ['hosted', 'virtual'],
-};
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */
 function checkIndexes(indexes: IndexConfig[]): void {
@@ -221,7 +229,8 @@ function checkIndexes(indexes: IndexConfig[]): void {
     }
     byRoute.set(ix.route, ix);
   }
-  for (const ix of indexes.filter((i) => i.role === 'virtual')) {
+  for (const ix of indexes) {
+    if (ix.role !== 'virtual') continue;
     const where = `index "${ix.name}"`;
     if (ix.members.length === 0) throw new ConfigError(`${where}.members`, 'is empty', 'list at least one member index name');
     for (const m of ix.members) {
@@ -245,6 +254,11 @@ function checkIndexes(indexes: IndexConfig[]): void {
 }
 
 type SecretHolder = Record<string, unknown>;
+
+/** The three spellings (`x`, `x_env`, `x_file`) of each secret key. */
+function secretSpellings<K extends string>(...keys: K[]): Array<K | `${K}_env` | `${K}_file`> {
+  return keys.flatMap((k) => [k, `${k}_env` as const, `${k}_file` as const]);
+}
 
 /** Resolves `key`, `key_env` or `key_file` (exactly one may be set) into a Secret. */
 export function resolveSecret(holder: SecretHolder, key: string, where: string, env: NodeJS.ProcessEnv): Secret | undefined {

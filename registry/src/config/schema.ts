@@ -37,7 +37,7 @@ export const indexSchema = z.strictObject({
   // Index names become parts of storage keys and appear in URLs of the discovery documents.
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
   route: z.string().min(1),
-  ecosystem: z.enum(['python', 'oci']).optional(),
+  ecosystem: z.string().optional(),
   hosted: z.boolean().optional(),
   cached: z.string().url().optional(),
   members: z.array(z.string()).optional(),
@@ -81,6 +81,7 @@ export const fileSchema = z.strictObject({
   storage: storageSchema.optional(),
   index: z.array(indexSchema).optional(),
   rate_limit: rateLimitSchema.optional(),
+  metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

@@ -2,7 +2,8 @@
 import type { Secret } from './secret.js';
 
 export type Role = 'hosted' | 'cached' | 'virtual';
-export type EcosystemId = 'python' | 'oci';
+/** An ecosystem's id (`python`, `oci`, ...): the ecosystems registered in the composition root. */
+export type EcosystemId = string;
 
 export interface PolicyConfig {
   maxFileSize?: number;
@@ -21,29 +22,44 @@ export interface WebhookConfig {
   events?: string[];
 }
 
-export interface IndexConfig {
+/** What every index has, whatever its role. */
+interface IndexBase {
   name: string;
   /** Normalised: no leading or trailing slash, segments joined by `/`. */
   route: string;
   routeSegments: string[];
   ecosystem: EcosystemId;
-  role: Role;
-  /** cached: the upstream URL. */
-  upstream?: string;
+  policy: PolicyConfig;
+  webhooks: WebhookConfig[];
+}
+
+export interface HostedIndex extends IndexBase {
+  role: 'hosted';
+  /** The token writes must present; absent means uploads are disabled. */
+  uploadToken?: Secret;
+  volatile: boolean;
+}
+
+export interface CachedIndex extends IndexBase {
+  role: 'cached';
+  /** The upstream URL. */
+  upstream: string;
   upstreamUsername?: Secret;
   upstreamPassword?: Secret;
   upstreamConcurrency?: number;
   cacheTtlSecs: number;
-  /** virtual: member index names, in order. */
-  members: string[];
-  /** virtual: the member that receives writes. */
-  uploadTarget?: string;
-  /** hosted: the token writes must present; absent means uploads are disabled. */
-  uploadToken?: Secret;
-  volatile: boolean;
-  policy: PolicyConfig;
-  webhooks: WebhookConfig[];
 }
+
+export interface VirtualIndex extends IndexBase {
+  role: 'virtual';
+  /** Member index names, in order. */
+  members: string[];
+  /** The hosted member that receives writes. */
+  uploadTarget?: string;
+}
+
+/** One configured index: its role decides which settings it has (a cached one always has an upstream). */
+export type IndexConfig = HostedIndex | CachedIndex | VirtualIndex;
 
 export interface StorageConfig {
   backend: 'fs' | 's3';
@@ -75,6 +91,8 @@ export interface Config {
   storage: StorageConfig;
   indexes: IndexConfig[];
   rateLimit: RateLimitConfig;
+  /** `GET /metrics` and the per-request observation behind it (on by default). */
+  metrics: { enabled: boolean };
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

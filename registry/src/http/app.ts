@@ -10,11 +10,14 @@ import type { Config, IndexConfig } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
+import { Metrics } from '../observe/metrics.js';
+import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
 import { countRequests } from '../observe/requests.js';
 import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
+import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemFactory, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
@@ -34,7 +37,7 @@ export interface BuildOptions {
   logSink?: LineSink;
 }
 
-export async function buildApp(config: Config, stores: Stores, factories: EcosystemFactory[], options: BuildOptions = {}): Promise<BuiltApp> {
+export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
   const app = Fastify({
     logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
@@ -79,8 +82,25 @@ export async function buildApp(config: Config, stores: Stores, factories: Ecosys
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log);
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters: new UsageCounters(), events, archiveWalks, summaries: new IndexSummaries(stores.meta) };
-  const ecosystems = factories.map((make) => make(ctx));
+  const counters = new UsageCounters();
+  const upstreamSlots = new UpstreamSlotsByIndex();
+  const summaries = new IndexSummaries(stores.meta);
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, summaries };
+
+  if (config.metrics.enabled) {
+    const moduleOf = new Map(modules.map((m) => [m.id, m]));
+    const metrics = new Metrics({
+      indexes: config.indexes,
+      counters,
+      upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
+      servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
+      rateLimit: () => ({ allowed: {}, denied: {} }),
+    });
+    observeRequests(app, metrics);
+    await app.register(metricsRoute(metrics));
+  }
+
+  const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
 

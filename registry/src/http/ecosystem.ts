@@ -6,8 +6,10 @@
  */
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
+import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
+import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { IndexDescription } from '../observe/describe.js';
 import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
@@ -24,6 +26,8 @@ export interface ServerContext {
   events: EventSink;
   /** The cap on concurrent archive walks and the listings cache, shared by every route that browses archives. */
   archiveWalks: ArchiveWalks;
+  /** Every cached index's upstream fetch cap (`upstream_concurrency`). */
+  upstreamSlots: UpstreamSlotsByIndex;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
 }
@@ -58,3 +62,10 @@ export interface Ecosystem {
 }
 
 export type EcosystemFactory = (ctx: ServerContext) => Ecosystem;
+
+/** An ecosystem as the composition root registers it: its static facts and how to start it. */
+export interface EcosystemModule extends EcosystemFacts {
+  create: EcosystemFactory;
+  /** Serves core-metadata siblings (the `metadata` usage counter and its metric). */
+  metadataSiblings?: boolean;
+}

@@ -5,6 +5,7 @@
  * `SlotWaitTimeoutError` (a 429 with `Retry-After` to the client). Without a limit every acquire succeeds at once, but in-flight fetches
  * are still counted for the gauge (`inflight`; `denied` feeds `upstream_rate_limit_denied_total`).
  */
+import type { CachedIndex } from '../config/types.js';
 import { SlotsBusyError, Slots } from './slots.js';
 
 export { DEFAULT_RETRY_AFTER_SECS, DEFAULT_SLOT_WAIT_MS } from './slots.js';
@@ -35,5 +36,23 @@ export class UpstreamSlots extends Slots {
 
   protected override denial(_busy: string, retryAfterSecs: number): SlotsBusyError {
     return new SlotWaitTimeoutError(retryAfterSecs);
+  }
+}
+
+/**
+ * Every cached index's upstream cap, one per index for the whole server: the ecosystem that
+ * fetches through it and the metrics that report on it see the same slots.
+ */
+export class UpstreamSlotsByIndex {
+  readonly #byName = new Map<string, UpstreamSlots>();
+
+  /** The cap of `index`, made on first use from its `upstream_concurrency`. */
+  for(index: CachedIndex): UpstreamSlots {
+    let slots = this.#byName.get(index.name);
+    if (!slots) {
+      slots = new UpstreamSlots(index.upstreamConcurrency !== undefined ? { limit: index.upstreamConcurrency } : {});
+      this.#byName.set(index.name, slots);
+    }
+    return slots;
   }
 }

@@ -66,8 +66,11 @@ export function configSecrets(config: Config): string[] {
   const found: Array<Secret | undefined> = [config.storage.accessKey, config.storage.secretKey];
   const values: string[] = [];
   for (const ix of config.indexes) {
-    found.push(ix.uploadToken, ix.upstreamPassword);
-    if (ix.upstream) values.push(...urlSecrets(ix.upstream));
+    if (ix.role === 'hosted') found.push(ix.uploadToken);
+    if (ix.role === 'cached') {
+      found.push(ix.upstreamPassword);
+      values.push(...urlSecrets(ix.upstream));
+    }
     for (const hook of ix.webhooks) found.push(hook.secret, hook.basicAuth);
   }
   for (const s of found) if (s) values.push(s.reveal());

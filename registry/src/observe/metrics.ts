@@ -55,6 +55,11 @@ export class Metrics {
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
+    // Three of prom-client's defaults are gauges named `_total`, which promtool (and Prometheus's
+    // naming rules) refuse: counts of live handles, requests and resources, not totals.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      this.registry.removeSingleMetric(`${METRICS_PREFIX}${name}`);
+    }
     this.#requests = new Counter({ name: `${METRICS_PREFIX}requests_total`, help: 'HTTP requests served.', registers });
     this.#duration = new Histogram({
       name: `${METRICS_PREFIX}http_request_duration_seconds`,
@@ -67,14 +72,14 @@ export class Metrics {
     const labelsOf = (ix: IndexConfig) => ({ index: ix.route, ecosystem: ix.ecosystem, role: ix.role });
     const byName = new Map(sources.indexes.map((ix) => [ix.name, ix]));
     const inScope = (ix: IndexConfig, scope: Scope): boolean => {
-      const members = ix.members.map((m) => byName.get(m));
+      const members = ix.role === 'virtual' ? ix.members.map((m) => byName.get(m)) : [];
       switch (scope) {
         case 'all':
           return true;
         case 'caching':
           return ix.role === 'cached' || members.some((m) => m?.role === 'cached');
         case 'writable':
-          return ix.role === 'hosted' || ix.uploadTarget !== undefined;
+          return ix.role === 'hosted' || (ix.role === 'virtual' && ix.uploadTarget !== undefined);
         case 'metadata':
           return sources.servesMetadata(ix);
       }

@@ -47,28 +47,17 @@ export function parseStatusQuery(query: URLSearchParams): StatusQuery {
   return { details: details.length === 1 };
 }
 
-function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null): Record<string, unknown> {
-  const extra = eco?.describe?.(ix) ?? {};
+/** Role-specific settings; every entry has every key (empty or null when not of its role), for machines. */
+function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<string, unknown> {
   return {
-    name: ix.name,
-    route: ix.route,
-    ecosystem: ix.ecosystem,
-    role: ix.role,
-    members: ix.members,
-    upload_target: ix.uploadTarget ?? null,
-    volatile: ix.volatile,
-    serial: summary?.serial ?? 0,
-    policy: {
-      max_file_size: ix.policy.maxFileSize ?? null,
-      deny_projects: ix.policy.denyProjects,
-      allow_projects: ix.policy.allowProjects,
-      min_release_age_secs: ix.policy.minReleaseAgeSecs ?? null,
-    },
-    ...(ix.role === 'cached' && ix.upstream !== undefined
+    members: ix.role === 'virtual' ? ix.members : [],
+    upload_target: ix.role === 'virtual' ? (ix.uploadTarget ?? null) : null,
+    volatile: ix.role === 'hosted' ? ix.volatile : false,
+    ...(ix.role === 'cached'
       ? {
           upstream: {
             url: sanitizeUrl(ix.upstream),
-            offline: extra.upstreamOffline ?? false,
+            offline: offline ?? false,
             cache_ttl_secs: ix.cacheTtlSecs,
             concurrency: ix.upstreamConcurrency ?? null,
             username: secretInfo(ix.upstreamUsername),
@@ -77,6 +66,24 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
         }
       : {}),
     ...(ix.role === 'hosted' ? { upload_token: secretInfo(ix.uploadToken) } : {}),
+  };
+}
+
+function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null): Record<string, unknown> {
+  const extra = eco?.describe?.(ix) ?? {};
+  return {
+    name: ix.name,
+    route: ix.route,
+    ecosystem: ix.ecosystem,
+    role: ix.role,
+    ...roleFields(ix, extra.upstreamOffline),
+    serial: summary?.serial ?? 0,
+    policy: {
+      max_file_size: ix.policy.maxFileSize ?? null,
+      deny_projects: ix.policy.denyProjects,
+      allow_projects: ix.policy.allowProjects,
+      min_release_age_secs: ix.policy.minReleaseAgeSecs ?? null,
+    },
     webhooks: ix.webhooks.map((w) => ({
       url: sanitizeUrl(w.url),
       events: w.events ?? null,

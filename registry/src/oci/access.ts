@@ -2,7 +2,7 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import type { IndexConfig } from '../config/types.js';
+import type { HostedIndex, IndexConfig } from '../config/types.js';
 import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import { resolveRoute } from '../http/resolve.js';
@@ -30,7 +30,7 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
 }
 
 /** The hosted index that receives a write to `index`, or an UNAUTHORIZED / DENIED error. */
-export function authorizeWrite(ctx: ServerContext, index: IndexConfig, authorization: string | undefined): IndexConfig {
+export function authorizeWrite(ctx: ServerContext, index: IndexConfig, authorization: string | undefined): HostedIndex {
   const target = writeTarget(index, ctx.indexByName);
   const check = checkWrite(target, authorization);
   if (check.ok && target) return target;

@@ -9,12 +9,6 @@ import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseRange } from './range.js';
-import type { CounterSink } from '../observe/counters.js';
-
-function countBlobDownload(counters: CounterSink, repo: string, digest: string, bytes: number): void {
-  counters.add('downloads', 1, repo, digest);
-  counters.add('bytes', bytes, repo, digest);
-}
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const { deps, request, reply } = call;
@@ -43,7 +37,10 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
-  countBlobDownload(deps.ctx.counters.index(call.target.index.route), call.target.repo.join('/'), `sha256:${hex}`, length);
+  const counters = deps.ctx.counters.index(call.target.index.route);
+  const repo = call.target.repo.join('/');
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  counters.add('bytes', length, repo, `sha256:${hex}`);
   await reply.send(stream);
 }
 

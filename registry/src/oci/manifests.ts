@@ -41,11 +41,12 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   // served, even when another index or ecosystem keeps the same bytes alive.
   const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.of(found.index.name).isHeld(found.hex)]);
   if (!bytes || !held) throw unknown();
-  deps.ctx.counters.index(target.index.route).add('pages', 1, target.repo.join('/'));
   reply
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
     .header('Content-Length', String(found.record.size));
+  // A manifest is the registry's page: what a pull asks for first.
+  if (!head) deps.ctx.counters.index(target.index.route).add('pages', 1, target.repo.join('/'));
   await reply.send(head ? undefined : bytes);
 }
 

@@ -25,5 +25,6 @@ export function formatDuration(secs: number): string {
       rest %= size;
     }
   }
-  return out;
+  // Under a second.
+  return out || '0s';
 }

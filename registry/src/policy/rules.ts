@@ -69,15 +69,15 @@ export class Policy {
     if (this.maxFileSize !== undefined && file.size !== null && file.size > this.maxFileSize) return sizeDenial(base, this.maxFileSize);
     const minAge = this.minReleaseAgeSecs;
     if (action === 'serve' && minAge !== undefined && minAge > 0) {
-      // An unknown or unreadable time cannot prove the file is old enough.
+      // An unknown or unreadable time cannot prove the file is old enough; nor can one in the future.
       const uploaded = file.uploadTime ? Date.parse(file.uploadTime) : Number.NaN;
-      const ageSecs = Number.isNaN(uploaded) ? -1 : (now - uploaded) / 1000;
-      if (ageSecs < minAge) {
+      const ageSecs = (now - uploaded) / 1000;
+      if (Number.isNaN(uploaded) || ageSecs < minAge) {
         return {
           ...base,
           rule: 'min-release-age',
           field: 'upload-time',
-          reason: `${file.filename} was uploaded ${ageSecs < 0 ? 'at an unknown time' : `${formatDuration(ageSecs)} ago`}; this index serves files only once they are ${formatDuration(minAge)} old (min-release-age)`,
+          reason: `${file.filename} ${uploadedWhen(file.uploadTime, ageSecs)}; this index serves files only once they are ${formatDuration(minAge)} old (min-release-age)`,
         };
       }
     }
@@ -90,6 +90,14 @@ export class Policy {
     if (denied) return { ...denied, filename: file.filename, version: file.version };
     return this.fileDenial(action, project, file, now);
   }
+}
+
+/** When a file was uploaded, for a `min-release-age` reason. */
+function uploadedWhen(uploadTime: string | null | undefined, ageSecs: number): string {
+  if (Number.isNaN(ageSecs)) return uploadTime ? `has an unreadable upload time (${uploadTime})` : 'has no known upload time';
+  // A clock ahead of ours, or a bad record: either way its age cannot be known yet.
+  if (ageSecs < 0) return `has an upload time in the future (${uploadTime}, ${formatDuration(-ageSecs)} ahead of this server's clock)`;
+  return `was uploaded ${formatDuration(ageSecs)} ago`;
 }
 
 /** The `max-file-size` denial, also for an upload stopped at the limit before its size was known. */

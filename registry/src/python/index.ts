@@ -13,6 +13,7 @@ import { serveLegacyJson } from './legacy-json/handler.js';
 import { isValidProjectName, ProjectRecords } from './records.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
 import { handleUpload } from './upload/handler.js';
+import { PolicyDenialError, reasonPhraseOf } from './upload/errors.js';
 import { ProjectOverrides } from './mutations/overrides.js';
 import { mutationRoutes } from './mutations/routes.js';
 import type { MutationDeps } from './mutations/handler.js';
@@ -22,6 +23,7 @@ import { writeStatusCheck } from './sources/write-status.js';
 import { pythonStatus } from './status.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
+const ALL_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'DELETE'];
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
 
 interface Route {
@@ -31,6 +33,21 @@ interface Route {
   methods: Partial<Record<Method, Handler>>;
   /** The first parameter is a project name: one PEP 508 forbids names no project, so 404. */
   project?: boolean;
+  /** Headers every answer on this path shape carries, errors included (Simple pages: `Vary`). */
+  headers?: Record<string, string>;
+}
+
+/** PEP 691: a Simple URL's answer depends on `Accept`, whatever its status. */
+const SIMPLE_HEADERS = { vary: 'Accept' };
+
+/** The `Allow` value for a path served by `routes`: their methods (of `only`, when given). */
+function allowHeader(routes: readonly Route[], only: readonly Method[] = ALL_METHODS): string {
+  const allowed = new Set(routes.flatMap((r) => Object.keys(r.methods)));
+  return only.filter((m) => allowed.has(m)).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ');
+}
+
+function withAllow(err: HttpError, allow: string): HttpError {
+  return new HttpError(err.status, err.message, { ...err.headers, allow }, err.body);
 }
 
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
@@ -41,6 +58,8 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer, checkStatus: writeStatusCheck(sources.lookup) });
+  /** Every route whose path shape matches the request (whatever its methods). */
+  const pathRoutes = (req: IndexRequest) => routes.filter((r) => r.match(req.rest, req.trailingSlash) !== null);
   return {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
@@ -50,22 +69,33 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     },
     async handleIndexRequest(req) {
       // Several shapes may match one path (`simple/yank` is a detail page to GET and a yank to
-      // PUT): the first route with the method wins; 405 (with the first shape's methods) when none has it.
+      // PUT): the first route with the method wins; 405 when none has it, allowing what they all take.
       const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
-      let first: Route | null = null;
+      const matched: Route[] = [];
       for (const route of routes) {
         const params = route.match(req.rest, req.trailingSlash);
         if (!params) continue;
         const handler = route.methods[method];
-        if (handler && route.project && !isValidProjectName(params[0]!)) {
+        if (!handler) {
+          matched.push(route);
+          continue;
+        }
+        if (route.headers) req.reply.headers(route.headers);
+        if (route.project && !isValidProjectName(params[0]!)) {
           throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
         }
-        if (handler) return handler(req, params);
-        first ??= route;
+        return await handler(req, params).catch((err: unknown) => {
+          // pip and twine print the reason phrase, not the body: let the denial's reason show.
+          if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
+          // A write refused because the index takes none: only the path's reads are allowed,
+          // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
+          if (err instanceof HttpError && err.status === 405) throw withAllow(err, allowHeader(pathRoutes(req), ['GET']));
+          throw err;
+        });
       }
-      if (first) {
-        const allow = Object.keys(first.methods).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m]));
-        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allow.join(', ') });
+      if (matched.length > 0) {
+        for (const route of matched) if (route.headers) req.reply.headers(route.headers);
+        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allowHeader(pathRoutes(req)) });
       }
       throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
     },
@@ -113,11 +143,13 @@ function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<Mu
     },
     {
       match: (rest) => (rest.length === 1 && rest[0] === 'simple' ? [] : null),
+      headers: SIMPLE_HEADERS,
       methods: { GET: (req) => serveProjectList(source, req) },
     },
     {
       match: (rest) => (rest.length === 2 && rest[0] === 'simple' ? [rest[1]!] : null),
       project: true,
+      headers: SIMPLE_HEADERS,
       methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
     },
     // yank, un-yank, delete, restore, promote (PUT/DELETE only).

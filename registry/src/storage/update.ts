@@ -1,7 +1,13 @@
 /** Read-modify-write on a MetaStore document, retried when another writer got there first. */
 import { ConflictError, type MetaStore } from './types.js';
 
-const MAX_ATTEMPTS = 20;
+/**
+ * Attempts before giving up. With the backoff below a writer waits about 5 s in all before its
+ * last attempt: enough for dozens of concurrent writers to one document on a loaded machine.
+ */
+const MAX_ATTEMPTS = 40;
+/** The backoff after the n-th conflict: random, growing with n, capped so no writer idles long. */
+const backoffMs = (attempt: number) => Math.random() * Math.min(200, 5 * 2 ** Math.min(attempt, 6));
 
 /**
  * Applies `change` to the current document (or `undefined` when absent) and stores the result.
@@ -22,7 +28,7 @@ export async function updateDoc<T>(
       return { doc: next, changed: true };
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
-      await new Promise((r) => setTimeout(r, Math.random() * 5 * (attempt + 1)));
+      await new Promise((r) => setTimeout(r, backoffMs(attempt)));
     }
   }
   throw new ConflictError(key);

@@ -4,14 +4,14 @@
  * when nothing is cached), parsed into our resolved model, with this index's own overrides
  * (yank, hide) on top. Files come through `CachedFiles`.
  */
-import type { IndexConfig } from '../../config/types.js';
+import type { CachedIndex } from '../../config/types.js';
 import { HttpError } from '../../http/errors.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { fetchDoc } from '../../roles/fetch-doc.js';
 import { DocCache, type DocResult } from '../../roles/read-through.js';
 import { BlobFlights, type FlightOutcome } from '../../roles/single-flight.js';
 import { UpstreamClient } from '../../roles/upstream.js';
-import { UpstreamSlots } from '../../limits/upstream-slots.js';
+import type { UpstreamSlots } from '../../limits/upstream-slots.js';
 import type { Holder } from '../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../storage/types.js';
 import { candidateProjects } from '../files/lookup.js';
@@ -19,6 +19,7 @@ import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../
 import type { ResolvedProject } from '../simple/resolved.js';
 import type { IndexSource, ListedFile, NameList, ProjectView } from '../sources/types.js';
 import { CachedFiles } from './files.js';
+import { KnownSizes, withKnownSizes, withSizesVersion, type LoadedSizes } from './known-sizes.js';
 import { toCachedProject, type CachedProject } from './to-resolved.js';
 import { MAX_LIST_BYTES, parseUpstreamList } from './upstream-list.js';
 import { parseUpstreamPage } from './upstream-page.js';
@@ -30,7 +31,9 @@ export const UPSTREAM_ACCEPT = 'application/vnd.pypi.simple.v1+json, application
 const PARSED_PAGES = 256;
 
 export interface CachedSourceOptions {
-  index: IndexConfig;
+  index: CachedIndex;
+  /** The index's upstream fetch cap (`upstream_concurrency`), shared with the metrics. */
+  slots: UpstreamSlots;
   meta: MetaStore;
   blobs: BlobStore;
   /** Python's hold on the blobs this source stores (pages, files, metadata). */
@@ -52,6 +55,7 @@ export class CachedSource implements IndexSource {
   readonly slots: UpstreamSlots;
   readonly docs: DocCache;
   readonly files: CachedFiles;
+  readonly sizes: KnownSizes;
   readonly #o: CachedSourceOptions;
   readonly #parsed = new Map<string, CachedProject>();
   #list: { digest: string; names: string[] } | null = null;
@@ -59,8 +63,7 @@ export class CachedSource implements IndexSource {
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
     const { index } = opts;
-    if (!index.upstream) throw new Error(`index ${index.name} is cached but has no upstream`);
-    this.slots = new UpstreamSlots(index.upstreamConcurrency !== undefined ? { limit: index.upstreamConcurrency } : {});
+    this.slots = opts.slots;
     // Page links are resolved against the base, so it must end in a slash.
     const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
     this.client = new UpstreamClient({
@@ -77,6 +80,7 @@ export class CachedSource implements IndexSource {
       counters: opts.counters,
       ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
     });
+    this.sizes = new KnownSizes(opts.meta, index.name);
     this.files = new CachedFiles({
       indexName: index.name,
       client: this.client,
@@ -86,21 +90,23 @@ export class CachedSource implements IndexSource {
       flights,
       counters: opts.counters,
       tmpDir: opts.spoolDir,
+      sizes: this.sizes,
     });
   }
 
-  get index(): IndexConfig {
+  get index(): CachedIndex {
     return this.#o.index;
   }
 
   async project(normalized: string): Promise<ProjectView | null> {
     const loaded = await this.#load(normalized);
     if (!loaded) return null;
-    const overrides = await this.#o.overrides.get(this.index.name, normalized);
+    const [cached, overrides] = await Promise.all([this.#parse(loaded), this.#o.overrides.get(this.index.name, normalized)]);
+    const sizes = await this.#sizes(cached, normalized);
     return {
-      version: withOverridesVersion(loaded.doc.record.digest, overrides),
+      version: withOverridesVersion(withSizesVersion(loaded.doc.record.digest, sizes), overrides),
       hosted: false,
-      resolve: async () => applyOverrides((await this.#parse(loaded)).resolved, overrides?.doc),
+      resolve: async () => applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc),
     };
   }
 
@@ -129,12 +135,18 @@ export class CachedSource implements IndexSource {
       const up = cached.upstream.get(filename);
       if (!up) continue;
       const overrides = await this.#o.overrides.get(this.index.name, project);
-      const file = applyOverrides(cached.resolved, overrides?.doc).files.find((f) => f.filename === filename);
+      const sizes = await this.#sizes(cached, project);
+      const file = applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc).files.find((f) => f.filename === filename);
       // Hidden through this index, or other bytes under that name.
       if (!file || file.sha256 !== sha256) return null;
-      return { project, file, open: (part) => this.files.open(up, file, part) };
+      return { project, file, open: (part, opts) => this.files.open(up, file, part, project, opts) };
     }
     return null;
+  }
+
+  /** Sizes learnt for the files this page gives none for (none to read when it gives them all). */
+  async #sizes(cached: CachedProject, normalized: string): Promise<LoadedSizes | null> {
+    return cached.unsized ? this.sizes.get(normalized) : null;
   }
 
   close(): void {

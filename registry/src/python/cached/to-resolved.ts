@@ -13,6 +13,8 @@ export interface CachedProject {
   resolved: ResolvedProject;
   /** The upstream's entry for each served filename. */
   upstream: ReadonlyMap<string, UpstreamFile>;
+  /** Some served file has no size on the page (learnt sizes fill it in: `known-sizes.ts`). */
+  unsized: boolean;
 }
 
 const SDIST_SUFFIXES = ['.tar.gz', '.tgz', '.tar.bz2', '.tbz', '.tar.xz', '.txz', '.tar.zst', '.tar', '.zip'];
@@ -79,5 +81,5 @@ export function toCachedProject(page: UpstreamPage, normalized: string): CachedP
     const extra = page.versions.filter((v) => !withFiles.has(normalizeVersion(v) ?? v) && !listed.has(normalizeVersion(v) ?? v));
     if (extra.length > 0) resolved.extraVersions = extra;
   }
-  return { resolved, upstream };
+  return { resolved, upstream, unsized: files.some((f) => f.size === null) };
 }

@@ -1,6 +1,6 @@
 /**
- * `GET`/`HEAD /{route}/files/{sha256}/{filename}` (artifact bytes) and `.../{filename}.metadata`
- * (the PEP 658 core-metadata sibling). A file is served only if this index lists it with that
+ * `GET`/`HEAD /{route}/files/{sha256}/{filename}` (artifact bytes), `.../{filename}.metadata`
+ * (the PEP 658 core-metadata sibling) and `.../{filename}.asc` (a cached file's signature). A file is served only if this index lists it with that
  * sha256 (whatever its role: see `sources/types.ts`); stored bytes stream from the blob store,
  * with single-range support; bytes still arriving from an upstream stream as they come.
  */
@@ -11,32 +11,38 @@ import { isSha256Hex, type BlobStore } from '../../storage/types.js';
 import { etagMatches } from '../simple/page-cache.js';
 import type { ProjectSource } from '../simple/source.js';
 import { assertFileServable, resolvedFacts } from '../policy/apply.js';
-import type { FileBody, ListedFile } from '../sources/types.js';
+import { guardFileSize } from '../policy/size-guard.js';
+import type { FileBody, FilePart, ListedFile } from '../sources/types.js';
 import { parseRange } from './range.js';
 
-const METADATA_SUFFIX = '.metadata';
+/** URL suffixes of a file's siblings; no distribution filename ends in one. */
+const SIBLINGS: ReadonlyArray<{ suffix: string; part: FilePart; contentType: string; counter: 'metadata' | null }> = [
+  { suffix: '.metadata', part: 'metadata', contentType: 'text/plain; charset=utf-8', counter: 'metadata' },
+  { suffix: '.asc', part: 'signature', contentType: 'application/pgp-signature', counter: null },
+];
+const ARTIFACT = { suffix: '', part: 'file', contentType: 'application/octet-stream', counter: 'downloads' } as const;
 
 export async function serveFile(source: ProjectSource, blobs: BlobStore, req: IndexRequest, sha256: string, filename: string): Promise<void> {
   const notFound = () => new HttpError(404, `no file ${sha256}/${filename} in index ${req.index.name}`);
   if (!isSha256Hex(sha256)) throw notFound();
-  const wantsMetadata = filename.endsWith(METADATA_SUFFIX);
-  const artifact = wantsMetadata ? filename.slice(0, -METADATA_SUFFIX.length) : filename;
-  // Policy applies to the file and its metadata sibling alike.
+  const wanted = SIBLINGS.find((s) => filename.endsWith(s.suffix)) ?? ARTIFACT;
+  const artifact = filename.slice(0, filename.length - wanted.suffix.length);
+  // Policy applies to the file and its siblings alike.
   const listed = await findServableFile(source, req.index, sha256, artifact);
   if (!listed) throw notFound();
-  const body = await listed.open(wantsMetadata ? 'metadata' : 'file');
+  const body = await listed.open(wanted.part);
   if (!body) {
-    if (!wantsMetadata) req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
+    if (wanted.part === 'file') req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
     throw notFound();
   }
+  // Per project and per file too (`/+stats`); a sibling counts for its artifact.
   const { project } = listed;
-  source.count(req.index.name, wantsMetadata ? 'metadata' : 'downloads', 1, project, artifact);
-  const contentType = wantsMetadata ? 'text/plain; charset=utf-8' : 'application/octet-stream';
+  if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
   if (body.kind === 'blob') {
-    const sent = await sendBlob(blobs, req, body.digest, body.size, contentType);
+    const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType);
     source.count(req.index.name, 'bytes', sent, project, artifact);
   } else {
-    sendStream(req, body, contentType);
+    sendStream(req, body, wanted.contentType);
     source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
   }
 }
@@ -46,11 +52,15 @@ export async function findFile(source: ProjectSource, indexName: string, sha256:
   return source.sourceFor(indexName).locate(sha256, filename);
 }
 
-/** `findFile`, but a file the index policy blocks is a 403 policy denial (thrown). */
+/**
+ * `findFile`, but a file the index policy blocks is a 403 policy denial (thrown), and so is
+ * opening one whose size turns out to be over `max-file-size`.
+ */
 export async function findServableFile(source: ProjectSource, index: IndexConfig, sha256: string, filename: string): Promise<ListedFile | null> {
   const listed = await findFile(source, index.name, sha256, filename);
-  if (listed) assertFileServable(index, listed.project, resolvedFacts(listed.file));
-  return listed;
+  if (!listed) return null;
+  assertFileServable(index, listed.project, resolvedFacts(listed.file));
+  return guardFileSize(index, listed);
 }
 
 /**

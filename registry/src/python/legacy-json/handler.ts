@@ -9,8 +9,7 @@ import { renderProjectJson, renderReleaseJson, type UrlBase } from './render.js'
 
 export async function serveLegacyJson(source: ProjectSource, req: IndexRequest, project: string, version?: string): Promise<void> {
   const normalized = normalizeName(project);
-  const tail = version === undefined ? 'json' : `${encodeURIComponent(version)}/json`;
-  if (normalized !== project) return redirect(req, `/${req.index.route}/${encodeURIComponent(normalized)}/${tail}`);
+  if (normalized !== project) return redirect(req, [normalized, ...(version === undefined ? [] : [version]), 'json'], false);
   assertProjectServable(req.index, normalized);
   const base = urlBase(req);
   // The documents hold absolute URLs, so the origin is part of what the bytes depend on.

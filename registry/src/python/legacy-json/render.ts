@@ -4,7 +4,8 @@
  * Fields only an upload form or PyPI's database could supply are null, empty, 0 or -1.
  */
 import type { FileKind, ResolvedFile, ResolvedProject, ResolvedRelease } from '../simple/resolved.js';
-import { findRelease, latestRelease } from '../simple/resolved.js';
+import { compareVersions, normalizeVersion } from '../pep440.js';
+import { findRelease, latestRelease, projectVersions } from '../simple/resolved.js';
 
 /** Absolute URLs are built from this (the origin the client used, plus the index route). */
 export interface UrlBase {
@@ -84,8 +85,10 @@ function info(base: UrlBase, project: ResolvedProject, release: ResolvedRelease 
 
 export function renderProjectJson(base: UrlBase, project: ResolvedProject): string {
   const latest = latestRelease(project);
+  // Every version the Simple page lists (PEP 700 `versions`), a version without files as [] as on PyPI.
+  const files = new Map(project.releases.map((r) => [r.version, r.files]));
   const releases: Record<string, unknown[]> = {};
-  for (const r of project.releases) releases[r.version] = r.files.map((f) => fileEntry(base, f));
+  for (const v of projectVersions(project)) releases[v] = (files.get(v) ?? []).map((f) => fileEntry(base, f));
   return JSON.stringify({
     info: info(base, project, latest),
     last_serial: -1,
@@ -95,9 +98,16 @@ export function renderProjectJson(base: UrlBase, project: ResolvedProject): stri
   });
 }
 
+/** A version the page lists without files (an upstream's `versions`), as an empty release. */
+function fileless(project: ResolvedProject, version: string): ResolvedRelease | null {
+  const wanted = normalizeVersion(version) ?? version;
+  const listed = projectVersions(project).find((v) => v === wanted || compareVersions(v, wanted) === 0);
+  return listed === undefined ? null : { version: listed, files: [], yanked: false };
+}
+
 /** Null when the project has no such version. */
 export function renderReleaseJson(base: UrlBase, project: ResolvedProject, version: string): string | null {
-  const release = findRelease(project, version);
+  const release = findRelease(project, version) ?? fileless(project, version);
   if (!release) return null;
   const files = release.files.map((f) => fileEntry(base, f));
   return JSON.stringify({

@@ -37,11 +37,11 @@ export function servableFiles(index: IndexConfig, project: ResolvedProject, now 
 
 /**
  * A listed file's facts. A cached upstream's HTML page may not give size or upload time: an
- * unknown size passes the page filter (the download is judged by its real size), an unknown
- * upload time is left out.
+ * unknown size passes the page filter until velodex learns it (the download is judged by its
+ * real size: see `size-guard.ts`), an unknown upload time is left out.
  */
 export function resolvedFacts(f: ResolvedFile): FileFacts {
-  return { filename: f.filename, version: f.version, size: f.size ?? 0, ...(f.uploadTime !== null ? { uploadTime: f.uploadTime } : {}) };
+  return { filename: f.filename, version: f.version, size: f.size, ...(f.uploadTime !== null ? { uploadTime: f.uploadTime } : {}) };
 }
 
 /**

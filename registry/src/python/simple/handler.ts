@@ -13,29 +13,29 @@ import { renderDetailHtml, renderDetailJson, renderProjectListHtml, renderProjec
 import { redirect, sendPage } from './respond.js';
 import type { ProjectSource } from './source.js';
 
-const VARY = { vary: 'Accept' };
+// `Vary: Accept` is set for every answer on these paths by the route table (python/index.ts).
 
 export async function serveProjectList(source: ProjectSource, req: IndexRequest): Promise<void> {
-  if (!req.trailingSlash) return redirect(req, `/${req.index.route}/simple/`, VARY);
+  if (!req.trailingSlash) return redirect(req, ['simple'], true);
   const chosen = negotiate(req.request.headers.accept);
   const render = chosen.format === 'json' ? renderProjectListJson : renderProjectListHtml;
   // Policy is fixed for the process, so the cached page may hold the filtered list.
   const page = await source.listPage(req.index.name, chosen.format, (names) => render(visibleProjects(req.index, names)));
-  sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
+  sendPage(req, forMediaType(page, chosen), chosen.contentType);
 }
 
 export async function serveProjectDetail(source: ProjectSource, req: IndexRequest, project: string): Promise<void> {
   const normalized = normalizeName(project);
   if (normalized !== project || !req.trailingSlash) {
-    return redirect(req, `/${req.index.route}/simple/${encodeURIComponent(normalized)}/`, VARY);
+    return redirect(req, ['simple', normalized], true);
   }
   assertProjectServable(req.index, normalized);
   const chosen = negotiate(req.request.headers.accept);
   const render = chosen.format === 'json' ? renderDetailJson : renderDetailHtml;
   const variant = chosen.format + policyPageVariant(req.index);
   const page = await source.projectPage(req.index.name, normalized, variant, (project) => render(servableFiles(req.index, project)));
-  if (!page) throw new HttpError(404, `project "${normalized}" not found in index ${req.index.name}`, VARY);
-  sendPage(req, forMediaType(page, chosen), chosen.contentType, VARY);
+  if (!page) throw new HttpError(404, `project "${normalized}" not found in index ${req.index.name}`);
+  sendPage(req, forMediaType(page, chosen), chosen.contentType);
 }
 
 /** The two HTML media types share bytes but are different representations: distinct ETags. */

@@ -65,7 +65,8 @@ export function renderDetailJson(project: ResolvedProject): string {
   const metadata = (f: ResolvedFile) => (f.metadataSha256 !== null ? { sha256: f.metadataSha256 } : f.metadataUnhashed === true);
   return JSON.stringify({
     meta: { 'api-version': API_VERSION },
-    name: project.name,
+    // PEP 691: the normalized name (the display name stays in the HTML title and legacy JSON).
+    name: project.normalized,
     'project-status': project.status ?? { status: 'active' },
     versions: projectVersions(project),
     files: project.files.map((f) => ({

@@ -113,9 +113,10 @@ export function latestRelease(project: ResolvedProject): ResolvedRelease | null 
   return finals.at(-1) ?? live.at(-1) ?? project.releases.at(-1) ?? null;
 }
 
+/** The release named `version`: its normalized spelling, else one PEP 440 deems equal (`1.1.0` is `1.1`). */
 export function findRelease(project: ResolvedProject, version: string): ResolvedRelease | null {
   const wanted = normalizeVersion(version) ?? version;
-  return project.releases.find((r) => r.version === wanted) ?? null;
+  return project.releases.find((r) => r.version === wanted) ?? project.releases.find((r) => compareVersions(r.version, wanted) === 0) ?? null;
 }
 
 /** ISO 8601 UTC with six fraction digits, whatever precision the record kept. */

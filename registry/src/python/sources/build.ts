@@ -36,6 +36,7 @@ export function buildSources(
     } else if (index.role === 'cached') {
       const source = new CachedSource({
         index,
+        slots: ctx.upstreamSlots.for(index),
         meta: ctx.stores.meta,
         blobs: ctx.stores.blobs,
         holder,

@@ -36,6 +36,8 @@ export class HostedSource implements IndexSource {
   }
 
   async #open(rec: FileRecord, part: FilePart): Promise<FileBody | null> {
+    // Uploads carry no signatures (twine stopped sending them; PyPI stopped taking them).
+    if (part === 'signature') return null;
     const digest = part === 'metadata' ? rec.metadataSha256 : rec.sha256;
     if (!digest) return null;
     const info = await this.blobs.stat(digest);

@@ -22,8 +22,11 @@ export interface NameList {
   version: string;
 }
 
-/** Which bytes of a listed file: the artifact or its PEP 658 `.metadata` sibling. */
-export type FilePart = 'file' | 'metadata';
+/**
+ * Which bytes of a listed file: the artifact, its PEP 658 `.metadata` sibling, or the detached
+ * GPG signature (`.asc`) an upstream says it has (`gpg-sig`).
+ */
+export type FilePart = 'file' | 'metadata' | 'signature';
 
 export type FileBody =
   /** Stored: served from the blob store, ranges and all. */
@@ -38,13 +41,32 @@ export type FileBody =
       stored?: Promise<boolean>;
     };
 
+export interface OpenOptions {
+  /**
+   * `max-file-size` of the route asking, for a file whose size is not known yet: an upstream
+   * fetch whose announced length is over it is refused before any byte is read.
+   */
+  maxSize?: number;
+}
+
+/** An upstream fetch refused by `OpenOptions.maxSize`: the upstream announced `size` bytes. */
+export class UpstreamFileTooLargeError extends Error {
+  constructor(
+    readonly filename: string,
+    readonly size: number,
+  ) {
+    super(`the upstream announced ${size} bytes for ${filename}`);
+    this.name = 'UpstreamFileTooLargeError';
+  }
+}
+
 /** A file an index lists, with the way to its bytes (through whichever member lists it). */
 export interface ListedFile {
   /** Normalized name of the project that lists it. */
   project: string;
   file: ResolvedFile;
   /** Null when the part does not exist (no metadata sibling) or its bytes are gone. */
-  open(part: FilePart): Promise<FileBody | null>;
+  open(part: FilePart, opts?: OpenOptions): Promise<FileBody | null>;
 }
 
 export interface IndexSource {

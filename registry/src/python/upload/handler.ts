@@ -68,7 +68,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
   if (!auth.ok) {
     const headers: Record<string, string> =
       auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-    if (auth.reason === 'read-only') headers.allow = 'GET, HEAD';
+    // (`Allow` is set by the dispatcher, which knows the path's routes.)
     throw new HttpError(DENIAL_STATUS[auth.reason], WRITE_DENIAL_MESSAGES[auth.reason], headers);
   }
   if (!target) throw new Error('unreachable: a write check passed without a target');

@@ -1,0 +1,18 @@
+/**
+ * `GET /metrics` (an encapsulated plugin: the route) and the per-request observation behind it
+ * (a hook on the root instance, so it sees the /v2/ scope and the index namespace too).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Metrics } from './metrics.js';
+
+export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onResponse', async (request, reply) => {
+    metrics.observeRequest(request.method, reply.statusCode, reply.elapsedTime / 1000);
+  });
+}
+
+export function metricsRoute(metrics: Metrics) {
+  return async (scope: FastifyInstance): Promise<void> => {
+    scope.get('/metrics', async (_request, reply) => reply.type(metrics.contentType).send(await metrics.exposition()));
+  };
+}
