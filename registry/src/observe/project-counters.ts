@@ -7,11 +7,12 @@
  * counted one is evicted and its counts are folded into `evicted`, so the projects and files
  * shown plus `evicted` still add up to the totals. On the request path a count is a map lookup
  * and additions on preallocated records; a new entry is allocated once per project or file.
+ * Worst case, every project full: 100,000 file entries, about 15 MB per index.
  */
 import type { CounterValues, UsageCounter } from './counters.js';
 
 export const MAX_PROJECTS = 1000;
-export const MAX_FILES_PER_PROJECT = 200;
+export const MAX_FILES_PER_PROJECT = 100;
 
 /** What is counted per file: the three counters a file has. */
 export interface FileCounterValues {
