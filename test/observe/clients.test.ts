@@ -139,6 +139,13 @@ describe('/+status and /+stats under real clients', () => {
     expect(project.status).toBe(404);
     expect(((await project.json()) as { message: string }).message).toMatch(/no usage of project "nothing-here"/);
     expect((await fetch(`${server.url}/+stats?project=alpha`)).status).toBe(400);
+    // Hostile queries get a 400 or a 404 with a reason, never a 500.
+    for (const q of ['index=%ZZ', 'index=root/hosted&project=%', 'index[]=a', 'index=root/hosted&project=%00', `index=${'a'.repeat(3000)}`, 'index=a&index=b']) {
+      const res = await fetch(`${server.url}/+stats?${q}`);
+      expect([400, 404], q).toContain(res.status);
+      expect(((await res.json()) as { message: string }).message.length).toBeGreaterThan(0);
+    }
+    for (const q of ['details=admin&details=admin', 'details=ADMIN', 'verbose=1']) expect((await fetch(`${server.url}/+status?${q}`)).status, q).toBe(400);
   });
 
   it('keep serial, counts and recent uploads through a restart, while the usage counters start again', async () => {
