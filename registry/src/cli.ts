@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError } from './config/errors.js';
 import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/load.js';
 import { uploadTokenPath } from './config/default.js';
-import type { Config } from './config/types.js';
+import type { Config, RateLimitConfig } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
 import { sanitizeUrl } from './config/sanitize.js';
 import { startServer, type RunningServer } from './server.js';
@@ -85,12 +85,21 @@ async function main(argv: string[]): Promise<void> {
         const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
+      lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
     default:
       fail(`unknown command "${command}"\n${USAGE}`);
   }
+}
+
+/** `read 600/60s, write 60/60s; trusted proxies 10.0.0.0/8`, or `off`. */
+function rateLimitSummary(rl: RateLimitConfig): string {
+  if (!rl.enabled) return 'off';
+  const classes = Object.entries(rl.classes).map(([cls, w]) => `${cls} ${w.requests}/${w.windowSecs}s`);
+  const proxies = rl.trustedProxies.map((p) => `${p.address}/${p.prefix}`);
+  return `${classes.length ? classes.join(', ') : 'no class limited'}; trusted proxies: ${proxies.length ? proxies.join(', ') : 'none'}`;
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -4,12 +4,14 @@
  * factory, and a line here.
  */
 import type { EcosystemModule } from './http/ecosystem.js';
+import { classifyOci, ociTooManyRequests } from './oci/classify.js';
 import { ociFacts } from './oci/facts.js';
 import { createOciEcosystem } from './oci/index.js';
+import { classifyPython } from './python/classify.js';
 import { pythonFacts } from './python/facts.js';
 import { createPythonEcosystem } from './python/index.js';
 
 export const ecosystems: readonly EcosystemModule[] = [
-  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true },
-  { ...ociFacts, create: createOciEcosystem },
+  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true, classifyIndexRequest: classifyPython },
+  { ...ociFacts, create: createOciEcosystem, tree: { segment: 'v2', classify: classifyOci, tooManyRequests: ociTooManyRequests } },
 ];

@@ -254,6 +254,45 @@ function version(cmd: string, args: string[]): Promise<string> {
   return run(cmd, args, { allowFailure: true }).then((r) => (r.stdout + r.stderr).trim().split('\n')[0] ?? '?');
 }
 
+/**
+ * What `/metrics` (a counter and a histogram per request) and the rate limiter (a classification
+ * and a window per request, with budgets too large to refuse anything) cost on warm paths: the
+ * same data dir, restarted with both off, with metrics on (the default), and with both on.
+ */
+const SURFACES = [
+  { label: 'both off', toml: '[metrics]\nenabled = false\n' },
+  { label: 'metrics on', toml: '' },
+  {
+    label: 'metrics + limiter on',
+    toml: ['read', 'download', 'write', 'admin'].map((c) => `[rate_limit.${c}]\nrequests = 1000000000\nwindow_secs = 60\n`).join('') + '[rate_limit]\nenabled = true\n',
+  },
+] as const;
+
+async function surfacesCost(dataDir: string, logs: string, scenarios: { name: string; target: Target; load: Load; byThroughput?: boolean }[]): Promise<void> {
+  const results: Measured[][] = scenarios.map(() => []);
+  for (const [i, surface] of SURFACES.entries()) {
+    const server = await startVelodexBench(dataDir, 'warn', join(logs, `velodex-surfaces-${i}.log`), surface.toml);
+    const at = (t: Target): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, server.url) });
+    for (const [j, s] of scenarios.entries()) {
+      progress(`${s.name}: velodex with ${surface.label}`);
+      results[j]!.push(s.byThroughput ? await measureDownload(at(s.target), s.load) : await measure(at(s.target), s.load));
+    }
+    await server.stop();
+  }
+  const rate = (m: Measured, byThroughput?: boolean) => (byThroughput ? m.bytesPerSec / MiB : m.reqPerSec);
+  console.log('### velodex surfaces: /metrics and the rate limiter, on vs off (req/s, or MiB/s for the layer)');
+  console.log('');
+  console.log(`| scenario | ${SURFACES.map((s) => s.label).join(' | ')} | metrics on / off | limiter on too / off |`);
+  console.log(`|---|${SURFACES.map(() => '--:').join('|')}|--:|--:|`);
+  for (const [j, s] of scenarios.entries()) {
+    const [off, metrics, both] = results[j]!.map((m) => rate(m, s.byThroughput));
+    const fmt = (n: number | undefined) => Math.round(n ?? 0).toLocaleString('en-US');
+    const ratio = (a: number | undefined) => `${((a ?? 0) / (off ?? 1)).toFixed(2)}x`;
+    console.log(`| ${s.name} | ${fmt(off)} | ${fmt(metrics)} | ${fmt(both)} | ${ratio(metrics)} | ${ratio(both)} |`);
+  }
+  console.log('');
+}
+
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'velodex-bench-'));
   const logs = join(work, 'logs');
@@ -343,6 +382,12 @@ async function main(): Promise<void> {
       console.log(`| ${r.name} | ${fmt(r.warn.reqPerSec)} | ${fmt(r.info.reqPerSec)} | ${(r.info.reqPerSec / r.warn.reqPerSec).toFixed(2)}x | ${fmt(r.info.p99Ms)} |`);
     }
     console.log('');
+
+    await surfacesCost(velodexData, logs, [
+      { name: py.detail.name, target: py.detail.velodex, load: PAGE_LOAD },
+      { name: 'manifest GET by tag', target: v.manifest, load: PAGE_LOAD },
+      { name: `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`, target: v.big, load: DOWNLOAD_LOAD, byThroughput: true },
+    ]);
     console.log(`load average at the end: ${loadAverage()}`);
     progress('done; stopping the servers and removing the temp dir');
   } finally {

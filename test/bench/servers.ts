@@ -90,14 +90,28 @@ export async function stopAll(): Promise<void> {
   );
 }
 
-/** velodex with the embedded default (hosted Python index `root/hosted`, hosted OCI index `root/oci`). */
-export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string): Promise<Server> {
+/**
+ * velodex with the embedded default (hosted Python index `root/hosted`, hosted OCI index
+ * `root/oci`), or with `extra` TOML added to a config file that serves the same two indexes.
+ */
+export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const config: string[] = [];
+  if (extra !== undefined) {
+    const file = join(dataDir, `bench-${port}.toml`);
+    const token = join(dataDir, 'upload-token');
+    writeFileSync(
+      file,
+      `${extra}\n[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_token_file = "${token}"\n` +
+        `[[index]]\nname = "oci"\nroute = "root/oci"\necosystem = "oci"\nhosted = true\nupload_token_file = "${token}"\n`,
+    );
+    config.push('--config', file);
+  }
   return launch({
     name: `velodex (log_level ${logLevel})`,
     cmd: process.execPath,
-    args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir],
+    args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
     env: { VELODEX_LOG_LEVEL: logLevel },
     logFile,
     url,

@@ -23,6 +23,7 @@ interface Status {
   serial: number;
   started_at: string;
   requests: { total: number; by_status: Record<string, number> };
+  rate_limit: { enabled: boolean; allowed: Record<string, number>; denied: Record<string, number> };
   indexes: Array<{ name: string; route: string; serial: number; details?: { projects: number; files: number; source: string } }>;
   recent_uploads?: Array<{ time: string; index: string; project: string; version?: string; filename: string }>;
 }
@@ -67,6 +68,8 @@ describe('/+status and /+stats under real clients', () => {
     const s = await status();
     expect(s.version).toMatch(/^\d+\.\d+\.\d+/);
     expect(s.serial).toBe(0);
+    // The limiter is off by default: its counters stay at zero (spec, Limits 3).
+    expect(s.rate_limit).toEqual({ enabled: false, allowed: { read: 0, download: 0, write: 0, admin: 0 }, denied: { read: 0, download: 0, write: 0, admin: 0 } });
     const stats = await getJson<{ totals: Counters; indexes: Record<string, { counters: Counters }> }>('/+stats');
     expect(Object.values(stats.totals).every((n) => n === 0)).toBe(true);
     expect(Object.keys(stats.indexes).sort()).toEqual(['root/hosted', 'root/oci']);

@@ -4,13 +4,14 @@
  * is a `ConfigError` naming the key, the index and the fix; nothing half-loads.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
 import type { EcosystemFacts } from './ecosystem-facts.js';
 import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import { Secret } from './secret.js';
-import type { Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
+import type { AddressRange, Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
 import { embeddedDefault } from './default.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from '../policy/duration.js';
@@ -107,10 +108,25 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     logLevel: env.VELODEX_LOG_LEVEL ?? file.log_level ?? 'info',
     storage,
     indexes,
-    rateLimit: { enabled: rl.enabled ?? false, classes },
+    rateLimit: { enabled: rl.enabled ?? false, classes, trustedProxies: (rl.trusted_proxies ?? []).map(parseTrustedProxy) },
     metrics: { enabled: file.metrics?.enabled ?? true },
     source,
   };
+}
+
+/** `10.0.0.0/8`, `::1`, `fd00::/8`: an IP, with an optional prefix length within its family's width. */
+function parseTrustedProxy(entry: string, position: number): AddressRange {
+  const where = `rate_limit.trusted_proxies[${position}]`;
+  const slash = entry.indexOf('/');
+  const address = slash === -1 ? entry : entry.slice(0, slash);
+  const version = isIP(address);
+  const fix = 'write an IPv4 or IPv6 address, or a network as address/prefix (10.0.0.0/8, fd00::/8)';
+  if (version === 0) throw new ConfigError(where, `"${entry}" is not an IP address or CIDR network`, fix);
+  const width = version === 4 ? 32 : 128;
+  const prefixText = slash === -1 ? String(width) : entry.slice(slash + 1);
+  const prefix = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+  if (!(prefix >= 0 && prefix <= width)) throw new ConfigError(where, `"${entry}" has a bad prefix length: IPv${version} allows 0 to ${width}`, fix);
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
 function parsePortEnv(value: string | undefined): number | undefined {

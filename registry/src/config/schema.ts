@@ -71,6 +71,8 @@ export const rateLimitSchema = z.strictObject({
   download: rateClassSchema.optional(),
   write: rateClassSchema.optional(),
   admin: rateClassSchema.optional(),
+  // IPs and CIDRs whose X-Forwarded-For is believed; checked in load.ts (the error names the entry).
+  trusted_proxies: z.array(z.string()).optional(),
 });
 
 export const fileSchema = z.strictObject({

@@ -78,9 +78,20 @@ export interface RateClass {
   windowSecs: number;
 }
 
+export type RateClassName = 'read' | 'download' | 'write' | 'admin';
+
+/** One `trusted_proxies` entry: an address, or a network when `prefix` is below the family's width. */
+export interface AddressRange {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
 export interface RateLimitConfig {
   enabled: boolean;
-  classes: Partial<Record<'read' | 'download' | 'write' | 'admin', RateClass>>;
+  classes: Partial<Record<RateClassName, RateClass>>;
+  /** Peers whose `X-Forwarded-For` names the client; empty: the header is ignored. */
+  trustedProxies: AddressRange[];
 }
 
 export interface Config {

@@ -4,10 +4,13 @@
  * dispatch and the error handler.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
-import type { Config, IndexConfig } from '../config/types.js';
+import type { Config, IndexConfig, RateClassName } from '../config/types.js';
 import { EventBus } from '../events/bus.js';
+import { ClientAddress } from '../limits/client-address.js';
+import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
+import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
@@ -17,7 +20,7 @@ import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { parseSafePath } from './path.js';
@@ -28,6 +31,8 @@ export interface BuiltApp {
   ecosystems: Ecosystem[];
   /** Not sending until `start()`; the server starts it after listening and closes it last. */
   events: EventBus;
+  /** The limiter's allowed/denied counts per class, for the metrics. */
+  rateLimits: RateLimitCounters;
 }
 
 export interface BuildOptions {
@@ -85,30 +90,43 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
   const summaries = new IndexSummaries(stores.meta);
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, summaries };
+  const addresses = new ClientAddress(config.rateLimit.trustedProxies);
+  const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
+  const limiter = new RateLimiter(config.rateLimit.classes);
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries };
+  const moduleOf = new Map(modules.map((m) => [m.id, m]));
+  const ecosystems = modules.map((m) => m.create(ctx));
+  const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
+  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
+
+  // Before any route is mounted, so the hook covers every scope (`/metrics`, `/v2/`) too.
+  if (config.rateLimit.enabled) {
+    const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
+    const classifyIndexRequest = (index: IndexConfig, method: string, rest: readonly string[]) => moduleOf.get(index.ecosystem)?.classifyIndexRequest?.(method, rest) ?? 'read';
+    installRateLimit(app, {
+      limiter,
+      clientAddress,
+      classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', { routed, trees, classifyIndexRequest }),
+    });
+  }
 
   if (config.metrics.enabled) {
-    const moduleOf = new Map(modules.map((m) => [m.id, m]));
     const metrics = new Metrics({
       indexes: config.indexes,
       counters,
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
-      rateLimit: () => ({ allowed: {}, denied: {} }),
+      rateLimit: () => limiter.snapshot(),
     });
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
   }
 
-  const ecosystems = modules.map((m) => m.create(ctx));
-  const byId = new Map(ecosystems.map((e) => [e.id, e]));
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   await app.register(observeRoutes, { ctx, ecosystems, requests, startedAt });
-
-  // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
-  const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
   app.all('/*', async (request, reply) => {
     const path = parseSafePath(request.raw.url ?? '/');
     const hit = resolveRoute(routed, path.segments);
@@ -125,5 +143,33 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     if (!reply.sent) return reply;
   });
 
-  return { app, ecosystems, events };
+  return { app, ecosystems, events, rateLimits: limiter };
+}
+
+const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
+
+interface Classifiers {
+  routed: readonly IndexConfig[];
+  trees: ReadonlyMap<string, EcosystemTree>;
+  classifyIndexRequest(index: IndexConfig, method: string, rest: readonly string[]): RateClassName;
+}
+
+/**
+ * The rate-limit class of a request, from its method and path only: the server's own paths here,
+ * an ecosystem's tree (`/v2/`) or index route by what the ecosystem says.
+ */
+function classifyRequest(method: string, rawUrl: string, { routed, trees, classifyIndexRequest }: Classifiers): Classification | null {
+  let segments: string[];
+  try {
+    segments = parseSafePath(rawUrl).segments;
+  } catch {
+    return { class: 'read' }; // an unsafe path: its handler answers 400, but it still spends a read
+  }
+  const [first] = segments;
+  if (segments.length === 1 && first === 'healthz') return null;
+  if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
+  const tree = trees.get(first ?? '');
+  if (tree) return { class: tree.classify(method, segments.slice(1)), body: tree.tooManyRequests };
+  const hit = resolveRoute(routed, segments);
+  return hit ? { class: classifyIndexRequest(hit.index, method, hit.rest), index: hit.index.route } : { class: 'read' };
 }

@@ -4,7 +4,9 @@
  * statuses (the Python API answers a read-only index with 405, the OCI API with 403 DENIED).
  */
 import { timingSafeEqual, createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
+import { logAuthFailed } from '../observe/security-log.js';
 
 export type WriteDenial = 'read-only' | 'uploads-disabled' | 'missing-credentials' | 'wrong-credentials';
 export type WriteCheck = { ok: true; actor: string } | { ok: false; reason: WriteDenial };
@@ -45,3 +47,12 @@ export const WRITE_DENIAL_MESSAGES: Record<WriteDenial, string> = {
   'missing-credentials': 'authentication required: send HTTP Basic credentials with the upload token as the password',
   'wrong-credentials': 'the upload token is wrong',
 };
+
+/**
+ * Writes the security log line of a write refused for its credentials (nothing for the other
+ * refusals: a read-only index is not an authentication failure). `index` is the route addressed.
+ */
+export function noteWriteDenial(request: FastifyRequest, clientAddress: (r: FastifyRequest) => string, index: IndexConfig, reason: WriteDenial): void {
+  if (reason !== 'missing-credentials' && reason !== 'wrong-credentials') return;
+  logAuthFailed(request.log, { index: index.route, method: request.method, client: clientAddress(request), reason });
+}

@@ -1,5 +1,6 @@
 /**
  * Reads and throws away the body of a request that is refused before its handler read it.
+ * `discardBody` reads a small body before the answer; `discardRest` drops the rest after it.
  *
  * A client that writes its whole body before it reads the answer (containerd's pusher does, on a
  * manifest PUT) gets confused by a refusal that arrives mid-write: its retry never completes. So
@@ -35,4 +36,37 @@ export function discardBody(raw: IncomingMessage, cap: number): Promise<Discarde
     const onClose = (): void => settle(raw.readableEnded ? 'read' : 'gone');
     raw.on('data', onData).once('end', onEnd).once('error', onGone).once('close', onClose);
   });
+}
+
+export interface DiscardLimits {
+  /** Past this many more bytes the connection is cut. */
+  maxBytes: number;
+  /** Past this long the connection is cut. */
+  maxMs: number;
+}
+
+export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 32 * 1024 * 1024, maxMs: 30_000 };
+
+/**
+ * For a request answered before its body was read: the response goes out at once, and the
+ * remaining bytes are read and dropped so a client that writes its whole body before reading the
+ * answer (requests/twine) still sees it, but only up to a bound: past it the connection is cut,
+ * so a refused client cannot make the server read without end.
+ */
+export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAULT_DISCARD_LIMITS): void {
+  if (req.complete || req.destroyed) return;
+  // Detach whatever parser ran (multipart) so nothing buffers or waits on the remaining bytes.
+  req.unpipe();
+  let seen = 0;
+  const cut = () => req.socket.destroy();
+  const timer = setTimeout(cut, limits.maxMs);
+  timer.unref();
+  const stop = () => clearTimeout(timer);
+  req.on('data', (chunk: Buffer) => {
+    seen += chunk.length;
+    if (seen > limits.maxBytes) cut();
+  });
+  req.once('end', stop);
+  req.once('close', stop);
+  req.resume();
 }

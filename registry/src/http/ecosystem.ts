@@ -7,8 +7,9 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { EcosystemFacts } from '../config/ecosystem-facts.js';
-import type { Config, IndexConfig } from '../config/types.js';
+import type { Config, IndexConfig, RateClassName } from '../config/types.js';
 import type { EventSink } from '../events/types.js';
+import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { IndexDescription } from '../observe/describe.js';
@@ -28,6 +29,10 @@ export interface ServerContext {
   archiveWalks: ArchiveWalks;
   /** Every cached index's upstream fetch cap (`upstream_concurrency`). */
   upstreamSlots: UpstreamSlotsByIndex;
+  /** The client's address (trusted proxies resolved), for the security log. */
+  clientAddress: (request: FastifyRequest) => string;
+  /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
+  rateLimits: RateLimitCounters;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
 }
@@ -68,4 +73,20 @@ export interface EcosystemModule extends EcosystemFacts {
   create: EcosystemFactory;
   /** Serves core-metadata siblings (the `metadata` usage counter and its metric). */
   metadataSiblings?: boolean;
+  /**
+   * The limiter's class of a request under one of this ecosystem's index routes, from its method
+   * and the path segments after the route alone (nothing read, nothing resolved).
+   */
+  classifyIndexRequest?(method: string, rest: readonly string[]): RateClassName;
+  /** A top-level tree the ecosystem mounts itself (OCI: `/v2/`). */
+  tree?: EcosystemTree;
+}
+
+export interface EcosystemTree {
+  /** Its first path segment (`v2`). */
+  segment: string;
+  /** The limiter's class of a request in the tree, from its method and the segments after `segment`. */
+  classify(method: string, rest: readonly string[]): RateClassName;
+  /** A 429 body in the tree's own error shape. */
+  tooManyRequests(message: string): string;
 }

@@ -14,6 +14,7 @@ import type { IndexConfig } from '../config/types.js';
 import { sanitizeUrl } from '../config/sanitize.js';
 import type { Ecosystem } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
+import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { RequestCounters } from './requests.js';
 import { secretInfo } from './redact.js';
 import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from './summary.js';
@@ -28,6 +29,8 @@ export interface StatusSources {
   ecosystems: ReadonlyMap<string, Ecosystem>;
   summaries: IndexSummaries;
   requests: RequestCounters;
+  /** The rate limiter's decisions per class (zero while it is disabled). */
+  rateLimit: { enabled: boolean; counters: RateLimitCounters };
   startedAt: Date;
 }
 
@@ -131,6 +134,7 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),
     requests: src.requests.snapshot(),
+    rate_limit: { enabled: src.rateLimit.enabled, ...src.rateLimit.counters.snapshot() },
     indexes,
     ...(query.details ? { recent_uploads: capRecent(recent) } : {}),
   };

@@ -2,8 +2,9 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
+import type { FastifyRequest } from 'fastify';
 import type { HostedIndex, IndexConfig } from '../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import { resolveRoute } from '../http/resolve.js';
 import { writeTarget } from '../roles/write-target.js';
@@ -30,11 +31,12 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
 }
 
 /** The hosted index that receives a write to `index`, or an UNAUTHORIZED / DENIED error. */
-export function authorizeWrite(ctx: ServerContext, index: IndexConfig, authorization: string | undefined): HostedIndex {
+export function authorizeWrite(ctx: ServerContext, index: IndexConfig, request: FastifyRequest): HostedIndex {
   const target = writeTarget(index, ctx.indexByName);
-  const check = checkWrite(target, authorization);
+  const check = checkWrite(target, request.headers.authorization);
   if (check.ok && target) return target;
   const reason = check.ok ? 'read-only' : check.reason;
+  noteWriteDenial(request, ctx.clientAddress, index, reason);
   if (reason === 'missing-credentials' || reason === 'wrong-credentials') {
     throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
   }

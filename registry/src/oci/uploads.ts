@@ -18,7 +18,7 @@ import type { UploadSession } from './upload-sessions.js';
 
 export async function startUpload(call: OciCall): Promise<void> {
   const { deps, target, query, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  const hosted = authorizeWrite(deps.ctx, target.index, request);
 
   const mount = query.get('mount');
   if (mount !== null) {
@@ -112,7 +112,7 @@ async function blobCreated(call: OciCall, hex: string): Promise<void> {
 /** The session of an authorised write, or BLOB_UPLOAD_UNKNOWN. */
 function sessionOf(call: OciCall, id: string): UploadSession {
   const { deps, target, request } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request.headers.authorization);
+  const hosted = authorizeWrite(deps.ctx, target.index, request);
   const session = deps.sessions.get(id, hosted.name, target.name);
   if (!session) throw new OciError('BLOB_UPLOAD_UNKNOWN', `upload ${id} is unknown (it may have been committed, cancelled or expired)`);
   return session;

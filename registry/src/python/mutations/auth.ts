@@ -1,6 +1,6 @@
 /** Write authorisation of the Python write endpoints, mapped to the spec's statuses. */
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { writeTarget } from '../../roles/write-target.js';
@@ -18,6 +18,7 @@ export function authorizeWrite(ctx: ServerContext, index: IndexConfig, req: Inde
   const auth = checkWrite(target, req.request.headers.authorization);
   if (auth.ok && target) return target;
   const reason = auth.ok ? 'read-only' : auth.reason;
+  noteWriteDenial(req.request, ctx.clientAddress, index, reason);
   const headers: Record<string, string> = STATUS[reason] === 401 ? { 'www-authenticate': BASIC_CHALLENGE } : {};
   // (`Allow` is set by the dispatcher, which knows the path's routes.)
   throw new HttpError(STATUS[reason], WRITE_DENIAL_MESSAGES[reason], headers);

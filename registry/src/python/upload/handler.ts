@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { BASIC_CHALLENGE, checkWrite, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../http/auth.js';
 import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import type { IndexConfig } from '../../config/types.js';
@@ -66,6 +66,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
   const target = writeTarget(index, ctx.indexByName);
   const auth = checkWrite(target, request.headers.authorization);
   if (!auth.ok) {
+    noteWriteDenial(request, ctx.clientAddress, index, auth.reason);
     const headers: Record<string, string> =
       auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
     // (`Allow` is set by the dispatcher, which knows the path's routes.)
