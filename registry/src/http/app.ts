@@ -16,6 +16,9 @@ import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
 import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
+import { countRequests } from '../observe/requests.js';
+import { observeRoutes } from '../observe/routes.js';
+import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
@@ -52,6 +55,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     bodyLimit: 1024 * 1024,
     return503OnClosing: true,
   });
+  const startedAt = new Date();
+  const requests = countRequests(app);
 
   // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
   // artifact is ever buffered. The Python upload form is parsed there too (python/upload/).
@@ -85,10 +90,11 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
+  const summaries = new IndexSummaries(stores.meta);
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter };
+  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries };
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
@@ -122,6 +128,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   registerDiscovery(app, config, ecosystems);
+
+  await app.register(observeRoutes, { ctx, ecosystems, requests, startedAt });
 
   app.all('/*', async (request, reply) => {
     const path = parseSafePath(request.raw.url ?? '/');

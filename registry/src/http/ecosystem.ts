@@ -13,6 +13,8 @@ import type { EventSink } from '../events/types.js';
 import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
+import type { IndexDescription } from '../observe/describe.js';
+import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { Stores } from '../storage/index.js';
 
 export interface ServerContext {
@@ -32,6 +34,8 @@ export interface ServerContext {
   clientAddress: (request: FastifyRequest) => string;
   /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
   rateLimits: RateLimitCounters;
+  /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
+  summaries: IndexSummaries;
 }
 
 export interface IndexRequest {
@@ -55,6 +59,12 @@ export interface Ecosystem {
   discovery?: EcosystemDiscovery;
   /** Registers routes outside the index namespace. */
   register?(app: FastifyInstance): void | Promise<void>;
+  /** What `/+status` shows of one of this ecosystem's indexes beyond the neutral fields. */
+  describe?(index: IndexConfig): IndexDescription;
+  /** Recounts projects and recent uploads from the index's metadata (the repair path of `/+status?details=admin`). */
+  scanIndex?(index: IndexConfig): Promise<ScannedSummary>;
+  /** The name `/+stats` counts a project under (e.g. PEP 503 normalised), or null for a name no project can have. */
+  projectKey?(name: string): string | null;
   /** Stops background work on shutdown. */
   close?(): Promise<void>;
 }

@@ -3,6 +3,8 @@
  * additions on a preallocated record (no allocation, no I/O on the request path); readers take a
  * snapshot. Counters reset on restart, as the spec says.
  */
+import { ProjectCounters } from './project-counters.js';
+
 export const USAGE_COUNTERS = [
   'pages',
   'downloads',
@@ -19,22 +21,29 @@ export const USAGE_COUNTERS = [
 export type UsageCounter = (typeof USAGE_COUNTERS)[number];
 export type CounterValues = Record<UsageCounter, number>;
 
-/** What the neutral machinery needs: somewhere to count. */
+/**
+ * What the neutral machinery needs: somewhere to count. `project` and `file`, when the caller
+ * knows them, also count the project (and, for downloads, metadata and bytes, the file) of the
+ * per-project drill-down of `/+stats` (project-counters.ts). Positional, so a call allocates nothing.
+ */
 export interface CounterSink {
-  add(name: UsageCounter, n?: number): void;
+  add(name: UsageCounter, n?: number, project?: string, file?: string): void;
 }
 
-function zeroes(): CounterValues {
+export function zeroes(): CounterValues {
   return Object.fromEntries(USAGE_COUNTERS.map((n) => [n, 0])) as CounterValues;
 }
 
 export class IndexCounters implements CounterSink {
   readonly #values: CounterValues = zeroes();
+  /** Per project and file, bounded (see project-counters.ts). */
+  readonly projects = new ProjectCounters(zeroes);
 
   constructor(readonly route: string) {}
 
-  add(name: UsageCounter, n = 1): void {
+  add(name: UsageCounter, n = 1, project?: string, file?: string): void {
     this.#values[name] += n;
+    if (project !== undefined) this.projects.add(project, name, n, file);
   }
 
   get(name: UsageCounter): number {

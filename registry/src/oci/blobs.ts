@@ -36,9 +36,11 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
   const counters = deps.ctx.counters.index(call.target.index.route);
-  counters.add('downloads');
-  counters.add('bytes', length);
+  const repo = call.target.repo.join('/');
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  counters.add('bytes', length, repo, `sha256:${hex}`);
   await reply.send(stream);
 }
 

@@ -6,6 +6,7 @@ import { IndexHolds } from './index-holds.js';
 import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
 import { registerOciRoutes } from './routes.js';
+import { ociStatus } from './status.js';
 import { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
@@ -23,6 +24,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
+    ...ociStatus(ctx),
     async register(app) {
       await sessions.removeOrphans();
       await registerOciRoutes(app, deps);

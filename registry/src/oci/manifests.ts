@@ -15,6 +15,7 @@ import type { Descriptor, ManifestRecord } from './meta.js';
 import { parseReference, type Reference } from './names.js';
 import type { Holder } from '../storage/holds.js';
 import type { BlobStore } from '../storage/types.js';
+import { recordManifestWrite } from './status.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** Blobs of one manifest checked at once. */
@@ -45,7 +46,7 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
     .header('Content-Length', String(found.record.size));
   // A manifest is the registry's page: what a pull asks for first.
-  if (!head) deps.ctx.counters.index(target.index.route).add('pages');
+  if (!head) deps.ctx.counters.index(target.index.route).add('pages', 1, target.repo.join('/'));
   await reply.send(head ? undefined : bytes);
 }
 
@@ -133,6 +134,8 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   await holder.hold(hex);
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
   await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
+  deps.ctx.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
+  await recordManifestWrite(deps.ctx, hosted, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
   if (subject) reply.header('OCI-Subject', subject.digest);
@@ -151,5 +154,6 @@ export async function deleteManifest(call: OciCall, reference: string): Promise<
   const repos = deps.members.hosted(hosted);
   const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);
   if (!removed) throw new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
+  await recordManifestWrite(deps.ctx, hosted, target.repo, request.log);
   await reply.code(202).header('Content-Length', '0').send();
 }

@@ -21,6 +21,7 @@ import type { MutationDeps } from './mutations/handler.js';
 import { ProjectSource } from './simple/source.js';
 import { buildSources } from './sources/build.js';
 import { writeStatusCheck } from './sources/write-status.js';
+import { pythonStatus } from './status.js';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
 const ALL_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'DELETE'];
@@ -64,6 +65,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
     discovery: pythonDiscovery,
+    ...pythonStatus(ctx, sources.lookup, records),
     async close() {
       sources.close();
     },

@@ -35,13 +35,15 @@ export async function serveFile(source: ProjectSource, blobs: BlobStore, req: In
     if (wanted.part === 'file') req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
     throw notFound();
   }
-  if (wanted.counter) source.count(req.index.name, wanted.counter);
+  // Per project and per file too (`/+stats`); a sibling counts for its artifact.
+  const { project } = listed;
+  if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
   if (body.kind === 'blob') {
     const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType);
-    source.count(req.index.name, 'bytes', sent);
+    source.count(req.index.name, 'bytes', sent, project, artifact);
   } else {
     sendStream(req, body, wanted.contentType);
-    source.count(req.index.name, 'bytes', body.size ?? 0);
+    source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
   }
 }
 

@@ -17,6 +17,7 @@ import { mutateRecord } from './hosted.js';
 import type { ProjectOverrides } from './overrides.js';
 import { yankReason } from './reason.js';
 import type { WriteStatusCheck } from '../sources/write-status.js';
+import { recordProjectWrite } from '../status.js';
 
 export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote';
 
@@ -87,6 +88,8 @@ export async function handleMutation(
   }
   const result: MutationResult = { project: normalized, ...(version !== undefined ? { version } : {}), action, changed: changed.length, files: changed.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
+  if (hostedChanged.length > 0) await recordProjectWrite(deps.ctx, deps.records, target.name, normalized, req.request.log);
+  if (changed.length > hostedChanged.length) await deps.ctx.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
   if (changed.length > 0) {
     // Uploaded files change in the write target; cached files only through the route's overrides.
     const actor = parseBasic(req.request.headers.authorization)?.username;

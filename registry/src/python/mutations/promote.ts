@@ -13,6 +13,7 @@ import { PolicyDenialError } from '../../policy/denial.js';
 import { membersOf } from '../../roles/write-target.js';
 import { writePolicy } from '../policy/effective.js';
 import { normalizeName, type FileRecord } from '../records.js';
+import { recordProjectWrite } from '../status.js';
 import { authorizeWrite } from './auth.js';
 import { versionScope, type MutationDeps, type MutationResult } from './handler.js';
 
@@ -63,6 +64,7 @@ export async function handlePromote(deps: MutationDeps, req: IndexRequest, proje
   if (clash) {
     throw new HttpError(409, `${clash.filename} already exists in index ${target.name} with different content (sha256 ${clash.sha256}); nothing was promoted`);
   }
+  if (added.length > 0) await recordProjectWrite(deps.ctx, deps.records, target.name, normalized, req.request.log);
   const result: MutationResult & { from: string } = { project: normalized, version, action: 'promote', from: source.route, changed: added.length, files: added.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, from: source.name, project: normalized, version, changed: added.length }, 'python promote');
   await req.reply.code(200).type('application/json').send(result);

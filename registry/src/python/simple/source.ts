@@ -27,9 +27,9 @@ export class ProjectSource {
     readonly countersFor: (indexName: string) => CounterSink = () => NO_COUNTERS,
   ) {}
 
-  /** Adds to a usage counter of an index (`/+stats`). */
-  count(indexName: string, name: UsageCounter, n = 1): void {
-    if (n > 0) this.countersFor(indexName).add(name, n);
+  /** Adds to a usage counter of an index (`/+stats`), and of the project and file when given. */
+  count(indexName: string, name: UsageCounter, n = 1, project?: string, file?: string): void {
+    if (n > 0) this.countersFor(indexName).add(name, n, project, file);
   }
 
   /** A hosted index's own record of a project (write paths and hosted-only tools use this). */
@@ -59,13 +59,13 @@ export class ProjectSource {
     const key = `${indexName}\n${normalized}\n${variant}`;
     const hit = this.pages.peek(key, view.version);
     if (hit) {
-      this.count(indexName, 'pages');
+      this.count(indexName, 'pages', 1, normalized);
       return hit;
     }
     const resolved = await view.resolve();
     // A renderer answers null for "not found inside the project" (an unknown version).
     const page = this.pages.obtain(key, view.version, () => render(resolved));
-    if (page) this.count(indexName, 'pages');
+    if (page) this.count(indexName, 'pages', 1, normalized);
     return page;
   }
 

@@ -24,6 +24,7 @@ import { FILETYPE } from './filenames.js';
 import { FileTooLargeError, readUploadForm, type SpooledFile, type UploadForm } from './multipart.js';
 import { validateSdist } from './sdist.js';
 import { validateWheel, type ValidatedArchive } from './wheel.js';
+import { recordProjectWrite } from '../status.js';
 
 const DENIAL_STATUS: Record<WriteDenial, number> = {
   'read-only': 405,
@@ -104,6 +105,9 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
       duplicate ? 'upload repeated identical file' : 'upload accepted',
     );
     if (!duplicate) {
+      // A duplicate changes nothing (as for webhooks): it is not counted as an upload.
+      ctx.counters.index(index.route).add('uploads', 1, archive.meta.project);
+      await recordProjectWrite(ctx, new ProjectRecords(ctx.stores.meta), target.name, archive.meta.project, request.log, [form.file.name.filename]);
       await ctx.events.emit({
         event: 'upload',
         index: index.name,

@@ -1,0 +1,40 @@
+/**
+ * The observation surface as one fastify plugin: `GET /+status` (status.ts) and `GET /+stats`
+ * (stats.ts). Everything it reads is passed in; it names no ecosystem.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServerContext, Ecosystem } from '../http/ecosystem.js';
+import type { RequestCounters } from './requests.js';
+import { buildStats } from './stats.js';
+import { parseStatsQuery } from './stats-query.js';
+import { buildStatus, parseStatusQuery } from './status.js';
+
+export interface ObserveOptions {
+  ctx: ServerContext;
+  ecosystems: readonly Ecosystem[];
+  requests: RequestCounters;
+  startedAt: Date;
+}
+
+function queryOf(request: FastifyRequest): URLSearchParams {
+  const url = request.raw.url ?? '';
+  const at = url.indexOf('?');
+  return new URLSearchParams(at < 0 ? '' : url.slice(at + 1));
+}
+
+export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions): Promise<void> {
+  const { ctx, requests, startedAt } = opts;
+  const ecosystems = new Map(opts.ecosystems.map((e) => [e.id, e]));
+  const indexes = ctx.config.indexes;
+
+  app.get('/+status', async (request, reply) => {
+    const query = parseStatusQuery(queryOf(request));
+    const doc = await buildStatus({ indexes, storageBackend: ctx.config.storage.backend, ecosystems, summaries: ctx.summaries, requests, rateLimit: { enabled: ctx.config.rateLimit.enabled, counters: ctx.rateLimits }, startedAt }, query);
+    return reply.header('cache-control', 'no-store').type('application/json').send(doc);
+  });
+
+  app.get('/+stats', async (request, reply) => {
+    const doc = buildStats({ indexes, ecosystems, counters: ctx.counters, startedAt }, parseStatsQuery(queryOf(request)));
+    return reply.header('cache-control', 'no-store').type('application/json').send(doc);
+  });
+}

@@ -1,0 +1,141 @@
+/**
+ * `GET /+status`: what the server is and has seen, for the operator and the web UI alike. Built
+ * from the configuration, the ecosystems' descriptions and the per-index summary documents
+ * (summary.ts); no upstream fetch, no artifact bytes, no scan except the repair path below.
+ *
+ * `?details=admin` adds, per hosted index, its project and file counts, and the server's recent
+ * uploads. They come from the summary documents; a hosted index whose summary was never rebuilt
+ * by a scan (a store that predates summaries, or a new index) is scanned once, through its
+ * ecosystem, and the result stored, so later requests and other replicas read it.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { IndexConfig } from '../config/types.js';
+import { sanitizeUrl } from '../config/sanitize.js';
+import type { Ecosystem } from '../http/ecosystem.js';
+import { HttpError } from '../http/errors.js';
+import type { RateLimitCounters } from '../limits/rate-limiter.js';
+import type { RequestCounters } from './requests.js';
+import { secretInfo } from './redact.js';
+import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from './summary.js';
+
+/** The registry workspace's package.json version (read once; dist/observe/ is two levels down). */
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export interface StatusSources {
+  indexes: readonly IndexConfig[];
+  /** Which storage backend this process uses (never its path, endpoint or keys). */
+  storageBackend: string;
+  ecosystems: ReadonlyMap<string, Ecosystem>;
+  summaries: IndexSummaries;
+  requests: RequestCounters;
+  /** The rate limiter's decisions per class (zero while it is disabled). */
+  rateLimit: { enabled: boolean; counters: RateLimitCounters };
+  startedAt: Date;
+}
+
+export interface StatusQuery {
+  details: boolean;
+}
+
+/** `details` is the one parameter; its one value is `admin`. */
+export function parseStatusQuery(query: URLSearchParams): StatusQuery {
+  for (const key of query.keys()) {
+    if (key !== 'details') throw new HttpError(400, `unknown parameter "${key}"; /+status takes only details=admin`);
+  }
+  const details = query.getAll('details');
+  if (details.length > 1 || (details.length === 1 && details[0] !== 'admin')) {
+    throw new HttpError(400, 'details takes one value: admin');
+  }
+  return { details: details.length === 1 };
+}
+
+/** Role-specific settings; every entry has every key (empty or null when not of its role), for machines. */
+function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<string, unknown> {
+  return {
+    members: ix.role === 'virtual' ? ix.members : [],
+    upload_target: ix.role === 'virtual' ? (ix.uploadTarget ?? null) : null,
+    volatile: ix.role === 'hosted' ? ix.volatile : false,
+    ...(ix.role === 'cached'
+      ? {
+          upstream: {
+            url: sanitizeUrl(ix.upstream),
+            offline: offline ?? false,
+            cache_ttl_secs: ix.cacheTtlSecs,
+            concurrency: ix.upstreamConcurrency ?? null,
+            username: secretInfo(ix.upstreamUsername),
+            password: secretInfo(ix.upstreamPassword),
+          },
+        }
+      : {}),
+    ...(ix.role === 'hosted' ? { upload_token: secretInfo(ix.uploadToken) } : {}),
+  };
+}
+
+function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null): Record<string, unknown> {
+  const extra = eco?.describe?.(ix) ?? {};
+  return {
+    name: ix.name,
+    route: ix.route,
+    ecosystem: ix.ecosystem,
+    role: ix.role,
+    ...roleFields(ix, extra.upstreamOffline),
+    serial: summary?.serial ?? 0,
+    policy: {
+      max_file_size: ix.policy.maxFileSize ?? null,
+      deny_projects: ix.policy.denyProjects,
+      allow_projects: ix.policy.allowProjects,
+      min_release_age_secs: ix.policy.minReleaseAgeSecs ?? null,
+    },
+    webhooks: ix.webhooks.map((w) => ({
+      url: sanitizeUrl(w.url),
+      events: w.events ?? null,
+      secret: secretInfo(w.secret),
+      basic_auth: secretInfo(w.basicAuth),
+    })),
+    ...(extra.terms ? { terms: extra.terms } : {}),
+    ...(extra.fields ? { ecosystem_details: extra.fields } : {}),
+  };
+}
+
+/** The summary of a hosted index for the admin details, scanned and stored once if never scanned. */
+async function adminSummary(src: StatusSources, ix: IndexConfig, summary: IndexSummaryDoc | null): Promise<{ doc: IndexSummaryDoc | null; scanned: boolean }> {
+  if (summary?.scannedAt !== undefined) return { doc: summary, scanned: false };
+  const scan = src.ecosystems.get(ix.ecosystem)?.scanIndex;
+  if (!scan) return { doc: summary, scanned: false };
+  return { doc: await src.summaries.repair(ix.name, await scan(ix)), scanned: true };
+}
+
+export async function buildStatus(src: StatusSources, query: StatusQuery, now = new Date()): Promise<Record<string, unknown>> {
+  const summaries = await Promise.all(src.indexes.map((ix) => src.summaries.read(ix.name)));
+  const indexes: Record<string, unknown>[] = [];
+  const recent: RecentUpload[] = [];
+  for (const [i, ix] of src.indexes.entries()) {
+    const entry = describeIndex(ix, src.ecosystems.get(ix.ecosystem), summaries[i] ?? null);
+    if (query.details && ix.role === 'hosted') {
+      const { doc, scanned } = await adminSummary(src, ix, summaries[i] ?? null);
+      const counts = Object.values(doc?.projects ?? {});
+      entry.details = {
+        projects: counts.length,
+        files: counts.reduce((a, b) => a + b, 0),
+        source: scanned ? 'scan' : 'summary',
+        scanned_at: doc?.scannedAt ?? null,
+      };
+      recent.push(...(doc?.recent ?? []));
+    }
+    indexes.push(entry);
+  }
+  return {
+    version: VERSION,
+    // Which replica answered: in Kubernetes the pod name.
+    instance: hostname(),
+    storage: { backend: src.storageBackend },
+    serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
+    started_at: src.startedAt.toISOString(),
+    uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),
+    requests: src.requests.snapshot(),
+    rate_limit: { enabled: src.rateLimit.enabled, ...src.rateLimit.counters.snapshot() },
+    indexes,
+    ...(query.details ? { recent_uploads: capRecent(recent) } : {}),
+  };
+}

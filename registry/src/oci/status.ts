@@ -1,0 +1,77 @@
+/**
+ * What the OCI ecosystem contributes to `/+status` and `/+stats`, and how its writes keep the
+ * per-index summary current (observe/summary.ts). For counting, a repository is the project, a
+ * blob (by digest) the file, a manifest GET/HEAD a page, and a manifest push the upload: the one
+ * write that makes an image (or artifact) pullable; blob pushes before it are its parts. The
+ * summary counts manifests per repository, read back from the store after each manifest write.
+ */
+import type { IndexConfig } from '../config/types.js';
+import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
+import type { ManifestRecord, TagsDoc } from './meta.js';
+import { repoPrefix, reposFolder } from './meta.js';
+
+type Log = { warn(obj: object, msg: string): void };
+
+const MANIFEST_KEY = /^(.+)\/_manifests\/([0-9a-f]{64})$/;
+
+export function ociStatus(ctx: ServerContext): Pick<Ecosystem, 'describe' | 'scanIndex'> {
+  return {
+    describe: () => ({ terms: { project: 'repository', file: 'manifest' } }),
+    scanIndex: (index) => scanOciIndex(ctx, index),
+  };
+}
+
+/**
+ * One pass over the index's repository documents: manifests per repository, and every push (a
+ * manifest record's time, with a tag that points at it, if any) for the recent list.
+ */
+async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<ScannedSummary> {
+  const folder = reposFolder(index);
+  const projects: Record<string, number> = {};
+  const recent: RecentUpload[] = [];
+  const tagsOf = new Map<string, Promise<Map<string, string>>>();
+  const tagOf = async (repo: string, hex: string): Promise<string | undefined> => {
+    let tags = tagsOf.get(repo);
+    if (!tags) {
+      tags = ctx.stores.meta.get<TagsDoc>(`${folder}/${repo}/_tags`).then((d) => new Map(Object.entries(d?.doc.tags ?? {}).map(([tag, h]) => [h, tag])));
+      tagsOf.set(repo, tags);
+    }
+    return (await tags).get(hex);
+  };
+  for await (const key of ctx.stores.meta.list(folder)) {
+    const m = MANIFEST_KEY.exec(key.slice(folder.length + 1));
+    if (!m) continue;
+    const repo = m[1]!;
+    const hex = m[2]!;
+    projects[repo] = (projects[repo] ?? 0) + 1;
+    const record = (await ctx.stores.meta.get<ManifestRecord>(key))?.doc;
+    if (!record) continue;
+    const tag = await tagOf(repo, hex);
+    recent.push({ time: record.pushedAt, index: index.name, project: repo, ...(tag !== undefined ? { version: tag } : {}), filename: `sha256:${hex}` });
+  }
+  return { projects, recent };
+}
+
+/** Records one committed manifest push or delete of `hosted`'s repository `repo`. */
+export async function recordManifestWrite(
+  ctx: ServerContext,
+  hosted: IndexConfig,
+  repo: readonly string[],
+  log: Log,
+  pushed?: { hex: string; tag?: string; time: string },
+): Promise<void> {
+  const name = repo.join('/');
+  let manifests = 0;
+  try {
+    for await (const _key of ctx.stores.meta.list(`${repoPrefix(hosted, repo)}/_manifests`)) manifests += 1;
+  } catch (err) {
+    log.warn({ index: hosted.name, repository: name, err: err instanceof Error ? err.message : String(err) }, 'status summary: manifests not counted');
+    await ctx.summaries.recordAfterCommit(hosted.name, {}, log);
+    return;
+  }
+  const uploads: RecentUpload[] = pushed
+    ? [{ time: pushed.time, index: hosted.name, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}` }]
+    : [];
+  await ctx.summaries.recordAfterCommit(hosted.name, { projects: { [name]: manifests }, uploads }, log);
+}

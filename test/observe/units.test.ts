@@ -1,0 +1,158 @@
+/**
+ * The pure parts of `/+status` and `/+stats`: the query parsers (property-based: any query string
+ * gives a parsed query or a 400 with a reason, never another error), the bounded per-project
+ * counters and their eviction, the secret descriptions, and the summary document's rules.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Secret } from '../../registry/src/config/secret.js';
+import { HttpError } from '../../registry/src/http/errors.js';
+import { USAGE_COUNTERS, zeroes } from '../../registry/src/observe/counters.js';
+import { ProjectCounters } from '../../registry/src/observe/project-counters.js';
+import { secretInfo } from '../../registry/src/observe/redact.js';
+import { parseStatsQuery } from '../../registry/src/observe/stats-query.js';
+import { parseStatusQuery } from '../../registry/src/observe/status.js';
+import { IndexSummaries, MAX_RECENT } from '../../registry/src/observe/summary.js';
+import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { tempDir } from '../support/velodex.js';
+
+const RUNS = { numRuns: 500 };
+
+function outcome<T>(fn: () => T): T | HttpError {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 400 && err.message.length > 0) return err;
+    throw err;
+  }
+}
+
+/** Query strings built from the parameter names that matter, others, and hostile values. */
+const queryString = fc
+  .array(
+    fc.tuple(
+      fc.oneof(fc.constantFrom('index', 'project', 'details', 'indexx', ''), fc.string()),
+      fc.oneof(fc.constantFrom('root/hosted', '/root/hosted/', '', ' ', '/', 'admin', 'a'.repeat(600)), fc.string(), fc.string({ unit: 'grapheme' })),
+    ),
+    { maxLength: 4 },
+  )
+  .map((pairs) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
+
+describe('the /+stats query', () => {
+  it('parses any query string into a depth or a 400 with a reason', () => {
+    fc.assert(
+      fc.property(fc.oneof(queryString, fc.string()), (qs) => {
+        const got = outcome(() => parseStatsQuery(new URLSearchParams(qs)));
+        if (got instanceof HttpError) return;
+        const params = new URLSearchParams(qs);
+        expect([...params.keys()].every((k) => k === 'index' || k === 'project')).toBe(true);
+        if (got.depth === 'server') expect(params.has('index')).toBe(false);
+        else {
+          expect(got.route).not.toMatch(/^\/|\/$/);
+          expect(got.route.length).toBeGreaterThan(0);
+        }
+        if (got.depth === 'project') expect(got.project.trim()).toBe(got.project);
+      }),
+      RUNS,
+    );
+  });
+
+  it('reads the three depths and refuses what is not one', () => {
+    expect(parseStatsQuery(new URLSearchParams(''))).toEqual({ depth: 'server' });
+    expect(parseStatsQuery(new URLSearchParams('index=/root/hosted/'))).toEqual({ depth: 'index', route: 'root/hosted' });
+    expect(parseStatsQuery(new URLSearchParams('index=root/hosted&project=Alpha'))).toEqual({ depth: 'project', route: 'root/hosted', project: 'Alpha' });
+    for (const bad of ['project=alpha', 'index=a&index=b', 'index=', 'index=/', 'other=1', `index=${'a'.repeat(600)}`]) {
+      expect(outcome(() => parseStatsQuery(new URLSearchParams(bad)))).toBeInstanceOf(HttpError);
+    }
+  });
+});
+
+describe('the /+status query', () => {
+  it('takes details=admin or nothing, anything else is a 400', () => {
+    fc.assert(
+      fc.property(fc.oneof(queryString, fc.string()), (qs) => {
+        const got = outcome(() => parseStatusQuery(new URLSearchParams(qs)));
+        if (got instanceof HttpError) return;
+        expect(got.details).toBe(new URLSearchParams(qs).get('details') === 'admin');
+      }),
+      RUNS,
+    );
+    expect(parseStatusQuery(new URLSearchParams('details=admin'))).toEqual({ details: true });
+    expect(parseStatusQuery(new URLSearchParams(''))).toEqual({ details: false });
+  });
+});
+
+describe('per-project counters', () => {
+  it('keep the most recently counted projects and files, folding the evicted ones so sums hold', () => {
+    const c = new ProjectCounters(zeroes, 2, 2);
+    c.add('a', 'downloads', 1, 'a-1.whl');
+    c.add('b', 'downloads', 1, 'b-1.whl');
+    c.add('a', 'pages', 1);
+    c.add('c', 'downloads', 5, 'c-1.whl');
+    expect([...c.entries()].map(([n]) => n)).toEqual(['a', 'c']);
+    expect(c.evicted.downloads).toBe(1);
+    c.add('a', 'metadata', 1, 'a-2.whl');
+    c.add('a', 'bytes', 7, 'a-3.whl');
+    const a = c.get('a')!;
+    expect([...a.files.keys()]).toEqual(['a-2.whl', 'a-3.whl']);
+    expect(a.evictedFiles).toEqual({ downloads: 1, metadata: 0, bytes: 0 });
+    // Only downloads, metadata and bytes are counted per file.
+    c.add('a', 'uploads', 1, 'a-3.whl');
+    expect(a.files.get('a-3.whl')).toEqual({ downloads: 0, metadata: 0, bytes: 7 });
+    expect(a.values.uploads).toBe(1);
+  });
+
+  it('never track more than the cap, and projects plus evicted add up to what was counted', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 9 }), fc.constantFrom(...USAGE_COUNTERS), fc.nat(100)), { maxLength: 200 }), (adds) => {
+        const c = new ProjectCounters(zeroes, 3, 2);
+        const total = zeroes();
+        for (const [p, name, n] of adds) {
+          c.add(`p${p}`, name, n, `f${n % 4}`);
+          total[name] += n;
+        }
+        expect(c.size).toBeLessThanOrEqual(3);
+        const seen = { ...c.evicted };
+        for (const [, e] of c.entries()) {
+          expect(e.files.size).toBeLessThanOrEqual(2);
+          for (const k of USAGE_COUNTERS) seen[k] += e.values[k];
+        }
+        expect(seen).toEqual(total);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe('secrets in /+status', () => {
+  it('show whether one is configured and the kind of source, never the value, variable name or path', () => {
+    expect(secretInfo(undefined)).toEqual({ configured: false });
+    expect(secretInfo(new Secret('v1', 'inline'))).toEqual({ configured: true, source: 'inline' });
+    expect(secretInfo(new Secret('v2', 'env:MY_TOKEN'))).toEqual({ configured: true, source: 'env' });
+    expect(secretInfo(new Secret('v3', 'file:/run/secrets/token'))).toEqual({ configured: true, source: 'file' });
+  });
+});
+
+describe('index summaries', () => {
+  it('count every write, keep absolute project counts, cap recent uploads, and keep the serial through a repair', async () => {
+    const store = new FsMetaStore(tempDir('velodex-summary-'));
+    await store.init();
+    // Two writers on one store: compare-and-swap keeps both increments (replicas rely on the
+    // store's CAS the same way; the fs backend's holds within one process).
+    const summaries = new IndexSummaries(store);
+    const other = new IndexSummaries(store);
+    const up = (i: number) => ({ time: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), index: 'h', project: 'p', filename: `p-${i}.whl` });
+    for (let i = 0; i < MAX_RECENT + 5; i++) await summaries.record('h', { projects: { p: i + 1 }, uploads: [up(i)] });
+    await Promise.all([summaries.record('h', { projects: { q: 1 } }), other.record('h', { projects: { q: 1 } })]);
+    let doc = (await summaries.read('h'))!;
+    expect(doc.serial).toBe(MAX_RECENT + 7);
+    expect(doc.projects.p).toBe(MAX_RECENT + 5);
+    expect(doc.recent).toHaveLength(MAX_RECENT);
+    expect(doc.recent[0]!.filename).toBe(`p-${MAX_RECENT + 4}.whl`);
+    await summaries.record('h', { projects: { q: 0 } });
+    expect((await summaries.read('h'))!.projects.q).toBeUndefined();
+    doc = await summaries.repair('h', { projects: { r: 3 }, recent: [] });
+    expect(doc).toMatchObject({ serial: MAX_RECENT + 8, projects: { r: 3 }, recent: [] });
+    expect(doc.scannedAt).toBeDefined();
+  });
+});
