@@ -5,6 +5,7 @@
  */
 import type { Ecosystem, IndexRequest, ServerContext } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
+import { allowOf, selectRoute, type Methods } from '../http/route-table.js';
 import { isSha256Hex } from '../storage/types.js';
 import { findServableFile, serveFile } from './files/handler.js';
 import { storeListedFile } from './files/store-listed.js';
@@ -21,15 +22,13 @@ import { ProjectSource } from './simple/source.js';
 import { buildSources } from './sources/build.js';
 import { writeStatusCheck } from './sources/write-status.js';
 
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
-const ALL_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'DELETE'];
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
 
 interface Route {
   /** The path parameters when `rest` has this route's shape, else null. */
   match(rest: readonly string[], trailingSlash: boolean): string[] | null;
   /** GET also answers HEAD. */
-  methods: Partial<Record<Method, Handler>>;
+  methods: Methods<Handler>;
   /** The first parameter is a project name: one PEP 508 forbids names no project, so 404. */
   project?: boolean;
   /** Headers every answer on this path shape carries, errors included (Simple pages: `Vary`). */
@@ -38,12 +37,6 @@ interface Route {
 
 /** PEP 691: a Simple URL's answer depends on `Accept`, whatever its status. */
 const SIMPLE_HEADERS = { vary: 'Accept' };
-
-/** The `Allow` value for a path served by `routes`: their methods (of `only`, when given). */
-function allowHeader(routes: readonly Route[], only: readonly Method[] = ALL_METHODS): string {
-  const allowed = new Set(routes.flatMap((r) => Object.keys(r.methods)));
-  return only.filter((m) => allowed.has(m)).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ');
-}
 
 function withAllow(err: HttpError, allow: string): HttpError {
   return new HttpError(err.status, err.message, { ...err.headers, allow }, err.body);
@@ -68,34 +61,27 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     async handleIndexRequest(req) {
       // Several shapes may match one path (`simple/yank` is a detail page to GET and a yank to
       // PUT): the first route with the method wins; 405 when none has it, allowing what they all take.
-      const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
-      const matched: Route[] = [];
-      for (const route of routes) {
-        const params = route.match(req.rest, req.trailingSlash);
-        if (!params) continue;
-        const handler = route.methods[method];
-        if (!handler) {
-          matched.push(route);
-          continue;
-        }
-        if (route.headers) req.reply.headers(route.headers);
-        if (route.project && !isValidProjectName(params[0]!)) {
-          throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
-        }
-        return await handler(req, params).catch((err: unknown) => {
-          // pip and twine print the reason phrase, not the body: let the denial's reason show.
-          if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
-          // A write refused because the index takes none: only the path's reads are allowed,
-          // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
-          if (err instanceof HttpError && err.status === 405) throw withAllow(err, allowHeader(pathRoutes(req), ['GET']));
-          throw err;
-        });
+      const selected = selectRoute(routes, (route) => route.match(req.rest, req.trailingSlash), req.request.method);
+      if (selected.kind === 'not-found') {
+        throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
       }
-      if (matched.length > 0) {
-        for (const route of matched) if (route.headers) req.reply.headers(route.headers);
-        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allowHeader(pathRoutes(req)) });
+      if (selected.kind === 'not-allowed') {
+        for (const route of selected.matched) if (route.headers) req.reply.headers(route.headers);
+        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: selected.allow });
       }
-      throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
+      const { route, params, handler } = selected;
+      if (route.headers) req.reply.headers(route.headers);
+      if (route.project && !isValidProjectName(params[0]!)) {
+        throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
+      }
+      return await handler(req, params).catch((err: unknown) => {
+        // pip and twine print the reason phrase, not the body: let the denial's reason show.
+        if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
+        // A write refused because the index takes none: only the path's reads are allowed,
+        // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
+        if (err instanceof HttpError && err.status === 405) throw withAllow(err, allowOf(pathRoutes(req).map((r) => r.methods), ['GET']));
+        throw err;
+      });
     },
   };
 }

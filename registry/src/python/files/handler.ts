@@ -8,12 +8,12 @@ import type { IndexConfig } from '../../config/types.js';
 import type { IndexRequest } from '../../http/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { isSha256Hex, type BlobStore } from '../../storage/types.js';
-import { etagMatches } from '../simple/page-cache.js';
+import { answeredNotModified } from '../../http/conditional.js';
+import { contentRange, parseRange, unsatisfiedRange } from '../../http/range.js';
 import type { ProjectSource } from '../simple/source.js';
 import { assertFileServable, resolvedFacts } from '../policy/apply.js';
 import { guardFileSize } from '../policy/size-guard.js';
 import type { FileBody, FilePart, ListedFile } from '../sources/types.js';
-import { parseRange } from './range.js';
 
 /** URL suffixes of a file's siblings; no distribution filename ends in one. */
 const SIBLINGS: ReadonlyArray<{ suffix: string; part: FilePart; contentType: string; counter: 'metadata' | null }> = [
@@ -95,19 +95,16 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
     // Content-addressed: the bytes behind this URL never change.
     'cache-control': 'public, max-age=31536000, immutable',
   });
-  if (etagMatches(request.headers['if-none-match'], etag)) {
-    void reply.code(304).send();
-    return 0;
-  }
+  if (answeredNotModified(request, reply, etag)) return 0;
   const ifRange = request.headers['if-range'];
   const range = ifRange === undefined || ifRange === etag ? parseRange(request.headers.range, size) : ({ kind: 'full' } as const);
   if (range.kind === 'unsatisfiable') {
-    throw new HttpError(416, `range not satisfiable for ${size} bytes`, { 'content-range': `bytes */${size}` });
+    throw new HttpError(416, `range not satisfiable for ${size} bytes`, { 'content-range': unsatisfiedRange(size) });
   }
   const part = range.kind === 'partial' ? { start: range.start, end: range.end } : undefined;
   const length = part ? part.end - part.start + 1 : size;
   reply.code(part ? 206 : 200).type(contentType).header('content-length', String(length));
-  if (part) reply.header('content-range', `bytes ${part.start}-${part.end}/${size}`);
+  if (part) reply.header('content-range', contentRange(part, size));
   if (request.method === 'HEAD') {
     void reply.send();
     return 0;

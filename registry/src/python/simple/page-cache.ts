@@ -81,10 +81,3 @@ export class PageCache {
 export function etagOf(body: Buffer): string {
   return `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`;
 }
-
-/** `If-None-Match` against one strong ETag (weak comparison, as RFC 9110 asks for GET). */
-export function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  if (ifNoneMatch.trim() === '*') return true;
-  return ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
-}

@@ -6,7 +6,7 @@
 import { normalizeVersion } from '../pep440.js';
 import { normalizeName } from '../records.js';
 import { badUpload } from './errors.js';
-import { hasControlChar } from './member-path.js';
+import { hasControlChar } from '../../http/member-path.js';
 
 export const ACCEPTED = 'only wheels (.whl) and source distributions (.tar.gz) are accepted';
 

@@ -4,7 +4,7 @@
  */
 import { badUpload } from './errors.js';
 import { MAX_MEMBERS } from './limits.js';
-import { unsafeMemberReason } from './member-path.js';
+import { unsafeMemberReason } from '../../http/member-path.js';
 
 export interface RecordEntry {
   path: string;

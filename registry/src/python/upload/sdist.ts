@@ -13,7 +13,7 @@ import { checkAgainstFilename, parseCoreMetadata, requiresLicenseFiles } from '.
 import { badUpload } from './errors.js';
 import type { SdistName } from './filenames.js';
 import { ByteLimit, MAX_MEMBERS, MAX_METADATA_BYTES, maxExpandedBytes } from './limits.js';
-import { segmentsOf, unsafeMemberReason } from './member-path.js';
+import { segmentsOf, unsafeMemberReason } from '../../http/member-path.js';
 import type { ValidatedArchive } from './wheel.js';
 
 export async function validateSdist(path: string, size: number, name: SdistName): Promise<ValidatedArchive> {

@@ -10,7 +10,7 @@ import { checkAgainstFilename, first, parseCoreMetadata, parseHeaders, type Core
 import { badUpload } from './errors.js';
 import type { WheelName } from './filenames.js';
 import { MAX_MEMBERS, MAX_METADATA_BYTES, MAX_RECORD_BYTES, maxExpandedBytes } from './limits.js';
-import { unsafeMemberReason } from './member-path.js';
+import { unsafeMemberReason } from '../../http/member-path.js';
 import { parseRecord, RECORD_ALGORITHMS } from './record.js';
 
 export interface ValidatedArchive {

@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IndexConfig } from '../../config/types.js';
+import { shadowedAnswers } from '../../roles/shadowing.js';
 import { candidateProjects } from '../files/lookup.js';
 import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../mutations/overrides.js';
 import type { ResolvedProject } from '../simple/resolved.js';
@@ -96,17 +97,15 @@ export class VirtualSource implements IndexSource {
     return mergeProjects(normalized, await Promise.all(parts.map((p) => p.view.resolve())));
   }
 
-  /** The members that contribute to `normalized`, in order, after shadowing. */
+  /** The members that contribute to `normalized`, in order, after shadowing (`roles/shadowing.ts`). */
   async #contributions(normalized: string): Promise<Contribution[]> {
-    const members = this.members();
-    const isUpstream = (m: Member) => m.index.role === 'cached';
-    const privateParts = await views(members.filter((m) => !isUpstream(m)), normalized);
-    const shadowing = privateParts.filter((p) => p.view.hosted);
-    if (shadowing.length > 0) return shadowing;
-    const upstreamParts = await views(members.filter(isUpstream), normalized);
-    // Keep member order across both groups.
-    const all = [...privateParts, ...upstreamParts];
-    return members.flatMap((m) => all.filter((p) => p.member === m));
+    return shadowedAnswers(
+      this.members(),
+      (m) => m.index,
+      (group) => views(group, normalized),
+      (p) => p.member,
+      (p) => p.view.hosted,
+    );
   }
 }
 
