@@ -1,11 +1,11 @@
 /** The read side's pure parts: content negotiation, ranges, filename lookup, PEP 440 order. */
 import { describe, expect, it } from 'vitest';
-import { candidateProjects } from '../../registry/src/python/files/lookup.js';
+import { candidateProjects } from '../../registry/src/python/read/source/lookup.js';
 import { parseRange } from '../../registry/src/http/range.js';
-import { compareVersions, normalizeVersion } from '../../registry/src/python/pep440.js';
-import { PageCache } from '../../registry/src/python/simple/page-cache.js';
-import { negotiate } from '../../registry/src/python/simple/negotiate.js';
-import { pep700Time } from '../../registry/src/python/simple/resolved.js';
+import { compareVersions, normalizeVersion } from '../../registry/src/python/model/pep440.js';
+import { PageCache } from '../../registry/src/python/handlers/page-cache.js';
+import { negotiate } from '../../registry/src/python/handlers/simple/negotiate.js';
+import { pep700Time } from '../../registry/src/python/model/resolved.js';
 
 describe('Simple API content negotiation', () => {
   const cases: [string | undefined, string][] = [

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProjectRecords, type FileRecord, type ProjectRecord } from '../../registry/src/python/records.js';
+import { ProjectRecords, type FileRecord, type ProjectRecord } from '../../registry/src/python/model/records.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { rawRequest } from '../support/raw-http.js';

@@ -1,10 +1,10 @@
 /** The small parsers of the upload path, on inputs the end-to-end suites do not reach. */
 import { describe, expect, it } from 'vitest';
-import { parseCoreMetadata, parseHeaders } from '../../registry/src/python/upload/core-metadata.js';
-import { reasonPhraseOf } from '../../registry/src/python/upload/errors.js';
-import { parseArtifactName } from '../../registry/src/python/upload/filenames.js';
+import { parseCoreMetadata, parseHeaders } from '../../registry/src/python/model/core-metadata.js';
+import { reasonPhraseOf } from '../../registry/src/python/handlers/upload/errors.js';
+import { parseArtifactName } from '../../registry/src/python/model/filenames.js';
 import { unsafeMemberReason } from '../../registry/src/http/member-path.js';
-import { parseRecord } from '../../registry/src/python/upload/record.js';
+import { parseRecord } from '../../registry/src/python/handlers/upload/record.js';
 import { HttpError } from '../../registry/src/http/errors.js';
 
 function refusal(fn: () => unknown): string {
