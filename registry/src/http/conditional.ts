@@ -1,7 +1,7 @@
 /**
- * Conditional GET by entity tag (RFC 9110 §13.1.2), one helper for every response with a
- * validator: Python Simple pages and files today. OCI manifests and blobs send no `ETag` (their
- * digest header is the validator clients use), so they do not answer 304.
+ * Conditional GET by entity tag (RFC 9110 §13.1.2), one helper for every response that sends an
+ * `ETag` (index pages, package files). An answer without one (a digest header as the only
+ * validator) never answers 304, so this is not called for it.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 

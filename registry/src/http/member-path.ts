@@ -1,6 +1,6 @@
 /**
- * The one safety check on archive member paths, for every reader of archives: upload validation
- * (wheels, sdists, RECORD entries) and the archive browser. A name that could escape an
+ * The one safety check on archive member paths, for every reader of archives: an ecosystem's
+ * upload validation and the archive browser (`archive/`). A name that could escape an
  * extraction directory is refused, whoever reads it.
  */
 

@@ -1,7 +1,7 @@
 /**
- * The one `Range` request header parser (RFC 9110 §14.2), for every ecosystem's byte downloads:
- * Python files and OCI blobs answer a range the same way. Each maps `unsatisfiable` to its own
- * error shape, with a `Content-Range` naming only the size (`unsatisfiedRange`).
+ * The one `Range` request header parser (RFC 9110 §14.2), for every ecosystem's byte downloads,
+ * so package files and blobs answer a range the same way. Each ecosystem maps `unsatisfiable` to
+ * its own error shape, with a `Content-Range` naming only the size (`unsatisfiedRange`).
  */
 import type { ByteRange } from '../storage/types.js';
 
