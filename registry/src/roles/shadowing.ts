@@ -6,12 +6,12 @@
 import type { IndexConfig } from '../config/types.js';
 
 /** A cached member reads through an upstream; every other role is private. */
-export function isUpstream(index: IndexConfig): boolean {
+export function isUpstream(index: Pick<IndexConfig, 'role'>): boolean {
   return index.role === 'cached';
 }
 
 /** `members` in lookup order: private ones first, then the upstream caches, each in declared order. */
-export function privateFirst<M>(members: readonly M[], indexOf: (m: M) => IndexConfig): M[] {
+export function privateFirst<M>(members: readonly M[], indexOf: (m: M) => Pick<IndexConfig, 'role'>): M[] {
   return [...members.filter((m) => !isUpstream(indexOf(m))), ...members.filter((m) => isUpstream(indexOf(m)))];
 }
 
@@ -22,7 +22,7 @@ export function privateFirst<M>(members: readonly M[], indexOf: (m: M) => IndexC
  */
 export async function shadowedAnswers<M, A>(
   members: readonly M[],
-  indexOf: (m: M) => IndexConfig,
+  indexOf: (m: M) => Pick<IndexConfig, 'role'>,
   ask: (group: readonly M[]) => Promise<A[]>,
   memberOf: (answer: A) => M,
   hosted: (answer: A) => boolean,
