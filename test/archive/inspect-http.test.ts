@@ -17,7 +17,7 @@ import { buildApp } from '../../registry/src/http/app.js';
 import type { EcosystemFactory } from '../../registry/src/http/ecosystem.js';
 import { HttpError } from '../../registry/src/http/errors.js';
 import { pythonFacts } from '../../registry/src/python/facts.js';
-import { handleInspect } from '../../registry/src/python/inspect/handler.js';
+import { handleInspect } from '../../registry/src/python/handlers/inspect/handler.js';
 import { openStores } from '../../registry/src/storage/index.js';
 import { makeFixtures, type Fixtures } from './fixtures.js';
 

@@ -8,8 +8,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../registry/src/http/errors.js';
 import { parseSafePath } from '../../registry/src/http/path.js';
-import { parseRange } from '../../registry/src/python/files/range.js';
-import { relativeLocation } from '../../registry/src/python/simple/respond.js';
+import { parseRange } from '../../registry/src/http/range.js';
+import { relativeLocation } from '../../registry/src/python/handlers/respond.js';
 
 const RUNS = { numRuns: 300 };
 

@@ -123,7 +123,7 @@ describe('methods', () => {
       ['DELETE', '/v2/root/oci/app/tags/list', 'GET, HEAD'],
       ['PUT', `/v2/root/oci/app/blobs/${digestOf('x')}`, 'GET, HEAD, DELETE'],
       ['GET', '/v2/root/oci/app/blobs/uploads/', 'POST'],
-      ['POST', '/v2/root/oci/app/blobs/uploads/some-session', 'GET, PATCH, PUT, DELETE, HEAD'],
+      ['POST', '/v2/root/oci/app/blobs/uploads/some-session', 'GET, HEAD, PUT, PATCH, DELETE'],
       ['POST', '/v2/_catalog', 'GET, HEAD'],
       ['DELETE', '/v2/', 'GET, HEAD'],
     ];

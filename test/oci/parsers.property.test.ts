@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { OciError } from '../../registry/src/oci/errors.js';
 import { checkName, MAX_NAME_LENGTH, parseDigest, parseOciUrl, parseReference } from '../../registry/src/oci/names.js';
 import { byCodeUnit, pageOf, parsePageQuery } from '../../registry/src/oci/pages.js';
-import { parseContentRange } from '../../registry/src/oci/range.js';
+import { parseContentRange } from '../../registry/src/oci/content-range.js';
 
 const RUNS = { numRuns: 300 };
 

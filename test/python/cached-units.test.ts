@@ -1,10 +1,10 @@
 /** Units of the cached and virtual roles: reading upstream pages and merging members. */
 import { describe, expect, it } from 'vitest';
-import { toCachedProject } from '../../registry/src/python/cached/to-resolved.js';
-import { parseUpstreamList } from '../../registry/src/python/cached/upstream-list.js';
-import { parseUpstreamPage } from '../../registry/src/python/cached/upstream-page.js';
-import { renderDetailJson } from '../../registry/src/python/simple/render.js';
-import { mergeProjects } from '../../registry/src/python/virtual/merge.js';
+import { toCachedProject } from '../../registry/src/python/read/cached/to-resolved.js';
+import { parseUpstreamList } from '../../registry/src/python/read/cached/upstream-list.js';
+import { parseUpstreamPage } from '../../registry/src/python/read/cached/upstream-page.js';
+import { renderDetailJson } from '../../registry/src/python/handlers/simple/render.js';
+import { mergeProjects } from '../../registry/src/python/read/virtual/merge.js';
 
 const A = 'a'.repeat(64);
 const B = 'b'.repeat(64);

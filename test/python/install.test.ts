@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProjectRecords } from '../../registry/src/python/records.js';
+import { ProjectRecords } from '../../registry/src/python/model/records.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';

@@ -9,8 +9,8 @@ import {
   overridesKey,
   ProjectOverrides,
   withOverridesVersion,
-} from '../../registry/src/python/mutations/overrides.js';
-import { assembleProject, projectVersions, type ResolvedFile } from '../../registry/src/python/simple/resolved.js';
+} from '../../registry/src/python/model/overrides.js';
+import { assembleProject, projectVersions, type ResolvedFile } from '../../registry/src/python/model/resolved.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { tempDir } from '../support/velodex.js';
 

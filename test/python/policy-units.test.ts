@@ -6,7 +6,7 @@ import { ecosystems } from '../../registry/src/ecosystems.js';
 import { formatDuration, parseDuration } from '../../registry/src/policy/duration.js';
 import { globToRegExp } from '../../registry/src/policy/glob.js';
 import { Policy } from '../../registry/src/policy/rules.js';
-import { normalizeName } from '../../registry/src/python/records.js';
+import { normalizeName } from '../../registry/src/python/model/records.js';
 
 const cfg = (c: Partial<PolicyConfig>): PolicyConfig => ({ denyProjects: [], allowProjects: [], ...c });
 

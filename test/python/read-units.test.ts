@@ -1,11 +1,11 @@
 /** The read side's pure parts: content negotiation, ranges, filename lookup, PEP 440 order. */
 import { describe, expect, it } from 'vitest';
-import { candidateProjects } from '../../registry/src/python/files/lookup.js';
-import { parseRange } from '../../registry/src/python/files/range.js';
-import { compareVersions, normalizeVersion } from '../../registry/src/python/pep440.js';
-import { PageCache } from '../../registry/src/python/simple/page-cache.js';
-import { negotiate } from '../../registry/src/python/simple/negotiate.js';
-import { pep700Time } from '../../registry/src/python/simple/resolved.js';
+import { candidateProjects } from '../../registry/src/python/read/source/lookup.js';
+import { parseRange } from '../../registry/src/http/range.js';
+import { compareVersions, normalizeVersion } from '../../registry/src/python/model/pep440.js';
+import { PageCache } from '../../registry/src/python/handlers/page-cache.js';
+import { negotiate } from '../../registry/src/python/handlers/simple/negotiate.js';
+import { pep700Time } from '../../registry/src/python/model/resolved.js';
 
 describe('Simple API content negotiation', () => {
   const cases: [string | undefined, string][] = [
@@ -43,7 +43,10 @@ describe('Range parsing', () => {
     ['bytes=10-', 10, { kind: 'unsatisfiable' }],
     ['bytes=-0', 10, { kind: 'unsatisfiable' }],
     ['bytes=0-1,4-5', 10, { kind: 'full' }],
-    ['bytes=5-2', 10, { kind: 'full' }],
+    // A malformed or backwards bytes range is refused (416), as on /v2/; another unit is ignored.
+    ['bytes=5-2', 10, { kind: 'unsatisfiable' }],
+    ['bytes=abc', 10, { kind: 'unsatisfiable' }],
+    ['bytes=-', 10, { kind: 'unsatisfiable' }],
     ['items=0-1', 10, { kind: 'full' }],
     ['bytes=0-0', 0, { kind: 'unsatisfiable' }],
   ] as const)('%s of %d bytes', (header, size, answer) => {

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ProjectRecords, type FileRecord, type ProjectRecord } from '../../registry/src/python/records.js';
+import { ProjectRecords, type FileRecord, type ProjectRecord } from '../../registry/src/python/model/records.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { rawRequest } from '../support/raw-http.js';
@@ -317,7 +317,7 @@ describe('files', () => {
     expect(cond.status).toBe(304);
   });
 
-  it('serves single ranges, refuses unsatisfiable ones and serves multiple ranges whole', async () => {
+  it('serves single ranges, refuses unsatisfiable and malformed ones, serves multiple ranges and other units whole', async () => {
     const f = await wheel();
     const bytes = blobs[f.hashes.sha256]!;
     const part = await fetch(fileUrl(f), { headers: { range: 'bytes=10-19' } });
@@ -333,6 +333,16 @@ describe('files', () => {
     const bad = await fetch(fileUrl(f), { headers: { range: `bytes=${bytes.length}-` } });
     expect(bad.status).toBe(416);
     expect(bad.headers.get('content-range')).toBe(`bytes */${bytes.length}`);
+
+    // Malformed bytes ranges are refused as on /v2/ (one parser); other units are ignored.
+    for (const range of ['bytes=abc', 'bytes=9-2']) {
+      const malformed = await fetch(fileUrl(f), { headers: { range } });
+      expect(malformed.status, range).toBe(416);
+      expect(malformed.headers.get('content-range'), range).toBe(`bytes */${bytes.length}`);
+    }
+    const otherUnit = await fetch(fileUrl(f), { headers: { range: 'items=0-1' } });
+    expect(otherUnit.status).toBe(200);
+    expect(Buffer.from(await otherUnit.arrayBuffer()).length).toBe(bytes.length);
 
     const multi = await fetch(fileUrl(f), { headers: { range: 'bytes=0-1,5-6' } });
     expect(multi.status).toBe(200);

@@ -1,10 +1,10 @@
 /** The small parsers of the upload path, on inputs the end-to-end suites do not reach. */
 import { describe, expect, it } from 'vitest';
-import { parseCoreMetadata, parseHeaders } from '../../registry/src/python/upload/core-metadata.js';
-import { reasonPhraseOf } from '../../registry/src/python/upload/errors.js';
-import { parseArtifactName } from '../../registry/src/python/upload/filenames.js';
-import { unsafeMemberReason } from '../../registry/src/python/upload/member-path.js';
-import { parseRecord } from '../../registry/src/python/upload/record.js';
+import { parseCoreMetadata, parseHeaders } from '../../registry/src/python/model/core-metadata.js';
+import { reasonPhraseOf } from '../../registry/src/python/handlers/upload/errors.js';
+import { parseArtifactName } from '../../registry/src/python/model/filenames.js';
+import { unsafeMemberReason } from '../../registry/src/http/member-path.js';
+import { parseRecord } from '../../registry/src/python/handlers/upload/record.js';
 import { HttpError } from '../../registry/src/http/errors.js';
 
 function refusal(fn: () => unknown): string {
@@ -103,10 +103,10 @@ describe('member names and reason phrases', () => {
   it('knows unsafe member names', () => {
     expect(unsafeMemberReason('a/b.py')).toBeNull();
     expect(unsafeMemberReason('/etc/passwd')).toBe('absolute path');
-    expect(unsafeMemberReason('a/../../b')).toBe('".." segment');
-    expect(unsafeMemberReason('a\\b')).toBe('backslash in name');
-    expect(unsafeMemberReason('C:/x')).toBe('drive-letter path');
-    expect(unsafeMemberReason('a\u0000b')).toBe('control character in name');
+    expect(unsafeMemberReason('a/../../b')).toBe('parent-directory ("..") segment');
+    expect(unsafeMemberReason('a\\b')).toBe('backslash in the name');
+    expect(unsafeMemberReason('C:/x')).toBe('absolute path (drive letter)');
+    expect(unsafeMemberReason('a\u0000b')).toBe('control character in the name');
   });
 
   it('makes one bounded line of ASCII', () => {

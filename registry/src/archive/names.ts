@@ -1,4 +1,5 @@
 /** Archive formats by file name, member-path syntax (nesting) and name safety. */
+import { unsafeMemberReason } from '../http/member-path.js';
 import { ArchiveError } from './errors.js';
 
 export type ArchiveFormat = 'zip' | 'tar' | 'tar.gz';
@@ -40,16 +41,13 @@ export function requireFormat(filename: string): ArchiveFormat {
   return format;
 }
 
-/** Why a member name must not be trusted as a relative path, or null when it is fine. */
+/**
+ * Why a member name must not be trusted as a relative path, or null when it is fine: the shared
+ * member-path check, plus the nesting separator (a member so named could not be addressed).
+ */
 export function unsafeReason(name: string): string | null {
-  if (name === '') return 'empty name';
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if (c < 0x20 || c === 0x7f) return 'control character in the name';
-  }
-  if (name.includes('\\')) return 'backslash in the name';
-  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
-  if (name.split('/').includes('..')) return 'parent-directory ("..") segment';
+  const unsafe = unsafeMemberReason(name);
+  if (unsafe) return unsafe;
   if (name.includes(NESTING_SEPARATOR)) return `contains the nesting separator "${NESTING_SEPARATOR}"`;
   return null;
 }

@@ -8,7 +8,7 @@ import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
-import { parseRange } from './range.js';
+import { contentRange, parseRange, unsatisfiedRange } from '../http/range.js';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const { deps, request, reply } = call;
@@ -22,13 +22,13 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const wanted = parseRange(typeof rangeHeader === 'string' ? rangeHeader : undefined, info.size);
   if (wanted.kind === 'unsatisfiable') {
     throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${String(rangeHeader)}" cannot be served from ${info.size} bytes`, {
-      'Content-Range': `bytes */${info.size}`,
+      'Content-Range': unsatisfiedRange(info.size),
     });
   }
-  const range = wanted.kind === 'range' ? wanted.range : undefined;
+  const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
   const length = range ? range.end - range.start + 1 : info.size;
   reply.header('Content-Length', String(length));
-  if (range) reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${info.size}`);
+  if (range) reply.code(206).header('Content-Range', contentRange(range, info.size));
   if (head || length === 0) {
     await reply.send();
     return;

@@ -5,6 +5,7 @@
  */
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
+import { privateFirst } from '../roles/shadowing.js';
 import { membersOf } from '../roles/write-target.js';
 import { HostedRepos, type FoundManifest } from './hosted.js';
 import type { Descriptor } from './meta.js';
@@ -34,10 +35,10 @@ export class Members {
     return repos;
   }
 
-  /** The readers of an index's members in lookup order: hosted members first, then the others. */
+  /** The readers of an index's members in lookup order (`roles/shadowing.ts`): private members first. */
   readers(index: IndexConfig): MemberReader[] {
     const members = membersOf(index, this.ctx.indexByName).filter((m) => m.ecosystem === 'oci');
-    const ordered = [...members.filter((m) => m.role === 'hosted'), ...members.filter((m) => m.role !== 'hosted')];
+    const ordered = privateFirst(members, (m) => m);
     const readers: MemberReader[] = [];
     for (const member of ordered) {
       if (member.role === 'hosted') readers.push(this.hosted(member));

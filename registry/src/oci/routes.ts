@@ -7,6 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BASIC_CHALLENGE } from '../http/auth.js';
 import { isClientGone, logClientGone } from '../http/client-gone.js';
+import { allowOf, handlerFor, type Methods } from '../http/route-table.js';
 import { resolveName } from './access.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
@@ -22,13 +23,12 @@ import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } fr
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
 
-type Verb = 'GET' | 'HEAD' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 type Handler = (x: OciExchange) => Promise<void>;
 
 interface Route {
   /** What the route is, for the 405 message. */
   what: string;
-  methods: Partial<Record<Verb, Handler>>;
+  methods: Methods<Handler>;
 }
 
 /** A handler of a route under `<name>`: the name resolves to its index once the method matched. */
@@ -95,25 +95,12 @@ function routeOf(action: OciAction): Route {
   }
 }
 
-/** The handler of `method`; HEAD falls back to GET. */
-function handlerOf(route: Route, method: string): Handler | undefined {
-  const methods: Partial<Record<string, Handler>> = route.methods;
-  return methods[method] ?? (method === 'HEAD' ? route.methods.GET : undefined);
-}
-
-/** The `Allow` header of a route: its methods, and HEAD wherever GET is. */
-function allowOf(route: Route): string {
-  const verbs = new Set(Object.keys(route.methods));
-  if (verbs.has('GET')) verbs.add('HEAD');
-  return [...verbs].join(', ');
-}
-
 async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { action, query } = parseOciUrl(request.raw.url ?? '/v2/');
   const route = routeOf(action);
-  const handler = handlerOf(route, request.method);
+  const handler = handlerFor(route.methods, request.method);
   if (!handler) {
-    throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf(route) });
+    throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
   }
   await handler({ deps, query, request, reply });
 }

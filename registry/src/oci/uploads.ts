@@ -13,7 +13,7 @@ import { authorizeWrite, resolveName } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
-import { parseContentRange } from './range.js';
+import { parseContentRange } from './content-range.js';
 import type { UploadSession } from './upload-sessions.js';
 
 export async function startUpload(call: OciCall): Promise<void> {

@@ -1,55 +1,17 @@
 /**
- * The Python ecosystem: dispatch of requests under `/{route}/` to the Simple API, file
- * downloads, legacy JSON and uploads. Routes are a table of (path shape, methods) so the write
- * endpoints to come (yank, delete, restore, promote) are one entry each.
+ * The Python ecosystem, composed: the model's stores (records, overrides), the read layer's
+ * source of every Python index, the project source the handlers read through, and the route
+ * table on top (`handlers/routes.ts`). Nothing under `python/` imports this file.
  */
-import type { Ecosystem, IndexRequest, ServerContext } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
-import { isSha256Hex } from '../storage/types.js';
-import { findServableFile, serveFile } from './files/handler.js';
-import { storeListedFile } from './files/store-listed.js';
-import { handleInspect } from './inspect/handler.js';
+import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import { dispatch, pythonRoutes } from './handlers/routes.js';
+import { ProjectSource } from './handlers/project-source.js';
+import { ProjectOverrides } from './model/overrides.js';
+import { ProjectRecords } from './model/records.js';
+import { buildSources } from './read/build.js';
+import { writeStatusCheck } from './read/write-status.js';
 import { pythonDiscovery } from './discovery.js';
-import { serveLegacyJson } from './legacy-json/handler.js';
-import { isValidProjectName, ProjectRecords } from './records.js';
-import { serveProjectDetail, serveProjectList } from './simple/handler.js';
-import { handleUpload } from './upload/handler.js';
-import { PolicyDenialError, reasonPhraseOf } from './upload/errors.js';
-import { ProjectOverrides } from './mutations/overrides.js';
-import { mutationRoutes } from './mutations/routes.js';
-import type { MutationDeps } from './mutations/handler.js';
-import { ProjectSource } from './simple/source.js';
-import { buildSources } from './sources/build.js';
-import { writeStatusCheck } from './sources/write-status.js';
 import { pythonStatus } from './status.js';
-
-type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
-const ALL_METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'DELETE'];
-type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
-
-interface Route {
-  /** The path parameters when `rest` has this route's shape, else null. */
-  match(rest: readonly string[], trailingSlash: boolean): string[] | null;
-  /** GET also answers HEAD. */
-  methods: Partial<Record<Method, Handler>>;
-  /** The first parameter is a project name: one PEP 508 forbids names no project, so 404. */
-  project?: boolean;
-  /** Headers every answer on this path shape carries, errors included (Simple pages: `Vary`). */
-  headers?: Record<string, string>;
-}
-
-/** PEP 691: a Simple URL's answer depends on `Accept`, whatever its status. */
-const SIMPLE_HEADERS = { vary: 'Accept' };
-
-/** The `Allow` value for a path served by `routes`: their methods (of `only`, when given). */
-function allowHeader(routes: readonly Route[], only: readonly Method[] = ALL_METHODS): string {
-  const allowed = new Set(routes.flatMap((r) => Object.keys(r.methods)));
-  return only.filter((m) => allowed.has(m)).flatMap((m) => (m === 'GET' ? ['GET', 'HEAD'] : [m])).join(', ');
-}
-
-function withAllow(err: HttpError, allow: string): HttpError {
-  return new HttpError(err.status, err.message, { ...err.headers, allow }, err.body);
-}
 
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const records = new ProjectRecords(ctx.stores.meta);
@@ -59,8 +21,6 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer, checkStatus: writeStatusCheck(sources.lookup) });
-  /** Every route whose path shape matches the request (whatever its methods). */
-  const pathRoutes = (req: IndexRequest) => routes.filter((r) => r.match(req.rest, req.trailingSlash) !== null);
   return {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
@@ -69,92 +29,6 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     async close() {
       sources.close();
     },
-    async handleIndexRequest(req) {
-      // Several shapes may match one path (`simple/yank` is a detail page to GET and a yank to
-      // PUT): the first route with the method wins; 405 when none has it, allowing what they all take.
-      const method = req.request.method === 'HEAD' ? 'GET' : (req.request.method as Method);
-      const matched: Route[] = [];
-      for (const route of routes) {
-        const params = route.match(req.rest, req.trailingSlash);
-        if (!params) continue;
-        const handler = route.methods[method];
-        if (!handler) {
-          matched.push(route);
-          continue;
-        }
-        if (route.headers) req.reply.headers(route.headers);
-        if (route.project && !isValidProjectName(params[0]!)) {
-          throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
-        }
-        return await handler(req, params).catch((err: unknown) => {
-          // pip and twine print the reason phrase, not the body: let the denial's reason show.
-          if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
-          // A write refused because the index takes none: only the path's reads are allowed,
-          // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
-          if (err instanceof HttpError && err.status === 405) throw withAllow(err, allowHeader(pathRoutes(req), ['GET']));
-          throw err;
-        });
-      }
-      if (matched.length > 0) {
-        for (const route of matched) if (route.headers) req.reply.headers(route.headers);
-        throw new HttpError(405, `${req.request.method} is not allowed here`, { allow: allowHeader(pathRoutes(req)) });
-      }
-      throw new HttpError(404, `not found: /${[req.index.route, ...req.rest].join('/')}${req.trailingSlash ? '/' : ''}`);
-    },
+    handleIndexRequest: (req) => dispatch(routes, req),
   };
-}
-
-function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: Pick<MutationDeps, 'overrides' | 'cachedLayer' | 'checkStatus'>): Route[] {
-  return [
-    // Checked in order. Legacy JSON comes before the Simple detail page so that
-    // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
-    // `/simple/{project}/` with the slash.
-    {
-      match: (rest) => (rest.length === 0 ? [] : null),
-      methods: {
-        POST: (req) => handleUpload(ctx, req, layers.checkStatus),
-      },
-    },
-    {
-      match: (rest) => (rest.length === 3 && rest[0] === 'files' && isSha256Hex(rest[1] ?? '') ? [rest[1]!, rest[2]!] : null),
-      methods: { GET: (req, params) => serveFile(source, ctx.stores.blobs, req, params[0]!, params[1]!) },
-    },
-    {
-      // inspect/{sha256}/{filename}[/{member...}]: members of an archive this index serves.
-      match: (rest) => (rest.length >= 3 && rest[0] === 'inspect' ? rest.slice(1) : null),
-      methods: {
-        GET: (req, params) =>
-          handleInspect(ctx, req, params[0]!, params[1]!, params.length > 2 ? params.slice(2).join('/') : null, {
-            owns: async (sha256, filename) => (await findServableFile(source, req.index, sha256, filename)) !== null,
-            fetch: async (sha256, filename) => {
-              const listed = await findServableFile(source, req.index, sha256, filename);
-              if (listed) await storeListedFile(listed);
-            },
-          }),
-      },
-    },
-    {
-      match: (rest, slash) => (rest.length === 2 && rest[1] === 'json' && !slash ? [rest[0]!] : null),
-      project: true,
-      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!) },
-    },
-    {
-      match: (rest, slash) => (rest.length === 3 && rest[2] === 'json' && !slash ? [rest[0]!, rest[1]!] : null),
-      project: true,
-      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!, params[1]!) },
-    },
-    {
-      match: (rest) => (rest.length === 1 && rest[0] === 'simple' ? [] : null),
-      headers: SIMPLE_HEADERS,
-      methods: { GET: (req) => serveProjectList(source, req) },
-    },
-    {
-      match: (rest) => (rest.length === 2 && rest[0] === 'simple' ? [rest[1]!] : null),
-      project: true,
-      headers: SIMPLE_HEADERS,
-      methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
-    },
-    // yank, un-yank, delete, restore, promote (PUT/DELETE only).
-    ...mutationRoutes({ ctx, records: source.records, ...layers }),
-  ];
 }

@@ -7,9 +7,9 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
-import { CachedSource } from './cached/source.js';
-import { isValidProjectName, normalizeName, type ProjectRecord, type ProjectRecords } from './records.js';
-import type { SourceLookup } from './sources/types.js';
+import { CachedSource } from './read/cached/source.js';
+import { isValidProjectName, normalizeName, type ProjectRecord, type ProjectRecords } from './model/records.js';
+import type { SourceLookup } from './read/source/types.js';
 
 type Log = { warn(obj: object, msg: string): void };
 

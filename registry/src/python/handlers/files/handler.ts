@@ -1,0 +1,118 @@
+/**
+ * `GET`/`HEAD /{route}/files/{sha256}/{filename}` (artifact bytes), `.../{filename}.metadata`
+ * (the PEP 658 core-metadata sibling) and `.../{filename}.asc` (a cached file's signature). A file is served only if this index lists it with that
+ * sha256 (whatever its role: see `read/source/types.ts`); stored bytes stream from the blob store,
+ * with single-range support; bytes still arriving from an upstream stream as they come.
+ */
+import type { IndexConfig } from '../../../config/types.js';
+import type { IndexRequest } from '../../../http/ecosystem.js';
+import { HttpError } from '../../../http/errors.js';
+import { isSha256Hex, type BlobStore } from '../../../storage/types.js';
+import { answeredNotModified } from '../../../http/conditional.js';
+import { contentRange, parseRange, unsatisfiedRange } from '../../../http/range.js';
+import type { ProjectSource } from '../project-source.js';
+import { assertFileServable, resolvedFacts } from '../../read/policy/apply.js';
+import { guardFileSize } from '../../read/policy/size-guard.js';
+import type { FileBody, FilePart, ListedFile } from '../../read/source/types.js';
+
+/** URL suffixes of a file's siblings; no distribution filename ends in one. */
+const SIBLINGS: ReadonlyArray<{ suffix: string; part: FilePart; contentType: string; counter: 'metadata' | null }> = [
+  { suffix: '.metadata', part: 'metadata', contentType: 'text/plain; charset=utf-8', counter: 'metadata' },
+  { suffix: '.asc', part: 'signature', contentType: 'application/pgp-signature', counter: null },
+];
+const ARTIFACT = { suffix: '', part: 'file', contentType: 'application/octet-stream', counter: 'downloads' } as const;
+
+export async function serveFile(source: ProjectSource, blobs: BlobStore, req: IndexRequest, sha256: string, filename: string): Promise<void> {
+  const notFound = () => new HttpError(404, `no file ${sha256}/${filename} in index ${req.index.name}`);
+  if (!isSha256Hex(sha256)) throw notFound();
+  const wanted = SIBLINGS.find((s) => filename.endsWith(s.suffix)) ?? ARTIFACT;
+  const artifact = filename.slice(0, filename.length - wanted.suffix.length);
+  // Policy applies to the file and its siblings alike.
+  const listed = await findServableFile(source, req.index, sha256, artifact);
+  if (!listed) throw notFound();
+  const body = await listed.open(wanted.part);
+  if (!body) {
+    if (wanted.part === 'file') req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
+    throw notFound();
+  }
+  // Per project and per file too (`/+stats`); a sibling counts for its artifact.
+  const { project } = listed;
+  if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
+  if (body.kind === 'blob') {
+    const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType);
+    source.count(req.index.name, 'bytes', sent, project, artifact);
+  } else {
+    sendStream(req, body, wanted.contentType);
+    source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
+  }
+}
+
+/** The file this index lists under `filename` with these bytes (any role), else null. */
+export async function findFile(source: ProjectSource, indexName: string, sha256: string, filename: string): Promise<ListedFile | null> {
+  return source.sourceFor(indexName).locate(sha256, filename);
+}
+
+/**
+ * `findFile`, but a file the index policy blocks is a 403 policy denial (thrown), and so is
+ * opening one whose size turns out to be over `max-file-size`.
+ */
+export async function findServableFile(source: ProjectSource, index: IndexConfig, sha256: string, filename: string): Promise<ListedFile | null> {
+  const listed = await findFile(source, index.name, sha256, filename);
+  if (!listed) return null;
+  assertFileServable(index, listed.project, resolvedFacts(listed.file));
+  return guardFileSize(index, listed);
+}
+
+/**
+ * Bytes arriving from an upstream: no ranges (the whole file is on its way anyway), and the
+ * announced length, so a client whose transfer is cut (digest mismatch, upstream failure) sees
+ * a short body, never a complete-looking bad one.
+ */
+function sendStream(req: IndexRequest, body: Extract<FileBody, { kind: 'stream' }>, contentType: string): void {
+  const { request, reply } = req;
+  reply.headers({ etag: `"${body.digest}"`, 'cache-control': 'public, max-age=31536000, immutable' });
+  reply.code(200).type(contentType);
+  if (body.size !== undefined) reply.header('content-length', String(body.size));
+  if (request.method === 'HEAD') {
+    // The flight goes on and stores the file; this client just does not read it.
+    body.stream.resume();
+    void reply.send();
+    return;
+  }
+  // A failed flight errors the stream: cut the connection rather than end it cleanly.
+  body.stream.once('error', (err) => {
+    request.log.warn({ err: err.message }, 'upstream transfer failed; download cut');
+    reply.raw.destroy();
+  });
+  void reply.send(body.stream);
+}
+
+/** Sends a stored blob; resolves to the number of body bytes sent. */
+async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string): Promise<number> {
+  const { request, reply } = req;
+  const etag = `"${digest}"`;
+  reply.headers({
+    etag,
+    'accept-ranges': 'bytes',
+    // Content-addressed: the bytes behind this URL never change.
+    'cache-control': 'public, max-age=31536000, immutable',
+  });
+  if (answeredNotModified(request, reply, etag)) return 0;
+  const ifRange = request.headers['if-range'];
+  const range = ifRange === undefined || ifRange === etag ? parseRange(request.headers.range, size) : ({ kind: 'full' } as const);
+  if (range.kind === 'unsatisfiable') {
+    throw new HttpError(416, `range not satisfiable for ${size} bytes`, { 'content-range': unsatisfiedRange(size) });
+  }
+  const part = range.kind === 'partial' ? { start: range.start, end: range.end } : undefined;
+  const length = part ? part.end - part.start + 1 : size;
+  reply.code(part ? 206 : 200).type(contentType).header('content-length', String(length));
+  if (part) reply.header('content-range', contentRange(part, size));
+  if (request.method === 'HEAD') {
+    void reply.send();
+    return 0;
+  }
+  const stream = await blobs.get(digest, part);
+  if (!stream) throw new HttpError(404, `blob ${digest} vanished`);
+  void reply.send(stream);
+  return length;
+}

@@ -1,0 +1,211 @@
+/**
+ * `POST /{route}/`: the legacy upload API of a hosted Python index (what `twine upload` and
+ * `uv publish` send). Order matters: authenticate before the body is read; spool the file to disk
+ * while hashing it; validate from disk; only then publish the blobs and add the file record. Any
+ * refusal leaves nothing visible and nothing in the spool folder.
+ */
+import { createHash } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../http/auth.js';
+import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
+import { HttpError } from '../../../http/errors.js';
+import type { IndexConfig } from '../../../config/types.js';
+import { sizeDenial } from '../../../policy/rules.js';
+import { writeTarget } from '../../../roles/write-target.js';
+import { normalizeVersion } from '../../model/pep440.js';
+import type { WriteStatusCheck } from '../../read/write-status.js';
+import { writePolicy } from '../../read/policy/effective.js';
+import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../../model/records.js';
+import { discardRest } from './body.js';
+import { checkClaimedDigests } from './digests.js';
+import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
+import { FILETYPE } from '../../model/filenames.js';
+import { FileTooLargeError, readUploadForm, type SpooledFile, type UploadForm } from './multipart.js';
+import { validateSdist } from './sdist.js';
+import { validateWheel, type ValidatedArchive } from './wheel.js';
+import { recordProjectWrite } from '../../status.js';
+
+const DENIAL_STATUS: Record<WriteDenial, number> = {
+  'read-only': 405,
+  'uploads-disabled': 403,
+  'missing-credentials': 401,
+  'wrong-credentials': 401,
+};
+
+export async function handleUpload(ctx: ServerContext, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
+  const { request, reply } = req;
+  try {
+    const accepted = await upload(ctx, req, checkStatus);
+    await reply.code(200).type('application/json').send(accepted);
+  } catch (err) {
+    discardRest(request);
+    // twine prints the reason phrase, not the body: put the message where the user will see it.
+    if (err instanceof PolicyDenialError) {
+      reply.raw.statusMessage = reasonPhraseOf(err.message);
+      await reply.code(err.status).type('application/json').send(err.denial);
+      return;
+    }
+    if (err instanceof HttpError) reply.raw.statusMessage = reasonPhraseOf(err.message);
+    throw err;
+  }
+}
+
+interface Accepted {
+  ok: true;
+  project: string;
+  version: string;
+  filename: string;
+  sha256: string;
+  size: number;
+  /** True when the same bytes were already there under this filename (nothing changed). */
+  duplicate: boolean;
+}
+
+async function upload(ctx: ServerContext, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
+  const target = writeTarget(index, ctx.indexByName);
+  const auth = checkWrite(target, request.headers.authorization);
+  if (!auth.ok) {
+    noteWriteDenial(request, ctx.clientAddress, index, auth.reason);
+    const headers: Record<string, string> =
+      auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
+    // (`Allow` is set by the dispatcher, which knows the path's routes.)
+    throw new HttpError(DENIAL_STATUS[auth.reason], WRITE_DENIAL_MESSAGES[auth.reason], headers);
+  }
+  if (!target) throw new Error('unreachable: a write check passed without a target');
+  if (!/^multipart\/form-data(?:\s*;|\s*$)/i.test(request.headers['content-type'] ?? '')) {
+    throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
+  }
+
+  const policy = writePolicy(index, target);
+  const maxFileSize = policy.maxFileSize;
+  let form: UploadForm;
+  try {
+    form = await readUploadForm(request, ctx.stores.spoolDir, maxFileSize);
+  } catch (err) {
+    if (err instanceof FileTooLargeError) {
+      const { project, filename, version } = err.artifact;
+      throw new PolicyDenialError(sizeDenial({ action: 'upload', project, filename, version }, err.limit));
+    }
+    throw err;
+  }
+  try {
+    const denied = policy.projectDenial('upload', form.file.name.project);
+    if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
+    // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
+    await checkStatus(index, form.file.name.project, request.log);
+    checkFormFields(form);
+    await checkClaimedDigests(form.fields, form.file.name.filename, form.file.path, { ...form.file.digests, sha256: form.file.sha256 });
+    const archive = form.file.name.kind === 'wheel'
+      ? await validateWheel(form.file.path, form.file.size, form.file.name)
+      : await validateSdist(form.file.path, form.file.size, form.file.name);
+    const duplicate = await publish(ctx, target, form.file, archive);
+    request.log.info(
+      { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
+      duplicate ? 'upload repeated identical file' : 'upload accepted',
+    );
+    if (!duplicate) {
+      // A duplicate changes nothing (as for webhooks): it is not counted as an upload.
+      ctx.counters.index(index.route).add('uploads', 1, archive.meta.project);
+      await recordProjectWrite(ctx, new ProjectRecords(ctx.stores.meta), target.name, archive.meta.project, request.log, [form.file.name.filename]);
+      await ctx.events.emit({
+        event: 'upload',
+        index: index.name,
+        route: index.route,
+        localIndex: target.name,
+        project: archive.meta.project,
+        version: archive.meta.version,
+        count: 1,
+        file: { filename: form.file.name.filename, sha256: form.file.sha256 },
+        actor: auth.actor,
+        requestId: request.id,
+      });
+    }
+    return {
+      ok: true,
+      project: archive.meta.project,
+      version: archive.meta.version,
+      filename: form.file.name.filename,
+      sha256: form.file.sha256,
+      size: form.file.size,
+      duplicate,
+    };
+  } finally {
+    await rm(form.file.path, { force: true });
+  }
+}
+
+/** The form's own claims (name, version, filetype) must agree with the file; digests are checked apart. */
+function checkFormFields({ fields, file }: UploadForm): void {
+  const one = (key: string): string | undefined => fields.get(key)?.[0];
+  const required = (key: string): string => {
+    const value = one(key);
+    if (value === undefined || value.trim() === '') throw badUpload(`the form has no "${key}" field`);
+    return value.trim();
+  };
+  const { name } = file;
+  const action = one(':action');
+  if (action !== undefined && action !== 'file_upload') throw badUpload(`unsupported :action ${JSON.stringify(action)}; only file_upload is supported`);
+
+  const formName = required('name');
+  if (normalizeName(formName) !== name.project) {
+    throw badUpload(`the form says name=${formName}, but ${name.filename} is a file of project ${name.project}`);
+  }
+  const formVersion = required('version');
+  if (normalizeVersion(formVersion) !== name.version) {
+    throw badUpload(`the form says version=${formVersion}, but ${name.filename} has version ${name.version}`);
+  }
+  const filetype = required('filetype');
+  const expected = FILETYPE[name.kind];
+  if (filetype !== expected) {
+    throw badUpload(`the form says filetype=${filetype}, but ${name.filename} is ${name.kind === 'wheel' ? 'a wheel' : 'an sdist'} (filetype=${expected})`);
+  }
+}
+
+function alreadyExists(filename: string, sha256: string): HttpError {
+  return badUpload(`${filename} already exists on this index with different content (sha256 ${sha256}); an uploaded file cannot be replaced, upload a new version instead`);
+}
+
+/** Makes the upload visible. Returns true when the identical file was already there. */
+async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFile, archive: ValidatedArchive): Promise<boolean> {
+  const records = new ProjectRecords(ctx.stores.meta);
+  const { blobs, holds } = ctx.stores;
+  const { meta } = archive;
+  const filename = file.name.filename;
+  const before = (await records.get(target.name, meta.project))?.record.files[filename];
+  if (before) {
+    if (before.sha256 !== file.sha256) throw alreadyExists(filename, before.sha256);
+    // The same bytes again: also the way to restore a file whose blob went missing.
+    await holds.hold(file.sha256, PYTHON_HOLDER);
+    if (!(await blobs.stat(file.sha256))) await blobs.putFile(file.path, file.sha256);
+    return true;
+  }
+
+  // Held before stored, so a concurrent release by another ecosystem cannot delete them.
+  const metadataSha256 = createHash('sha256').update(archive.metadata).digest('hex');
+  await holds.hold(file.sha256, PYTHON_HOLDER);
+  await holds.hold(metadataSha256, PYTHON_HOLDER);
+  await blobs.putFile(file.path, file.sha256);
+  const metadataBlob = await blobs.put(Readable.from([archive.metadata]), metadataSha256);
+  const record: FileRecord = {
+    filename,
+    version: meta.version,
+    kind: file.name.kind,
+    sha256: file.sha256,
+    size: file.size,
+    ...(meta.requiresPython !== undefined ? { requiresPython: meta.requiresPython } : {}),
+    uploadTime: new Date().toISOString(),
+    metadataSha256: metadataBlob.digest,
+  };
+  const result = await records.update(target.name, meta.project, (current) => {
+    const doc = current ?? { name: meta.name, files: {} };
+    if (doc.files[filename]) return undefined;
+    doc.files[filename] = record;
+    return doc;
+  });
+  // A concurrent upload of the same filename may have won the race.
+  const landed = result.doc?.files[filename];
+  if (!landed) throw new Error(`record of ${filename} missing after update`);
+  if (landed.sha256 !== file.sha256) throw alreadyExists(filename, landed.sha256);
+  return !result.changed;
+}

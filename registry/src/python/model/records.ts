@@ -1,0 +1,91 @@
+/**
+ * What a hosted Python index stores about its projects, and the one place that reads and writes
+ * it. One MetaStore document per project at `python/<index name>/projects/<normalized name>`;
+ * artifact bytes and core-metadata bytes are blobs in the shared BlobStore, addressed by sha256,
+ * held by `PYTHON_HOLDER`. The document's store version changes on every write, so it doubles as the cache key of
+ * rendered pages.
+ */
+import type { MetaStore } from '../../storage/types.js';
+import { updateDoc } from '../../storage/update.js';
+
+/**
+ * Python's name among the holders of shared blobs (storage/holds.ts). Every blob Python stores
+ * (uploads, cached files, metadata and pages) is held under it, and Python never releases a
+ * hold, so no other ecosystem's DELETE can take bytes an index serves.
+ */
+export const PYTHON_HOLDER = 'python';
+
+export type DistributionKind = 'wheel' | 'sdist';
+
+export interface FileRecord {
+  filename: string;
+  /** The version as the file names it (canonical PEP 440 string from the metadata). */
+  version: string;
+  kind: DistributionKind;
+  /** sha256 hex of the artifact bytes: also its blob digest. */
+  sha256: string;
+  size: number;
+  /** `Requires-Python` from the core metadata, if any. */
+  requiresPython?: string;
+  /** ISO 8601 UTC with a `Z`, when the upload was accepted. */
+  uploadTime: string;
+  /** sha256 hex of the core metadata (wheel METADATA, sdist PKG-INFO): the `.metadata` sibling's blob. */
+  metadataSha256?: string;
+  /** PEP 592: absent or false when not yanked; a string (possibly empty) is the reason. */
+  yanked?: string | false;
+}
+
+export interface ProjectRecord {
+  /** The project name as first uploaded (display form). */
+  name: string;
+  /** Keyed by filename. */
+  files: Record<string, FileRecord>;
+}
+
+const PROJECT_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
+/** Longer names than this are refused: they would not fit a file name in the store. */
+const MAX_PROJECT_NAME = 200;
+
+/** A name PEP 508 allows (so a project by that name can exist at all). */
+export function isValidProjectName(name: string): boolean {
+  return name.length <= MAX_PROJECT_NAME && PROJECT_NAME.test(name);
+}
+
+/** PEP 503 normalisation. */
+export function normalizeName(name: string): string {
+  return name.replace(/[-_.]+/g, '-').toLowerCase();
+}
+
+export function projectKey(indexName: string, normalized: string): string {
+  return `python/${indexName}/projects/${normalized}`;
+}
+
+export class ProjectRecords {
+  constructor(private readonly meta: MetaStore) {}
+
+  async get(indexName: string, normalized: string): Promise<{ record: ProjectRecord; version: string } | null> {
+    const found = await this.meta.get<ProjectRecord>(projectKey(indexName, normalized));
+    return found ? { record: found.doc, version: found.version } : null;
+  }
+
+  /** Normalised names of every project of the index, sorted. */
+  async list(indexName: string): Promise<string[]> {
+    const prefix = `python/${indexName}/projects`;
+    const names: string[] = [];
+    for await (const key of this.meta.list(prefix)) names.push(key.slice(prefix.length + 1));
+    return names.sort();
+  }
+
+  /**
+   * Atomically changes one project's record (compare-and-swap with retries). `change` gets the
+   * current record or undefined, returns the new one or undefined for no change; it may run
+   * several times, so it must not have side effects.
+   */
+  update(
+    indexName: string,
+    normalized: string,
+    change: (current: ProjectRecord | undefined) => ProjectRecord | undefined,
+  ): Promise<{ doc: ProjectRecord | undefined; changed: boolean }> {
+    return updateDoc<ProjectRecord>(this.meta, projectKey(indexName, normalized), change);
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The project source of a cached index: its upstream's Simple pages, read through the document
+ * cache (`cache_ttl_secs` freshness, revalidation, stale copies while the upstream is down, 502
+ * when nothing is cached), parsed into our resolved model, with this index's own overrides
+ * (yank, hide) on top. Files come through `CachedFiles`.
+ */
+import type { CachedIndex } from '../../../config/types.js';
+import { HttpError } from '../../../http/errors.js';
+import type { CounterSink } from '../../../observe/counters.js';
+import { fetchDoc } from '../../../roles/fetch-doc.js';
+import { DocCache, type DocResult } from '../../../roles/read-through.js';
+import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
+import { UpstreamClient } from '../../../roles/upstream.js';
+import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
+import type { Holder } from '../../../storage/holds.js';
+import type { BlobStore, MetaStore } from '../../../storage/types.js';
+import { candidateProjects } from '../source/lookup.js';
+import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../../model/overrides.js';
+import type { ResolvedProject } from '../../model/resolved.js';
+import type { IndexSource, ListedFile, NameList, ProjectView } from '../source/types.js';
+import { CachedFiles } from './files.js';
+import { KnownSizes, withKnownSizes, withSizesVersion, type LoadedSizes } from './known-sizes.js';
+import { toCachedProject, type CachedProject } from './to-resolved.js';
+import { MAX_LIST_BYTES, parseUpstreamList } from './upstream-list.js';
+import { parseUpstreamPage } from './upstream-page.js';
+
+/** PEP 691: JSON preferred, HTML accepted (pypiserver and older mirrors only speak HTML). */
+export const UPSTREAM_ACCEPT = 'application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1';
+
+/** Parsed upstream pages kept in memory, by page digest (the bytes never change under a digest). */
+const PARSED_PAGES = 256;
+
+export interface CachedSourceOptions {
+  index: CachedIndex;
+  /** The index's upstream fetch cap (`upstream_concurrency`), shared with the metrics. */
+  slots: UpstreamSlots;
+  meta: MetaStore;
+  blobs: BlobStore;
+  /** Python's hold on the blobs this source stores (pages, files, metadata). */
+  holder: Holder;
+  spoolDir: string;
+  counters: CounterSink;
+  overrides: ProjectOverrides;
+  /** Told once per finished upstream file fetch (published, rejected, failed). */
+  onFlight?: (outcome: FlightOutcome) => void;
+}
+
+interface Loaded {
+  doc: DocResult;
+  normalized: string;
+}
+
+export class CachedSource implements IndexSource {
+  readonly client: UpstreamClient;
+  readonly slots: UpstreamSlots;
+  readonly docs: DocCache;
+  readonly files: CachedFiles;
+  readonly sizes: KnownSizes;
+  readonly #o: CachedSourceOptions;
+  readonly #parsed = new Map<string, CachedProject>();
+  #list: { digest: string; names: string[] } | null = null;
+
+  constructor(opts: CachedSourceOptions) {
+    this.#o = opts;
+    const { index } = opts;
+    this.slots = opts.slots;
+    // Page links are resolved against the base, so it must end in a slash.
+    const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
+    this.client = new UpstreamClient({
+      baseUrl: base,
+      ...(index.upstreamUsername ? { username: index.upstreamUsername } : {}),
+      ...(index.upstreamPassword ? { password: index.upstreamPassword } : {}),
+      slots: this.slots,
+    });
+    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters });
+    const flights = new BlobFlights({
+      store: opts.blobs,
+      holder: opts.holder,
+      spoolDir: opts.spoolDir,
+      counters: opts.counters,
+      ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
+    });
+    this.sizes = new KnownSizes(opts.meta, index.name);
+    this.files = new CachedFiles({
+      indexName: index.name,
+      client: this.client,
+      blobs: opts.blobs,
+      meta: opts.meta,
+      holder: opts.holder,
+      flights,
+      counters: opts.counters,
+      tmpDir: opts.spoolDir,
+      sizes: this.sizes,
+    });
+  }
+
+  get index(): CachedIndex {
+    return this.#o.index;
+  }
+
+  async project(normalized: string): Promise<ProjectView | null> {
+    const loaded = await this.#load(normalized);
+    if (!loaded) return null;
+    const [cached, overrides] = await Promise.all([this.#parse(loaded), this.#o.overrides.get(this.index.name, normalized)]);
+    const sizes = await this.#sizes(cached, normalized);
+    return {
+      version: withOverridesVersion(withSizesVersion(loaded.doc.record.digest, sizes), overrides),
+      hosted: false,
+      resolve: async () => applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc),
+    };
+  }
+
+  /** The project as the upstream serves it, before this index's overrides (for mutations). */
+  async upstreamProject(normalized: string): Promise<ResolvedProject | null> {
+    const loaded = await this.#load(normalized);
+    return loaded ? (await this.#parse(loaded)).resolved : null;
+  }
+
+  async names(): Promise<NameList> {
+    const doc = await this.docs.read(`python/${this.index.name}/cache/index`, (cond) =>
+      fetchDoc(this.client, '', cond, { headers: { accept: UPSTREAM_ACCEPT }, maxBytes: MAX_LIST_BYTES }),
+    );
+    if (!doc) return { names: [], version: 'absent' };
+    if (this.#list?.digest !== doc.record.digest) {
+      this.#list = { digest: doc.record.digest, names: parseUpstreamList(await doc.body(), doc.record.contentType) };
+    }
+    return { names: this.#list.names, version: doc.record.digest };
+  }
+
+  async locate(sha256: string, filename: string): Promise<ListedFile | null> {
+    for (const project of candidateProjects(filename)) {
+      const loaded = await this.#load(project);
+      if (!loaded) continue;
+      const cached = await this.#parse(loaded);
+      const up = cached.upstream.get(filename);
+      if (!up) continue;
+      const overrides = await this.#o.overrides.get(this.index.name, project);
+      const sizes = await this.#sizes(cached, project);
+      const file = applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc).files.find((f) => f.filename === filename);
+      // Hidden through this index, or other bytes under that name.
+      if (!file || file.sha256 !== sha256) return null;
+      return { project, file, open: (part, opts) => this.files.open(up, file, part, project, opts) };
+    }
+    return null;
+  }
+
+  /** Sizes learnt for the files this page gives none for (none to read when it gives them all). */
+  async #sizes(cached: CachedProject, normalized: string): Promise<LoadedSizes | null> {
+    return cached.unsized ? this.sizes.get(normalized) : null;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  #load(normalized: string): Promise<Loaded | null> {
+    const key = `python/${this.index.name}/cache/pages/${normalized}`;
+    return this.docs
+      .read(key, (cond) => fetchDoc(this.client, `${encodeURIComponent(normalized)}/`, cond, { headers: { accept: UPSTREAM_ACCEPT } }))
+      .then((doc) => (doc ? { doc, normalized } : null));
+  }
+
+  async #parse({ doc, normalized }: Loaded): Promise<CachedProject> {
+    const digest = doc.record.digest;
+    const hit = this.#parsed.get(digest);
+    if (hit && hit.resolved.normalized === normalized) return hit;
+    const pageUrl = new URL(`${encodeURIComponent(normalized)}/`, this.client.baseUrl).toString();
+    let parsed: CachedProject;
+    try {
+      parsed = toCachedProject(parseUpstreamPage(await doc.body(), doc.record.contentType, pageUrl), normalized);
+    } catch (err) {
+      if (err instanceof HttpError) throw err;
+      throw new HttpError(502, `the upstream's page of ${normalized} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.#parsed.delete(digest);
+    this.#parsed.set(digest, parsed);
+    while (this.#parsed.size > PARSED_PAGES) this.#parsed.delete(this.#parsed.keys().next().value!);
+    return parsed;
+  }
+}

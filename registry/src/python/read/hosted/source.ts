@@ -1,0 +1,46 @@
+/** The project source of a hosted index: its project records and the blobs they name. */
+import { createHash } from 'node:crypto';
+import type { BlobStore } from '../../../storage/types.js';
+import { candidateProjects } from '../source/lookup.js';
+import type { FileRecord, ProjectRecords } from '../../model/records.js';
+import { resolveFile, resolveProject } from '../../model/resolved.js';
+import type { FileBody, FilePart, IndexSource, ListedFile, NameList, ProjectView } from '../source/types.js';
+
+export class HostedSource implements IndexSource {
+  constructor(
+    readonly indexName: string,
+    readonly records: ProjectRecords,
+    readonly blobs: BlobStore,
+  ) {}
+
+  async project(normalized: string): Promise<ProjectView | null> {
+    const loaded = await this.records.get(this.indexName, normalized);
+    if (!loaded) return null;
+    return { version: loaded.version, hosted: true, resolve: async () => resolveProject(normalized, loaded.record) };
+  }
+
+  async names(): Promise<NameList> {
+    const names = await this.records.list(this.indexName);
+    return { names, version: createHash('sha256').update(names.join('\n')).digest('hex') };
+  }
+
+  async locate(sha256: string, filename: string): Promise<ListedFile | null> {
+    for (const project of candidateProjects(filename)) {
+      const loaded = await this.records.get(this.indexName, project);
+      const rec = loaded?.record.files[filename];
+      if (!rec) continue;
+      if (rec.sha256 !== sha256) return null;
+      return { project, file: resolveFile(rec), open: (part) => this.#open(rec, part) };
+    }
+    return null;
+  }
+
+  async #open(rec: FileRecord, part: FilePart): Promise<FileBody | null> {
+    // Uploads carry no signatures (twine stopped sending them; PyPI stopped taking them).
+    if (part === 'signature') return null;
+    const digest = part === 'metadata' ? rec.metadataSha256 : rec.sha256;
+    if (!digest) return null;
+    const info = await this.blobs.stat(digest);
+    return info ? { kind: 'blob', digest, size: info.size } : null;
+  }
+}
