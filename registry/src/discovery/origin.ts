@@ -40,7 +40,13 @@ export function parseHost(raw: string): string | null {
     host = lower;
   }
   // The URL parser's spelling (compressed IPv6, for one), so what we print is what clients read.
-  const canonical = new URL(`http://${host}`).hostname;
+  // It refuses what the label rule lets through but IDNA does not (`xn--0.a`): not a host either.
+  let canonical: string;
+  try {
+    canonical = new URL(`http://${host}`).hostname;
+  } catch {
+    return null;
+  }
   return port === undefined ? canonical : `${canonical}:${Number(port)}`;
 }
 

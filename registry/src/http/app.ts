@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
-import type { Config, IndexConfig, RateClassName } from '../config/types.js';
+import type { Config, IndexConfig } from '../config/types.js';
 import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
-import { installRateLimit, type Classification } from '../limits/rate-limit-plugin.js';
+import { installRateLimit } from '../limits/rate-limit-plugin.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
@@ -21,11 +21,11 @@ import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
-import { parseSafePath } from './path.js';
-import { resolveRoute } from './resolve.js';
+import { indexNamespace } from './index-namespace.js';
+import { classifyRequest } from './request-class.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -127,53 +127,13 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-  registerDiscovery(app, config, ecosystems);
+  await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
 
   await app.register(observeRoutes, { ctx, ecosystems, requests, startedAt });
 
-  app.all('/*', async (request, reply) => {
-    const path = parseSafePath(request.raw.url ?? '/');
-    const hit = resolveRoute(routed, path.segments);
-    if (!hit) throw new HttpError(404, `no index serves /${path.segments.join('/')}`);
-    const eco = byId.get(hit.index.ecosystem);
-    await eco?.handleIndexRequest?.({
-      index: hit.index,
-      rest: hit.rest,
-      trailingSlash: path.trailingSlash,
-      query: new URLSearchParams(path.query),
-      request,
-      reply,
-    });
-    if (!reply.sent) return reply;
-  });
+  // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
+  await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem) });
 
   return { app, ecosystems, events, rateLimits: limiter };
 }
 
-const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
-
-interface Classifiers {
-  routed: readonly IndexConfig[];
-  trees: ReadonlyMap<string, EcosystemTree>;
-  classifyIndexRequest(index: IndexConfig, method: string, rest: readonly string[]): RateClassName;
-}
-
-/**
- * The rate-limit class of a request, from its method and path only: the server's own paths here,
- * an ecosystem's tree (`/v2/`) or index route by what the ecosystem says.
- */
-function classifyRequest(method: string, rawUrl: string, { routed, trees, classifyIndexRequest }: Classifiers): Classification | null {
-  let segments: string[];
-  try {
-    segments = parseSafePath(rawUrl).segments;
-  } catch {
-    return { class: 'read' }; // an unsafe path: its handler answers 400, but it still spends a read
-  }
-  const [first] = segments;
-  if (segments.length === 1 && first === 'healthz') return null;
-  if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
-  const tree = trees.get(first ?? '');
-  if (tree) return { class: tree.classify(method, segments.slice(1)), body: tree.tooManyRequests };
-  const hit = resolveRoute(routed, segments);
-  return hit ? { class: classifyIndexRequest(hit.index, method, hit.rest), index: hit.index.route } : { class: 'read' };
-}
