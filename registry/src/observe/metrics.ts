@@ -51,6 +51,7 @@ export class Metrics {
   readonly registry = new Registry();
   readonly #requests: Counter;
   readonly #duration: Histogram<'method' | 'status'>;
+  readonly #durationBy = new Map<string, Histogram.Internal<'method' | 'status'>>();
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
@@ -137,10 +138,20 @@ export class Metrics {
     }
   }
 
-  /** Counts one finished request. */
+  /**
+   * Counts one finished request. The histogram's child per (method, status class) is looked up
+   * once and kept: prom-client hashes a label object on every `observe(labels, v)`.
+   */
   observeRequest(method: string, status: number, seconds: number): void {
     this.#requests.inc();
-    this.#duration.observe({ method, status: `${Math.floor(status / 100)}xx` }, seconds);
+    const key = `${method} ${Math.floor(status / 100)}`;
+    let child = this.#durationBy.get(key);
+    if (!child) {
+      child = this.#duration.labels(method, `${Math.floor(status / 100)}xx`);
+      // Methods come from clients: bound the map (a client inventing methods gets the slow path).
+      if (this.#durationBy.size < 64) this.#durationBy.set(key, child);
+    }
+    child.observe(seconds);
   }
 
   exposition(): Promise<string> {
