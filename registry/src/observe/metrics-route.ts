@@ -6,8 +6,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Metrics } from './metrics.js';
 
 export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback style: no promise per request.
+  app.addHook('onResponse', (request, reply, done) => {
     metrics.observeRequest(request.method, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 }
 
