@@ -95,7 +95,7 @@ describe('s3 MetaStore across processes and faults', () => {
     const own = await startMinio();
     try {
       const store = s3Store(own);
-      await store.put('fault/doc', { n: 0 }, null);
+      await store.put('fault/doc', { n: 0, seen: [] }, null);
       // Updates in flight when the server goes away.
       const inFlight = Array.from({ length: 20 }, (_, i) => updateDoc<{ n: number; seen: number[] }>(store, 'fault/doc', (cur) => ({ n: (cur?.n ?? 0) + 1, seen: [...(cur?.seen ?? []), i] })));
       const outcome = Promise.allSettled(inFlight);
