@@ -4,6 +4,8 @@
  * key, and MinIO going away mid-operation and coming back.
  */
 import { randomUUID } from 'node:crypto';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
@@ -13,6 +15,8 @@ import { S3MetaStore } from '../../registry/src/storage/s3/meta-store.js';
 import { StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { updateDoc } from '../../registry/src/storage/update.js';
 import { startMinio, type Minio } from '../support/minio.js';
+import { REPO } from '../support/paths.js';
+import { run } from '../support/run.js';
 import { tempDir } from '../support/velodex.js';
 import { describeMetaStore } from './contract/meta-store.js';
 
@@ -88,6 +92,44 @@ describe('s3 MetaStore across processes and faults', () => {
     const current = await a.get('shared/doc');
     expect(await b.delete('shared/doc', current?.version)).toBe(true);
     expect(await a.get('shared/doc')).toBeNull();
+  });
+
+  it('loses no update when three writer processes update one key concurrently', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const env = {
+      S3_ENDPOINT: minio.endpoint,
+      S3_BUCKET: minio.bucket,
+      S3_PREFIX: prefix,
+      S3_ACCESS_KEY: minio.accessKey,
+      S3_SECRET_KEY: minio.secretKey,
+      KEY: 'shared/doc',
+      COUNT: '15',
+    };
+    const fixture = join(REPO, 'test', 'storage', 'fixtures', 'meta-writer.ts');
+    const writers = ['a', 'b', 'c'];
+    const results = await Promise.all(writers.map((w) => run(process.execPath, ['--import', 'tsx', fixture], { cwd: REPO, env: { ...env, WRITER: w }, timeoutMs: 120_000 })));
+    expect(results.map((r) => r.stdout.trim())).toEqual(writers.map((w) => `done ${w}`));
+    const found = await s3Store(minio, prefix).get<{ seen: string[] }>('shared/doc');
+    const expected = writers.flatMap((w) => Array.from({ length: 15 }, (_, n) => `${w}:${n}`));
+    expect(found?.doc.seen.slice().sort()).toEqual(expected.sort());
+  });
+
+  it('fails with StoreUnavailableError when the store accepts a connection and never answers', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((sock) => sockets.push(sock));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const store = new S3MetaStore(s3Location({ ...s3Config(minio), endpoint }, { responseTimeoutMs: 300 }));
+      const started = Date.now();
+      const err = (await store.get('slow/doc').then(() => null, (e: unknown) => e)) as Error;
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect(err.message).toBe(`object store ${endpoint} failed while reading slow/doc: ETIMEDOUT`);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      silent.close();
+    }
   });
 
   it('fails with a clear error while MinIO is down, never crashes, and works again after a restart', async () => {

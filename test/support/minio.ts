@@ -54,6 +54,16 @@ export async function startMinio(): Promise<Minio> {
   const secretKey = randomBytes(24).toString('base64url');
   const endpoint = `http://127.0.0.1:${port}`;
 
+  const client = new Client({
+    endPoint: '127.0.0.1',
+    port,
+    useSSL: false,
+    accessKey,
+    secretKey,
+    pathStyle: true,
+    region: 'us-east-1',
+    retryOptions: { disableRetry: true },
+  });
   let server: Running | null = null;
   const launch = async () => {
     const args = ['server', data, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--certs-dir', join(home, 'certs'), '--quiet'];
@@ -65,11 +75,10 @@ export async function startMinio(): Promise<Minio> {
       MINIO_BROWSER: 'off',
       MINIO_UPDATE: 'off',
     };
-    server = await run(exe, args, env, endpoint);
+    server = await run(exe, args, env, endpoint, client);
   };
   await launch();
 
-  const client = new Client({ endPoint: '127.0.0.1', port, useSSL: false, accessKey, secretKey, pathStyle: true, region: 'us-east-1' });
   const makeBucket = async (name = `velodex-${randomBytes(4).toString('hex')}`) => {
     await client.makeBucket(name, 'us-east-1');
     return name;
@@ -102,7 +111,7 @@ interface Running {
   stop(): Promise<void>;
 }
 
-async function run(exe: string, args: string[], env: NodeJS.ProcessEnv, endpoint: string): Promise<Running> {
+async function run(exe: string, args: string[], env: NodeJS.ProcessEnv, endpoint: string, client: Client): Promise<Running> {
   const child = spawn(exe, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const keep = (b: Buffer) => {
@@ -114,6 +123,7 @@ async function run(exe: string, args: string[], env: NodeJS.ProcessEnv, endpoint
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitLive(endpoint, child, () => log);
+    await waitServing(client, child, () => log);
   } catch (err) {
     await stopChild(child, exited);
     throw err;
@@ -136,6 +146,24 @@ async function waitLive(endpoint: string, child: ChildProcess, log: () => string
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`minio did not become ready at ${endpoint} within ${READY_TIMEOUT_MS / 1000} s:\n${log()}`);
+}
+
+/**
+ * `live` answers while the object layer is still starting, when S3 requests get 503
+ * (XMinioServerNotInitialized): a suite starts only once an authenticated request succeeds.
+ */
+async function waitServing(client: Client, child: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`minio exited before it served requests:\n${log()}`);
+    try {
+      await client.listBuckets();
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw new Error(`minio did not serve S3 requests within ${READY_TIMEOUT_MS / 1000} s (${String(err)}):\n${log()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** By the child's own PID: SIGTERM, then SIGKILL if it lingers. */

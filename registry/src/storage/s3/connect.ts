@@ -4,9 +4,9 @@
  * the server honours the conditional writes the MetaStore's compare-and-swap is built on. Each
  * failure is one `ConfigError` naming the key to fix; no message carries a key's value.
  */
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
 import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
+import * as https from 'node:https';
 import { Client } from 'minio';
 import { ConfigError } from '../../config/errors.js';
 import type { StorageConfig } from '../../config/types.js';
@@ -22,28 +22,38 @@ export interface S3Location {
   endpoint: string;
 }
 
-export interface ConnectOptions {
+export interface LocationOptions {
+  /**
+   * How long a request may wait for the response to begin before it fails with ETIMEDOUT (and
+   * the caller with StoreUnavailableError). A store that stopped answering must not hold a
+   * request, and the client that sent it, forever.
+   */
+  responseTimeoutMs?: number;
+}
+
+export interface ConnectOptions extends LocationOptions {
   /** How long the start-up checks may take before the endpoint counts as unreachable. */
   timeoutMs?: number;
 }
 
 const DEFAULT_REGION = 'us-east-1';
 const DEFAULT_TIMEOUT_MS = 15_000;
+const DEFAULT_RESPONSE_TIMEOUT_MS = 30_000;
 
 /** The client and location from the config, without touching the network. */
-export function s3Location(cfg: StorageConfig): S3Location {
+export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Location {
   const url = parseEndpoint(cfg.endpoint);
   if (!cfg.bucket) throw new ConfigError('storage.bucket', 'is required with backend = "s3"', 'set storage.bucket');
   if (!cfg.accessKey || !cfg.secretKey) {
     const missing = cfg.accessKey ? 'secret_key' : 'access_key';
     throw new ConfigError(`storage.${missing}`, 'is required with backend = "s3"', `set ${missing}, ${missing}_env or ${missing}_file`);
   }
-  const https = url.protocol === 'https:';
-  const port = url.port === '' ? (https ? 443 : 80) : Number(url.port);
+  const tls = url.protocol === 'https:';
+  const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
   const client = new Client({
     endPoint: url.hostname.replace(/^\[(.*)\]$/, '$1'),
     port,
-    useSSL: https,
+    useSSL: tls,
     accessKey: cfg.accessKey.reveal(),
     secretKey: cfg.secretKey.reveal(),
     // MinIO and most S3 services behind a Kubernetes Service have no per-bucket DNS names.
@@ -51,7 +61,8 @@ export function s3Location(cfg: StorageConfig): S3Location {
     // A fixed region spares the client its bucket-location lookup before the first request.
     region: cfg.region ?? DEFAULT_REGION,
     // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
-    transportAgent: https ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new HttpAgent({ keepAlive: true, maxSockets: 64 }),
+    transportAgent: tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 }),
+    transport: answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS),
     // The client would retry a 5xx once and print to the console doing it; a retried conditional
     // write can also report a conflict with itself. Callers decide about retries (updateDoc does).
     retryOptions: { disableRetry: true },
@@ -59,9 +70,26 @@ export function s3Location(cfg: StorageConfig): S3Location {
   return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}` };
 }
 
+/**
+ * The client's transport (`http` or `https`), with requests destroyed (ETIMEDOUT) when no response
+ * has begun within `ms`. The limit ends once the response starts: a body is read at the pace of
+ * its consumer (a slow download must not be cut), and the socket's own errors end it otherwise.
+ */
+function answeringWithin(transport: typeof http | typeof https, ms: number): Pick<typeof http, 'request'> {
+  const request = ((options: http.RequestOptions, callback?: (res: http.IncomingMessage) => void) => {
+    const req = transport.request(options, callback);
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no response within ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
+    const clear = () => clearTimeout(timer);
+    req.once('response', clear);
+    req.once('close', clear);
+    return req;
+  }) as typeof http.request;
+  return { request };
+}
+
 /** `s3Location`, then the start-up checks; resolves only when the bucket is usable. */
 export async function connectS3(cfg: StorageConfig, opts: ConnectOptions = {}): Promise<S3Location> {
-  const loc = s3Location(cfg);
+  const loc = s3Location(cfg, opts);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
