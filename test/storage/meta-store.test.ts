@@ -121,11 +121,9 @@ describe('s3 MetaStore across processes and faults', () => {
     const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     try {
       const store = new S3MetaStore(s3Location({ ...s3Config(minio), endpoint }, { responseTimeoutMs: 300 }));
-      const started = Date.now();
       const err = (await store.get('slow/doc').then(() => null, (e: unknown) => e)) as Error;
       expect(err).toBeInstanceOf(StoreUnavailableError);
       expect(err.message).toBe(`object store ${endpoint} failed while reading slow/doc: ETIMEDOUT`);
-      expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       for (const sock of sockets) sock.destroy();
       silent.close();
