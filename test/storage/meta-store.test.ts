@@ -76,6 +76,22 @@ describe('MinIO, as the s3 MetaStore relies on it', () => {
   });
 });
 
+describe('s3 MetaStore layout in the bucket', () => {
+  it('keeps each document at <prefix>meta/<key>.json and a deleted one as a 0-byte tombstone', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const store = s3Store(minio, `${prefix}/`);
+    const version = await store.put('a/b', { n: 1 }, null);
+    const stat = await minio.client.statObject(minio.bucket, `${prefix}/meta/a/b.json`);
+    expect(stat.etag).toBe(version);
+    expect(stat.size).toBe(JSON.stringify({ n: 1 }).length);
+    expect(await store.delete('a/b', version)).toBe(true);
+    expect((await minio.client.statObject(minio.bucket, `${prefix}/meta/a/b.json`)).size).toBe(0);
+    // An unconditional delete clears the tombstone too.
+    expect(await store.delete('a/b')).toBe(false);
+    await expect(minio.client.statObject(minio.bucket, `${prefix}/meta/a/b.json`)).rejects.toMatchObject({ code: 'NotFound' });
+  });
+});
+
 describe('s3 MetaStore across processes and faults', () => {
   it('loses no update when two stores (as two processes) update one key concurrently', async () => {
     const prefix = `t-${randomUUID()}`;
