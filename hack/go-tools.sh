@@ -32,6 +32,10 @@ CONFORMANCE_VERSION=v0.0.0-20250123160558-a139cc423184 # v1.1.1
 CONFORMANCE_ZIP_SHA256=c5924bf4af67ec20e683cde59cf5e7ed4482669668741da59f2ad93e2c3a88b1
 CONFORMANCE_MAIN_VERSION=v0.0.0-20260831232431-97274622c111
 CONFORMANCE_MAIN_SUM=h1:ppZPU0CrEPzyJhVggYwUIZrqh0w2lIT0esw+9ABNPA4=
+# The S3 server of the storage suites. MinIO publishes no semver tags the proxy serves; this
+# pseudo-version (2026-02-12) is, and it answers 412 to a stale If-Match and to If-None-Match: *
+# on an existing key, which the s3 MetaStore relies on (test/storage proves it).
+MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 
 # True when DIR/NAME exists and was built for VERSION.
 go_tool_current() { # DIR NAME VERSION
@@ -130,6 +134,8 @@ install_go_tools() {
   go_build_module "$dir" oras oras.land/oras "$ORAS_VERSION" cmd/oras build
   go_build_module_zip "$dir" oci-conformance "$CONFORMANCE_MODULE" "$CONFORMANCE_VERSION" . test "$CONFORMANCE_ZIP_SHA256"
   go_build_module "$dir" oci-conformance-main "$CONFORMANCE_MODULE" "$CONFORMANCE_MAIN_VERSION" . build "$CONFORMANCE_MAIN_SUM"
+  # The module root is the server's main package, so go install builds it directly (a few minutes).
+  go_install "$dir" minio github.com/minio/minio "$MINIO_VERSION"
 }
 
 # --- Optional: peers for `make bench` ------------------------------------------------------------

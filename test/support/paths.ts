@@ -17,6 +17,7 @@ const TOOL_PATHS: Record<string, string> = {
   oras: join(TOOLS, 'bin', 'oras'),
   regctl: join(TOOLS, 'bin', 'regctl'),
   promtool: join(TOOLS, 'bin', 'promtool'),
+  minio: join(TOOLS, 'bin', 'minio'),
   conformance: join(TOOLS, 'bin', 'oci-conformance'),
   'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),
   skopeo: '/usr/bin/skopeo',

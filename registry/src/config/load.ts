@@ -91,6 +91,9 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     for (const key of ['endpoint', 'bucket'] as const) {
       if (!storage[key]) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set storage.${key}`);
     }
+    for (const [key, secret] of [['access_key', storage.accessKey], ['secret_key', storage.secretKey]] as const) {
+      if (!secret) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set one of ${key}, ${key}_env, ${key}_file`);
+    }
   }
   refuseUnbuilt(storage);
 

@@ -71,6 +71,18 @@ export class ConflictError extends Error {
   }
 }
 
+/**
+ * The backing store did not answer, or answered with a failure of its own (down, unreachable,
+ * overloaded). The operation may or may not have taken effect; a request fails with a 5xx and the
+ * process carries on. The message names the store and the cause, never a credential.
+ */
+export class StoreUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 export function isSha256Hex(value: string): boolean {
   return SHA256_HEX.test(value);

@@ -1,0 +1,199 @@
+/**
+ * S3 MetaStore: one object per key, `<prefix>meta/<key>.json`, holding the document's JSON. Every
+ * process that shares the bucket shares the documents; nothing is cached here, so a write
+ * acknowledged by one process is what the next `get` of any process reads.
+ *
+ *   <prefix>meta/<key>.json   JSON text (never empty)     the document; its ETag is the version
+ *                             empty object (0 bytes)      a tombstone: the key is absent
+ *
+ * The `.json` suffix keeps a document's name from being the folder of other documents (`a/b`
+ * beside `a/b/c`): MinIO stores both, but its listing does not descend below a name that is
+ * itself an object, so `a/b/c` would be missing from `list('a')`.
+ *
+ * Compare-and-swap rests on the object store's conditional PUT (a 412 when the condition fails):
+ *
+ * - create (`ifVersion` null): PUT with `If-None-Match: *`. When that fails because a tombstone
+ *   holds the key, PUT again with `If-Match: <the tombstone's ETag>`.
+ * - replace (`ifVersion` given): PUT with `If-Match: <ifVersion>`; a 404 (the key went away)
+ *   counts as a conflict like the 412.
+ * - delete with `ifVersion`: S3 DELETE has no condition this store can rely on (MinIO ignores
+ *   `If-Match` on DELETE and deletes anyway; test/storage/meta-store.test.ts shows it), so the
+ *   delete is a conditional PUT of a tombstone with `If-Match: <ifVersion>`. Readers and `list`
+ *   treat a 0-byte object as absent (a document is never empty: the shortest JSON is 1 byte).
+ * - delete without `ifVersion`: an unconditional DELETE, which also clears a tombstone.
+ *
+ * Versions are ETags. For a plain PUT, S3 and MinIO derive the ETag from the content, so writing
+ * the same bytes again yields the same version; a writer whose stale version matches identical
+ * content writes over exactly the document it read, which is what compare-and-swap promises.
+ *
+ * Remaining windows:
+ * - A write whose answer is lost (the connection breaks after the store applied it) fails with
+ *   `StoreUnavailableError` although it took effect; a caller's retry then sees its own write as a
+ *   concurrent change. updateDoc re-reads and re-applies its change, so changes must be idempotent
+ *   where that matters (setting a field is; appending to a list is not).
+ * - Tombstones stay in the bucket (0 bytes each) until an unconditional delete of the key: a
+ *   sweep could delete one only with a conditional DELETE, which the stores this runs on lack.
+ *
+ * How the `minio` client sends the conditions: `putObject` passes `If-Match` and `If-None-Match`
+ * through as request headers (its `isSupportedHeader` list; other metadata keys get an
+ * `X-Amz-Meta-` prefix), and a document is far below its multipart threshold (64 MiB), so each
+ * write is one signed PUT carrying the condition; no lower-level request API is needed. Reads use
+ * `getObject`, whose stream is the HTTP response: its `ETag` header is the version of exactly the
+ * bytes read (a HEAD then GET could pair one version with another's bytes).
+ */
+import { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
+import type { S3Location } from './connect.js';
+import { asUnavailable, isNotFound, isPreconditionFailed } from './errors.js';
+
+const SUFFIX = '.json';
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+/** Keys per listing page; S3's maximum. */
+const LIST_PAGE = 1000;
+
+export class S3MetaStore implements MetaStore {
+  readonly #loc: S3Location;
+  /** `<prefix>meta/`: every document's object name starts with it. */
+  readonly #base: string;
+
+  constructor(loc: S3Location) {
+    this.#loc = loc;
+    this.#base = `${loc.prefix}meta/`;
+  }
+
+  #name(key: string): string {
+    assertSafeKey(key);
+    return `${this.#base}${key}${SUFFIX}`;
+  }
+
+  async get<T>(key: string): Promise<Versioned<T> | null> {
+    const current = await this.#read(key);
+    if (!current || current.text === '') return null;
+    return { doc: JSON.parse(current.text) as T, version: current.etag };
+  }
+
+  async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
+    const text = JSON.stringify(doc) as string | undefined;
+    if (text === undefined) throw new TypeError(`cannot store ${typeof doc} as a document (${key})`);
+    const body = Buffer.from(text);
+    if (ifVersion === undefined) return this.#write(key, body, {});
+    if (ifVersion !== null) return this.#writeIf(key, body, { 'If-Match': quote(ifVersion) });
+    try {
+      return await this.#write(key, body, { 'If-None-Match': '*' });
+    } catch (err) {
+      if (!isPreconditionFailed(err)) throw err;
+    }
+    // Something holds the key: a live document (a conflict) or a tombstone (replace it).
+    const current = await this.#read(key);
+    if (current === null || current.text !== '') throw new ConflictError(key);
+    return this.#writeIf(key, body, { 'If-Match': quote(current.etag) });
+  }
+
+  async delete(key: string, ifVersion?: string): Promise<boolean> {
+    if (ifVersion === undefined) return this.#remove(key);
+    try {
+      await this.#writeIf(key, Buffer.alloc(0), { 'If-Match': quote(ifVersion) });
+      return true;
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+    // Refused: absent (false, as for any delete of a missing key) or changed (a conflict).
+    const current = await this.#read(key);
+    if (current === null || current.text === '') return false;
+    throw new ConflictError(key);
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    assertSafeKey(prefix);
+    const folder = `${this.#base}${prefix}/`;
+    let token = '';
+    do {
+      let page;
+      try {
+        page = await this.#loc.client.listObjectsV2Query(this.#loc.bucket, folder, token, '', LIST_PAGE, '');
+      } catch (err) {
+        throw asUnavailable(err, this.#loc.endpoint, `listing ${prefix}`);
+      }
+      for (const item of page.objects) {
+        // Size 0: a tombstone, i.e. a deleted document.
+        if (item.name?.endsWith(SUFFIX) && item.size > 0) yield item.name.slice(this.#base.length, -SUFFIX.length);
+      }
+      token = page.isTruncated ? page.nextContinuationToken : '';
+    } while (token !== '');
+  }
+
+  /** The object's text and ETag, or null when there is no object (a tombstone reads as ''). */
+  async #read(key: string): Promise<{ text: string; etag: string } | null> {
+    const name = this.#name(key);
+    let res: Readable;
+    try {
+      res = await this.#loc.client.getObject(this.#loc.bucket, name);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw asUnavailable(err, this.#loc.endpoint, `reading ${key}`);
+    }
+    if (!(res instanceof IncomingMessage) || typeof res.headers.etag !== 'string') {
+      res.destroy();
+      // The client's getObject has always returned the HTTP response; if an upgrade changes
+      // that, fail loudly rather than hand out documents without versions.
+      throw new Error('the minio client returned no ETag with getObject: the S3 MetaStore needs it as the version');
+    }
+    const etag = unquote(res.headers.etag);
+    try {
+      const chunks: Buffer[] = [];
+      for await (const chunk of res) chunks.push(chunk as Buffer);
+      return { text: Buffer.concat(chunks).toString('utf8'), etag };
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, `reading ${key}`);
+    }
+  }
+
+  /** One PUT; returns the new ETag. */
+  async #write(key: string, body: Buffer, condition: Record<string, string>): Promise<string> {
+    const name = this.#name(key);
+    try {
+      const { etag } = await this.#loc.client.putObject(this.#loc.bucket, name, body, body.length, { ...JSON_TYPE, ...condition });
+      return unquote(etag);
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, `writing ${key}`);
+    }
+  }
+
+  /** A PUT with `If-Match`: a 412, or a 404 because the object is gone, is a ConflictError. */
+  async #writeIf(key: string, body: Buffer, condition: Record<string, string>): Promise<string> {
+    try {
+      return await this.#write(key, body, condition);
+    } catch (err) {
+      if (isPreconditionFailed(err) || isNotFound(err)) throw new ConflictError(key);
+      throw err;
+    }
+  }
+
+  /** Unconditional DELETE; true when a document (not a tombstone) was there. */
+  async #remove(key: string): Promise<boolean> {
+    const name = this.#name(key);
+    let existed: boolean;
+    try {
+      existed = (await this.#loc.client.statObject(this.#loc.bucket, name)).size > 0;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw asUnavailable(err, this.#loc.endpoint, `deleting ${key}`);
+    }
+    try {
+      await this.#loc.client.removeObject(this.#loc.bucket, name);
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, `deleting ${key}`);
+    }
+    return existed;
+  }
+}
+
+/** ETags travel quoted in headers (RFC 9110); versions are handed out without the quotes. */
+function quote(etag: string): string {
+  return `"${etag}"`;
+}
+
+function unquote(etag: string): string {
+  return etag.replace(/^(W\/)?"(.*)"$/, '$2');
+}
