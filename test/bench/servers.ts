@@ -12,6 +12,7 @@ import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { CLI, REPO, TOOLS, tool } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
+import { stopChild } from '../support/stop-child.js';
 
 export interface Server {
   name: string;
@@ -58,7 +59,7 @@ async function launch(l: Launch): Promise<Server> {
   running.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(() => running.delete(child));
-  const server: Server = { name: l.name, url: l.url, pid: child.pid ?? -1, logFile: l.logFile, stop: () => stopChild(child, exited) };
+  const server: Server = { name: l.name, url: l.url, pid: child.pid ?? -1, logFile: l.logFile, stop: () => stopChild(child) };
   const log = () => (existsSync(l.logFile) ? readFileSync(l.logFile, 'utf8').slice(-4000) : '');
   for (let attempt = 0; attempt < 300; attempt++) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${l.name} exited before it was ready:\n${log()}`);
@@ -75,18 +76,10 @@ async function launch(l: Launch): Promise<Server> {
   throw new Error(`${l.name} did not become ready at ${l.ready} within 30 s:\n${log()}`);
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 /** Stops every server still running (by PID), e.g. after a setup error or on Ctrl-C. */
 export async function stopAll(): Promise<void> {
   await Promise.all(
-    [...running].map((child) => stopChild(child, new Promise<void>((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve()))))),
+    [...running].map((child) => stopChild(child)),
   );
 }
 

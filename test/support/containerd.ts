@@ -3,12 +3,13 @@
  * under a temp dir, no CRI plugin, started as a child process and stopped by its PID. Nothing of
  * the machine's containerd (if one runs) is used or touched.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tool } from './paths.js';
 import { run, type RunOptions, type RunResult } from './run.js';
+import { stopChild } from './stop-child.js';
 
 export interface Containerd {
   /** The daemon's gRPC socket, for `ctr --address`. */
@@ -46,7 +47,7 @@ export async function startContainerd(dir: string): Promise<Containerd> {
   child.stdout.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr.on('data', (b: Buffer) => (output += b.toString()));
   const ctr = (args: string[], opts: RunOptions = {}) => run(tool('ctr'), ['--address', socket, ...args], opts);
-  const daemon: Containerd = { socket, ctr, logs: () => output, stop: () => stop(child) };
+  const daemon: Containerd = { socket, ctr, logs: () => output, stop: () => stopChild(child, 10_000) };
   for (let attempt = 0; attempt < 100; attempt++) {
     if (child.exitCode !== null) throw new Error(`containerd exited with ${child.exitCode}:\n${output}`);
     if ((await ctr(['version'], { allowFailure: true, timeoutMs: 10_000 })).code === 0) return daemon;
@@ -56,14 +57,3 @@ export async function startContainerd(dir: string): Promise<Containerd> {
   throw new Error(`containerd did not answer on ${socket} within 10s:\n${output}`);
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}

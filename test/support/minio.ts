@@ -19,6 +19,7 @@ import { Client } from 'minio';
 import { tool } from './paths.js';
 import { freePort } from './pypiserver.js';
 import { tempDir } from './velodex.js';
+import { stopChild } from './stop-child.js';
 
 export interface Minio {
   /** `http://127.0.0.1:<port>`: the S3 API. */
@@ -120,15 +121,14 @@ async function run(exe: string, args: string[], env: NodeJS.ProcessEnv, endpoint
   };
   child.stdout.on('data', keep);
   child.stderr.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitLive(endpoint, child, () => log);
     await waitServing(client, child, () => log);
   } catch (err) {
-    await stopChild(child, exited);
+    await stopChild(child);
     throw err;
   }
-  return { stop: () => stopChild(child, exited) };
+  return { stop: () => stopChild(child) };
 }
 
 /** MinIO answers 200 on `/minio/health/live` (no credentials needed) once it serves requests. */
@@ -166,11 +166,3 @@ async function waitServing(client: Client, child: ChildProcess, log: () => strin
   }
 }
 
-/** By the child's own PID: SIGTERM, then SIGKILL if it lingers. */
-async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
-}

@@ -8,6 +8,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, REPO } from './paths.js';
+import { stopChild } from './stop-child.js';
 
 export interface Velodex {
   url: string;
@@ -82,7 +83,7 @@ export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
     pid: child.pid ?? -1,
     logs: () => output,
     peakRss: () => peakRss(child),
-    stop: () => stop(child),
+    stop: () => stopChild(child),
   };
 }
 
@@ -110,18 +111,6 @@ function peakRss(child: ChildProcess): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(status);
   if (!m?.[1]) throw new Error('no VmHWM in /proc status');
   return Number(m[1]) * 1024;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 /** The default config's upload token, as a user would read it from the data dir. */
