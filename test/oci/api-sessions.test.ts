@@ -63,3 +63,19 @@ it('expires idle sessions and aborts their stages', async () => {
   expect(sessions.get(s.id, 'oci', 'root/oci/app')).toBeUndefined();
   expect(staged()).toEqual([]);
 });
+
+it('reports only completed chunks while another chunk is still streaming in', async () => {
+  const { blobs } = await store();
+  sessions = new UploadSessions(blobs);
+  const s = await sessions.open('oci', 'root/oci/app');
+  await sessions.append(s, Readable.from([Buffer.from('done ')]));
+  const slow = new Readable({ read() {} });
+  const appending = sessions.append(s, slow);
+  slow.push(Buffer.from('half'));
+  // Wait until the stage holds the pushed bytes, then check what the session reports.
+  while (s.stage.size < 9) await new Promise((r) => setTimeout(r, 5));
+  expect(s.size).toBe(5);
+  slow.push(null);
+  await appending;
+  expect(s.size).toBe(9);
+});

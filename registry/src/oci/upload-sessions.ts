@@ -15,8 +15,11 @@ export interface UploadSession {
   readonly indexName: string;
   readonly repo: string;
   readonly stage: BlobStage;
-  /** Bytes received so far (the stage's size). */
-  readonly size: number;
+  /**
+   * Bytes of the requests that completed. Not the stage's size, which grows while a chunk streams
+   * in: a status request during a PATCH must not report a chunk that may still be undone.
+   */
+  size: number;
   lastUsed: number;
   busy: boolean;
 }
@@ -39,9 +42,7 @@ export class UploadSessions {
       indexName,
       repo,
       stage,
-      get size() {
-        return stage.size;
-      },
+      size: 0,
       lastUsed: Date.now(),
       busy: false,
     };
@@ -65,6 +66,7 @@ export class UploadSessions {
   async append(s: UploadSession, source: Readable, expect?: Sha256Hex): Promise<void> {
     try {
       await s.stage.append(source, expect === undefined ? {} : { expect });
+      s.size = s.stage.size;
     } finally {
       s.lastUsed = Date.now();
     }
