@@ -34,10 +34,8 @@ async function hasher(algorithm: Algorithm): Promise<Hasher> {
   return { update: (c) => h.update(c), hex: () => h.digest('hex') };
 }
 
-/** Hashes and counts what flows through it: the extra digests asked for (sha256 is the stage's). */
+/** Hashes what flows through it: the extra digests asked for (sha256 and the size are the stage's). */
 export class ArtifactHashing extends Transform {
-  size = 0;
-
   private constructor(private readonly hashers: ReadonlyMap<Algorithm, Hasher>) {
     super();
   }
@@ -49,7 +47,6 @@ export class ArtifactHashing extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     for (const h of this.hashers.values()) h.update(chunk);
-    this.size += chunk.length;
     done(null, chunk);
   }
 

@@ -1,9 +1,10 @@
 /**
  * Reads the legacy upload form (`multipart/form-data`, as twine and `uv publish` send it) without
  * holding the file in memory: the `content` part is streamed into a staged write of the store
- * (`BlobStage`), which hashes and counts it. Its filename is checked as soon as the part starts, so a wrong name or type is
- * refused before its bytes are read. Text fields are bounded by their total size and a generous
- * count (twine sends one per classifier and per requirement), each refused with 400 at once.
+ * (`BlobStage`), which hashes and counts it. Its filename is checked as soon as the part starts,
+ * so a wrong name or type is refused before its bytes are read. Text fields are bounded by their
+ * total size and a generous count (twine sends one per classifier and per requirement), each
+ * refused with 400 at once.
  */
 import { pipeline as pipe, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
