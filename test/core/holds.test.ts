@@ -5,8 +5,6 @@
  * name their caller gives them.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { DocCache } from '../../registry/src/roles/read-through.js';
@@ -33,7 +31,7 @@ async function stores() {
 function gatedDeletes(inner: BlobStore, gate: () => Promise<void>): BlobStore {
   return {
     put: (s, e) => inner.put(s, e),
-    putFile: (p, e) => inner.putFile(p, e),
+    stage: (o) => inner.stage(o),
     get: (d, r) => inner.get(d, r),
     stat: (d) => inner.stat(d),
     delete: async (d: Sha256Hex) => {
@@ -168,16 +166,19 @@ describe('BlobHolds', () => {
 
 describe('roles that store blobs', () => {
   it('the single-flight holds a published blob under the caller\'s name, before storing it', async () => {
-    const { root, blobs, meta } = await stores();
+    const { blobs, meta } = await stores();
     const holds = new BlobHolds(meta, blobs);
-    const spoolDir = join(root, 'spool');
-    mkdirSync(spoolDir);
     const order: string[] = [];
     const holder = holds.as('python');
     const store = gatedDeletes(blobs, () => Promise.resolve());
-    store.putFile = (path, expected) => {
-      order.push('put');
-      return blobs.putFile(path, expected);
+    store.stage = async (opts) => {
+      const stage = await blobs.stage(opts);
+      const commit = stage.commit.bind(stage);
+      stage.commit = (expected) => {
+        order.push('put');
+        return commit(expected);
+      };
+      return stage;
     };
     const watched = {
       ...holder,
@@ -186,7 +187,7 @@ describe('roles that store blobs', () => {
         return holder.hold(hex);
       },
     };
-    const flights = new BlobFlights({ store, spoolDir, holder: watched });
+    const flights = new BlobFlights({ store, holder: watched });
     const delivery = await flights.open('k', async () => ({ body: Readable.from([Buffer.from('flown')]), expected: sha('flown'), meta: null }));
     delivery!.stream.resume();
     expect((await delivery!.outcome).kind).toBe('published');

@@ -3,10 +3,9 @@
  * delivery (path, headers, exact body bytes) and answers with scripted statuses.
  */
 import { createHmac } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { storeProbe } from '../support/store-probe.js';
 
 export interface Delivery {
   /** Path without the query string. */
@@ -68,10 +67,10 @@ export class Receiver {
   }
 }
 
-export async function until(done: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
+export async function until(done: () => boolean | Promise<boolean>, timeoutMs: number, what: () => string | Promise<string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting: ${what()}`);
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting: ${await what()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -83,8 +82,8 @@ export function expectedSignature(secret: string, d: Delivery): string {
   return `sha256=${createHmac('sha256', secret).update(`${ts}.${id}.`).update(d.body).digest('hex')}`;
 }
 
-/** Ids of the deliveries waiting in a server's outbox, read from its fs store. */
-export function outboxIds(dataDir: string): string[] {
-  const dir = join(dataDir, 'store', 'meta', 'events', 'outbox');
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)) : [];
+/** Ids of the deliveries waiting in a server's outbox, read through the store probe. */
+export async function outboxIds(dataDir: string): Promise<string[]> {
+  const prefix = 'events/outbox';
+  return (await (await storeProbe(dataDir)).keys(prefix)).map((k) => k.slice(prefix.length + 1));
 }

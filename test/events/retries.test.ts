@@ -4,11 +4,10 @@
  * restart of velodex on the same data dir and arrives once the receiver is back. Waits are bounded
  * by the retry schedule (1 s, 2 s, ...); nothing asserts on elapsed time.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { storeProbe } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { expectedSignature, outboxIds, Receiver, until } from './receiver.js';
 
@@ -64,7 +63,7 @@ describe('webhook retries', () => {
       expect(d.body.equals(first!.body)).toBe(true);
     }
     for (const d of [first!, second!, third!]) expect(d.headers['x-velodex-signature']).toBe(expectedSignature(SECRET, d));
-    await until(() => outboxIds(server.dataDir).length === 0, 10_000, () => 'outbox to drain');
+    await until(async () => (await outboxIds(server.dataDir)).length === 0, 10_000, () => 'outbox to drain');
     expect(receiver.at('/hook')).toHaveLength(3);
 
     const logs = server.logs();
@@ -86,20 +85,21 @@ describe('webhook retries', () => {
     const first = await start(`http://127.0.0.1:${port}`, dataDir);
     expect((await postUpload({ url: `${first.url}/root/rel/`, token: TOKEN, file: project.wheel })).status).toBe(200);
     // Enqueued before the upload answered.
-    const [pending] = outboxIds(dataDir);
+    const [pending] = await outboxIds(dataDir);
     expect(pending).toBeDefined();
     await first.stop();
-    const stored = JSON.parse(readFileSync(join(dataDir, 'store', 'meta', 'events', 'outbox', `${pending}.json`), 'utf8')) as { body: string };
+    const stored = await (await storeProbe(dataDir)).doc<{ body: string }>(`events/outbox/${pending}`);
+    expect(stored).not.toBeNull();
     expect(JSON.stringify(stored)).not.toContain(SECRET);
 
     const second = await start(`http://127.0.0.1:${port}`, dataDir);
     await receiver.start(port);
     const [d] = await receiver.waitFor('/hook', 1, 15_000);
     expect(d!.headers['x-velodex-delivery']).toBe(pending);
-    expect(d!.body.toString('utf8')).toBe(stored.body);
+    expect(d!.body.toString('utf8')).toBe(stored!.body);
     expect(d!.json).toMatchObject({ event: 'upload', project: 'alpha', file: { filename: project.wheelFilename } });
     expect(d!.headers['x-velodex-signature']).toBe(expectedSignature(SECRET, d!));
-    await until(() => outboxIds(dataDir).length === 0, 10_000, () => 'outbox to drain');
+    await until(async () => (await outboxIds(dataDir)).length === 0, 10_000, () => 'outbox to drain');
     expect(second.logs()).toContain('webhook deliveries resumed from the outbox');
   });
 });

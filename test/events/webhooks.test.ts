@@ -87,7 +87,7 @@ const rel = () => `${server.url}/root/rel`;
 const dev = () => `${server.url}/root/dev`;
 
 /** Every delivery enqueued so far has been delivered. */
-const drained = () => until(() => outboxIds(server.dataDir).length === 0, 10_000, () => `outbox still holds ${outboxIds(server.dataDir).join(', ')}`);
+const drained = () => until(async () => (await outboxIds(server.dataDir)).length === 0, 10_000, async () => `outbox still holds ${(await outboxIds(server.dataDir)).join(', ')}`);
 
 const events = (path: string) => receiver.at(path).map((d) => d.json.event);
 

@@ -163,7 +163,7 @@ describe('denials', () => {
     expect(res.headers.connection).toBe('close');
     expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(JSON.parse(res.body)).toMatchObject({ statusCode: 429, message: expect.stringContaining('write requests') as unknown });
-    expect(storeState(server.dataDir).spool).toEqual([]);
+    expect((await storeState(server.dataDir)).staged).toEqual([]);
     // The server is still there for the next client.
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });

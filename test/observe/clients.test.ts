@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { serverStores } from '../support/store-probe.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -169,7 +169,7 @@ describe('/+status and /+stats under real clients', () => {
     const before = await status(true);
     await server.stop();
     // As a store written before summaries existed: no summary for the OCI index.
-    const meta = new FsMetaStore(join(dataDir, 'store'));
+    const { meta } = await serverStores(dataDir);
     expect(await meta.delete('observe/summary/oci')).toBe(true);
     server = await startVelodex({ dataDir });
     const after = await status(true);

@@ -1,9 +1,12 @@
-/** Upload sessions on their own: chunk rollback, idle expiry with spool cleanup, orphan removal. */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+/** Upload sessions on their own: chunk rollback, idle expiry that aborts the session's stage. */
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { text } from 'node:stream/consumers';
 import { afterEach, expect, it } from 'vitest';
 import { UploadSessions } from '../../registry/src/oci/upload-sessions.js';
+import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { DigestMismatchError } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/velodex.js';
 import { sha256 } from './api-support.js';
 
@@ -14,9 +17,16 @@ afterEach(async () => {
   sessions = undefined;
 });
 
+async function store() {
+  const root = tempDir('velodex-sessions-');
+  const blobs = new FsBlobStore(root);
+  await blobs.init();
+  return { blobs, staged: () => readdirSync(join(root, 'staging')) };
+}
+
 it('hashes chunks incrementally and undoes a chunk whose source fails midway', async () => {
-  const dir = tempDir('velodex-sessions-');
-  sessions = new UploadSessions(dir);
+  const { blobs } = await store();
+  sessions = new UploadSessions(blobs);
   const s = await sessions.open('oci', 'root/oci/app');
   await sessions.append(s, Readable.from([Buffer.from('hello ')]));
   const dying = new Readable({
@@ -27,28 +37,45 @@ it('hashes chunks incrementally and undoes a chunk whose source fails midway', a
   });
   await expect(sessions.append(s, dying)).rejects.toThrow('client went away');
   expect(s.size).toBe(6);
-  expect(readFileSync(s.spoolPath, 'utf8')).toBe('hello ');
+  expect(await text(s.stage.readBack())).toBe('hello ');
   await sessions.append(s, Readable.from([Buffer.from('world')]));
   expect(sessions.digest(s)).toBe(sha256('hello world'));
-  expect(readFileSync(s.spoolPath, 'utf8')).toBe('hello world');
+  expect(await text(s.stage.readBack())).toBe('hello world');
 });
 
-it('expires idle sessions and removes their spool files', async () => {
-  const dir = tempDir('velodex-sessions-');
-  sessions = new UploadSessions(dir, 50);
+it('undoes a last chunk that leaves the session at another digest', async () => {
+  const { blobs } = await store();
+  sessions = new UploadSessions(blobs);
   const s = await sessions.open('oci', 'root/oci/app');
-  expect(existsSync(s.spoolPath)).toBe(true);
+  await sessions.append(s, Readable.from([Buffer.from('hello ')]));
+  await expect(sessions.append(s, Readable.from([Buffer.from('there')]), sha256('hello world'))).rejects.toBeInstanceOf(DigestMismatchError);
+  expect(s.size).toBe(6);
+  await sessions.append(s, Readable.from([Buffer.from('world')]), sha256('hello world'));
+  expect(sessions.digest(s)).toBe(sha256('hello world'));
+});
+
+it('expires idle sessions and aborts their stages', async () => {
+  const { blobs, staged } = await store();
+  sessions = new UploadSessions(blobs, 50);
+  const s = await sessions.open('oci', 'root/oci/app');
+  expect(staged()).toHaveLength(1);
   await sessions.sweep(Date.now() + 1000);
   expect(sessions.get(s.id, 'oci', 'root/oci/app')).toBeUndefined();
-  expect(existsSync(s.spoolPath)).toBe(false);
+  expect(staged()).toEqual([]);
 });
 
-it('removes spool files a previous process left behind, and nothing else', async () => {
-  const dir = tempDir('velodex-sessions-');
-  writeFileSync(join(dir, 'oci-upload-stale'), 'old bytes');
-  writeFileSync(join(dir, 'someone-elses-file'), 'keep');
-  sessions = new UploadSessions(dir);
-  const live = await sessions.open('oci', 'root/oci/app');
-  await sessions.removeOrphans();
-  expect(readdirSync(dir).sort()).toEqual([live.spoolPath.split('/').pop(), 'someone-elses-file'].sort());
+it('reports only completed chunks while another chunk is still streaming in', async () => {
+  const { blobs } = await store();
+  sessions = new UploadSessions(blobs);
+  const s = await sessions.open('oci', 'root/oci/app');
+  await sessions.append(s, Readable.from([Buffer.from('done ')]));
+  const slow = new Readable({ read() {} });
+  const appending = sessions.append(s, slow);
+  slow.push(Buffer.from('half'));
+  // Wait until the stage holds the pushed bytes, then check what the session reports.
+  while (s.stage.size < 9) await new Promise((r) => setTimeout(r, 5));
+  expect(s.size).toBe(5);
+  slow.push(null);
+  await appending;
+  expect(s.size).toBe(9);
 });

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { storeProbe, type StoreProbe } from '../support/store-probe.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Blob } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
@@ -16,7 +16,7 @@ import { expectOciError, TWO_TEAMS } from './api-support.js';
 let server: Velodex;
 let host: string;
 let work: string;
-let store: FsBlobStore;
+let store: StoreProbe;
 
 const TEAMS = { a: 'token-a', b: 'token-b' } as const;
 type Team = keyof typeof TEAMS;
@@ -30,7 +30,7 @@ beforeAll(async () => {
   server = await startVelodex({ config: TWO_TEAMS });
   host = `127.0.0.1:${server.port}`;
   work = tempDir('velodex-crane-teams-');
-  store = new FsBlobStore(join(server.dataDir, 'store'));
+  store = await storeProbe(server.dataDir);
   for (const team of ['a', 'b'] as const) await crane(team, ['auth', 'login', host, '-u', '__token__', '--password-stdin'], { input: TEAMS[team] });
 });
 
@@ -75,12 +75,12 @@ describe('crane, two teams', () => {
     for (const b of [...blobs, image.manifest]) expect((await deleteBlob('b', 'team-b/oci/app', b)).status).toBe(202);
     expect((await crane('b', ['manifest', refB], { allowFailure: true })).code).not.toBe(0);
     await pullsWhole(refA, allBlobs(image), 'pull-a-2');
-    for (const b of blobs) expect(await store.stat(b.descriptor.digest.slice('sha256:'.length))).not.toBeNull();
+    for (const b of blobs) expect(await store.has(b.descriptor.digest.slice('sha256:'.length))).toBe(true);
 
     for (const b of [...blobs, image.manifest]) expect((await deleteBlob('a', 'team-a/oci/app', b)).status).toBe(202);
     for (const b of [...blobs, image.manifest]) {
       await expectOciError(await fetch(blobUrl('team-a/oci/app', b)), 404, 'BLOB_UNKNOWN');
-      expect(await store.stat(b.descriptor.digest.slice('sha256:'.length))).toBeNull();
+      expect(await store.has(b.descriptor.digest.slice('sha256:'.length))).toBe(false);
     }
     expect((await crane('a', ['manifest', refA], { allowFailure: true })).code).not.toBe(0);
   });

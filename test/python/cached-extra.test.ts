@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRanged, RangeReadError } from '../../registry/src/roles/upstream-range.js';
 import { UpstreamClient } from '../../registry/src/roles/upstream.js';
-import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { storeProbe } from '../support/store-probe.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
@@ -76,7 +76,7 @@ let server: Velodex;
 
 const bytesOf = (name: string) => readFileSync(join(dir, name));
 const sha256Of = (name: string) => createHash('sha256').update(bytesOf(name)).digest('hex');
-const stored = async (digest: string) => (await new FsBlobStore(join(server.dataDir, 'store')).stat(digest)) !== null;
+const stored = async (digest: string) => (await storeProbe(server.dataDir)).has(digest);
 /** Stored within a few seconds (a streamed download ends just before its bytes are published). */
 async function storedSoon(digest: string): Promise<boolean> {
   for (let i = 0; i < 50; i++) {

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { storeProbe } from '../support/store-probe.js';
 import { generatedDigest, Origin } from '../roles/origin.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
@@ -54,7 +54,7 @@ let gamma: BuiltProject;
 let delta: BuiltProject;
 
 const sha256File = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const stored = async (digest: string) => (await new FsBlobStore(join(server.dataDir, 'store')).stat(digest)) !== null;
+const stored = async (digest: string) => (await storeProbe(server.dataDir)).has(digest);
 const route = (index: string) => `${server.url}/root/${index}`;
 
 async function page(index: string, project: string): Promise<Page> {

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { storeProbe } from '../support/store-probe.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
@@ -34,7 +34,7 @@ let privateAlpha: BuiltProject;
 
 const sha256File = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 /** Whether the server's store holds a blob (read the way the server reads it). */
-const stored = async (digest: string) => (await new FsBlobStore(join(server.dataDir, 'store')).stat(digest)) !== null;
+const stored = async (digest: string) => (await storeProbe(server.dataDir)).has(digest);
 
 function config(upstream: string): string {
   return `

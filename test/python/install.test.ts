@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectRecords } from '../../registry/src/python/model/records.js';
-import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { serverStores } from '../support/store-probe.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -106,7 +106,7 @@ describe('installing', () => {
 
   it('skips a yanked release unless it is pinned', async () => {
     // Yank alpha 1.1.0 the way the (later) yank endpoint will: in its record.
-    const records = new ProjectRecords(new FsMetaStore(join(server.dataDir, 'store')));
+    const records = new ProjectRecords((await serverStores(server.dataDir)).meta);
     const setYank = (value: string | false) =>
       records.update('hosted', 'alpha', (r) => {
         if (!r) return undefined;

@@ -208,7 +208,7 @@ describe('delete and restore', () => {
     expect(res.json).toMatchObject({ action: 'delete', changed: 1 });
     expect(await listed(`${scratch}/simple/`)).toEqual([]);
     expect((await get(`${scratch}/simple/alpha/`)).status).toBe(404);
-    expect(projectRecord(server.dataDir, 'alpha', 'scratch')).toBeNull();
+    expect(await projectRecord(server.dataDir, 'alpha', 'scratch')).toBeNull();
     // The same filename may be uploaded again afterwards.
     await upload('root/scratch', SCRATCH_TOKEN, alpha10.wheel);
     expect((await detail(`${scratch}/simple/`, 'alpha')).files.map((f) => f.filename)).toEqual([alpha10.wheelFilename]);
@@ -237,11 +237,11 @@ describe('promote', () => {
   });
 
   it('answers 409 when the target holds the filename with other bytes, and promotes nothing', async () => {
-    const before = projectRecord(server.dataDir, 'gamma');
+    const before = await projectRecord(server.dataDir, 'gamma');
     const res = await write('PUT', `${hosted}/gamma/1.0/promote?from=root/staging`, { token: TOKEN });
     expect(res.status).toBe(409);
     expect(res.json).toMatchObject({ statusCode: 409, message: expect.stringMatching(new RegExp(`${gammaA.wheelFilename} already exists in index hosted with different content`)) as unknown });
-    expect(projectRecord(server.dataDir, 'gamma')).toEqual(before);
+    expect(await projectRecord(server.dataDir, 'gamma')).toEqual(before);
   });
 
   it('answers 400 for a missing or bad from, 404 when the source has no such release', async () => {
@@ -334,7 +334,7 @@ describe('concurrency', () => {
       write('PUT', `${hosted}/alpha/2.0/yank?reason=c`, { token: TOKEN }),
     ]);
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
-    const record = projectRecord(server.dataDir, 'alpha');
+    const record = await projectRecord(server.dataDir, 'alpha');
     const yanked = Object.fromEntries(Object.values(record!.files).map((f) => [f.filename, f.yanked ?? false]));
     expect(yanked).toEqual({
       [alpha10.wheelFilename]: 'a',

@@ -4,12 +4,11 @@
  * negotiation, validators, redirects, file downloads with ranges, metadata siblings, legacy JSON.
  */
 import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectRecords, type FileRecord, type ProjectRecord } from '../../registry/src/python/model/records.js';
-import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
-import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import type { BlobStore } from '../../registry/src/storage/types.js';
+import { serverStores } from '../support/store-probe.js';
 import { rawRequest } from '../support/raw-http.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
@@ -59,13 +58,13 @@ let records: ProjectRecords;
 let base: string;
 const blobs: Record<string, Buffer> = {};
 
-async function addBlob(store: FsBlobStore, bytes: Buffer): Promise<string> {
+async function addBlob(store: BlobStore, bytes: Buffer): Promise<string> {
   const info = await store.put(Readable.from([bytes]));
   blobs[info.digest] = bytes;
   return info.digest;
 }
 
-async function seedFile(store: FsBlobStore, project: string, file: Omit<FileRecord, 'sha256' | 'size' | 'metadataSha256'>, withMetadata = true): Promise<FileRecord> {
+async function seedFile(store: BlobStore, project: string, file: Omit<FileRecord, 'sha256' | 'size' | 'metadataSha256'>, withMetadata = true): Promise<FileRecord> {
   const bytes = Buffer.from(`bytes of ${file.filename} `.repeat(50));
   const digest = await addBlob(store, bytes);
   const metadataSha256 = withMetadata ? await addBlob(store, Buffer.from(`Metadata-Version: 2.1\nName: ${project}\nVersion: ${file.version}\n`)) : undefined;
@@ -78,11 +77,8 @@ function put(project: string, record: ProjectRecord): Promise<unknown> {
 
 beforeAll(async () => {
   const dataDir = tempDir();
-  const storeRoot = join(dataDir, 'store');
-  const blobStore = new FsBlobStore(storeRoot);
-  const meta = new FsMetaStore(storeRoot);
-  await blobStore.init();
-  await meta.init();
+  // Seeded through the store's interface, as the server will open it, before the server starts.
+  const { blobs: blobStore, meta } = await serverStores(dataDir);
   records = new ProjectRecords(meta);
   const files: FileRecord[] = [];
   const t = (n: number) => `2024-0${n}-01T10:00:00.${n}00Z`;

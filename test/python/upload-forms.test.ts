@@ -64,8 +64,8 @@ async function simpleFiles(project: string): Promise<{ filename: string; hashes:
 
 /** Blobs, project records and spool: what a refused upload must leave as it was. */
 async function settledStore(): Promise<string> {
-  for (let i = 0; i < 50 && storeState(server.dataDir).spool.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
-  return JSON.stringify(storeState(server.dataDir));
+  for (let i = 0; i < 50 && (await storeState(server.dataDir)).staged.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+  return JSON.stringify(await storeState(server.dataDir));
 }
 
 function post(body: Buffer, contentType: string, extraHeaders: Record<string, string> = {}): Promise<RawResponse> {

@@ -136,9 +136,9 @@ describe('the upload form parser against broken forms', () => {
     expect(seen.get(200) ?? 0).toBeGreaterThan(0);
     expect(seen.get(400) ?? 0).toBeGreaterThan(0);
 
-    for (let i = 0; i < 50 && storeState(server.dataDir).spool.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
-    const state = storeState(server.dataDir);
-    expect(state.spool).toEqual([]);
+    for (let i = 0; i < 50 && (await storeState(server.dataDir)).staged.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    const state = await storeState(server.dataDir);
+    expect(state.staged).toEqual([]);
     // Nothing but the one intact wheel (and its metadata sibling) was ever stored or listed.
     expect(state.projects.filter((p) => p !== 'fuzz')).toEqual([]);
     const page = await fetch(`${server.url}/root/hosted/simple/fuzz/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } });

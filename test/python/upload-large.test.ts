@@ -31,8 +31,8 @@ it('uploads a 512 MiB wheel in bounded memory', async () => {
   expect(res.status, res.body).toBe(200);
   const digest = await sha256File(wheel);
   expect(JSON.parse(res.body)).toMatchObject({ filename: 'big-1.0-py3-none-any.whl', sha256: digest, duplicate: false });
-  expect(storeState(server.dataDir).blobs).toContain(digest);
-  expect(storeState(server.dataDir).spool).toEqual([]);
+  expect((await storeState(server.dataDir)).blobs).toContain(digest);
+  expect((await storeState(server.dataDir)).staged).toEqual([]);
   const peak = server.peakRss();
   console.log(`server peak RSS after a 512 MiB upload: ${Math.round(peak / MiB)} MiB`);
   expect(peak, `peak RSS ${Math.round(peak / MiB)} MiB`).toBeLessThan(256 * MiB);

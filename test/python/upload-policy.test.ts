@@ -67,8 +67,8 @@ describe('max-file-size', () => {
       reason: expect.stringMatching(/larger than the max-file-size of 1048576 bytes/) as unknown,
     });
     expect(res.statusMessage).toMatch(/max-file-size/);
-    const state = storeState(server.dataDir);
-    expect(state).toEqual({ spool: [], blobs: [], projects: [] });
+    const state = await storeState(server.dataDir);
+    expect(state).toEqual({ staged: [], blobs: [], projects: [] });
     // Reading stopped at the limit: the answer came long before the client had sent 64 MiB.
     expect(res.sentBeforeAnswer).toBeLessThan(16 * 1024 * 1024);
   });
@@ -82,7 +82,7 @@ describe('max-file-size', () => {
     expect(out.code).not.toBe(0);
     expect(out.stdout + out.stderr).toMatch(/403 Forbidden/);
     expect(out.stdout + out.stderr).toMatch(/max-file-size/);
-    expect(storeState(server.dataDir).spool).toEqual([]);
+    expect((await storeState(server.dataDir)).staged).toEqual([]);
   });
 
   it('accepts a file under the limit', async () => {
@@ -103,6 +103,6 @@ describe('indexes that take no uploads', () => {
     const res = await postUpload({ url: `${server.url}/root/mirror/`, token: TOKEN, file: alpha.wheel });
     expect(res.status).toBe(405);
     expect(JSON.parse(res.body)).toMatchObject({ message: expect.stringMatching(/does not accept writes/) as unknown });
-    expect(storeState(server.dataDir, 'mirror').projects).toEqual([]);
+    expect((await storeState(server.dataDir, 'mirror')).projects).toEqual([]);
   });
 });

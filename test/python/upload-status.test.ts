@@ -73,7 +73,7 @@ afterAll(async () => {
   await origin?.close();
 });
 
-const localProjects = () => storeState(server.dataDir, 'local').projects;
+const localProjects = async () => (await storeState(server.dataDir, 'local')).projects;
 
 describe('project status on writes', () => {
   it('refuses twine an upload to a project the upstream quarantined, with 403 and the reason', async () => {
@@ -86,14 +86,14 @@ describe('project status on writes', () => {
     const said = (out.stdout + out.stderr).replace(/\s+/g, ' ');
     expect(said).toMatch(/403 Forbidden/);
     expect(said).toMatch(/project "delta" has project status "quarantined" on root\/dev \(reason given: malware reported\)/);
-    expect(localProjects()).not.toContain('delta');
+    expect(await localProjects()).not.toContain('delta');
   });
 
   it('refuses an upload to a project the upstream archived (HTML meta), with a JSON reason', async () => {
     const res = await postUpload({ url: `${dev}/`, token: TOKEN, file: epsilon.sdist });
     expect(res.status, res.body).toBe(403);
     expect((JSON.parse(res.body) as { message: string }).message).toMatch(/"epsilon" has project status "archived".*expects no new releases.*Publish under another project name/);
-    expect(localProjects()).not.toContain('epsilon');
+    expect(await localProjects()).not.toContain('epsilon');
   });
 
   it('refuses to promote a release into a route where the project is quarantined', async () => {
@@ -102,7 +102,7 @@ describe('project status on writes', () => {
     const res = await fetch(`${dev}/delta/1.0/promote?from=root/staging`, { method: 'PUT', headers: { authorization: basicAuth(TOKEN) } });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { message: string }).message).toMatch(/"quarantined"/);
-    expect(localProjects()).not.toContain('delta');
+    expect(await localProjects()).not.toContain('delta');
   });
 
   it('takes uploads for a deprecated project and for one the upstream does not know', async () => {
@@ -110,6 +110,6 @@ describe('project status on writes', () => {
       const res = await postUpload({ url: `${dev}/`, token: TOKEN, file });
       expect(res.status, res.body).toBe(200);
     }
-    expect(localProjects()).toEqual(expect.arrayContaining(['zeta', 'eta']));
+    expect(await localProjects()).toEqual(expect.arrayContaining(['zeta', 'eta']));
   });
 });

@@ -14,7 +14,7 @@ import { run } from '../support/run.js';
 import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { makeBigWheel, mutateSdist, mutateWheel } from './fixtures/archives.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
-import { storeState } from './fixtures/store.js';
+import { projectRecord, storeState } from './fixtures/store.js';
 import { postUpload, sha256File, type UploadResponse } from './fixtures/upload-client.js';
 
 const JSON_TYPE = 'application/vnd.pypi.simple.v1+json';
@@ -77,30 +77,30 @@ async function wheelMetadata(wheel: string): Promise<Buffer> {
   return Buffer.from(stdout.trim(), 'hex');
 }
 
-/** Everything a refused upload must leave as it was, read straight from the server's store. */
-function snapshot(): string {
-  const state = storeState(server.dataDir);
-  const records = state.projects.map((p) => readFileSync(join(server.dataDir, 'store', 'meta', 'python', 'hosted', 'projects', `${p}.json`), 'utf8'));
+/** Everything a refused upload must leave as it was, read from the server's store. */
+async function snapshot(): Promise<string> {
+  const state = await storeState(server.dataDir);
+  const records = await Promise.all(state.projects.map((p) => projectRecord(server.dataDir, p)));
   return JSON.stringify({ blobs: state.blobs, projects: state.projects, records });
 }
 
-async function spoolIsEmpty(): Promise<void> {
+async function nothingStaged(): Promise<void> {
   // The server cleans up after a dropped connection asynchronously; give it a moment.
-  for (let i = 0; i < 50 && storeState(server.dataDir).spool.length > 0; i++) await sleep(100);
-  expect(storeState(server.dataDir).spool).toEqual([]);
+  for (let i = 0; i < 50 && (await storeState(server.dataDir)).staged.length > 0; i++) await sleep(100);
+  expect((await storeState(server.dataDir)).staged).toEqual([]);
 }
 
 /** Sends an upload that must be refused, and checks that nothing became visible. */
 async function refused(send: () => Promise<UploadResponse>, status: number, message: RegExp): Promise<UploadResponse> {
-  const before = snapshot();
+  const before = await snapshot();
   const res = await send();
   expect(res.status, res.body).toBe(status);
   const body = JSON.parse(res.body) as { message: string };
   expect(body.message).toMatch(message);
   // The reason phrase carries the message too (that is what twine prints).
   expect(res.statusMessage).toMatch(message);
-  expect(snapshot()).toEqual(before);
-  await spoolIsEmpty();
+  expect(await snapshot()).toEqual(before);
+  await nothingStaged();
   return res;
 }
 
@@ -123,7 +123,7 @@ describe('uploads with the real clients', () => {
     // The artifact downloads byte for byte.
     const download = await fetch(`${server.url}/root/hosted/files/${sha256(alpha1.sdist)}/${alpha1.sdistFilename}`);
     expect(Buffer.from(await download.arrayBuffer()).equals(readFileSync(alpha1.sdist))).toBe(true);
-    await spoolIsEmpty();
+    await nothingStaged();
   });
 
   it('uv publish uploads with --token and with -u/-p', async () => {
@@ -136,25 +136,25 @@ describe('uploads with the real clients', () => {
   });
 
   it('accepts a re-upload of identical bytes quietly, without a second record', async () => {
-    const before = snapshot();
+    const before = await snapshot();
     const out = await twine([alpha1.wheel]);
     expect(out.code, out.stdout + out.stderr).toBe(0);
     const raw = await postUpload({ url: indexUrl, token, file: alpha1.sdist });
     expect(raw.status).toBe(200);
     expect(JSON.parse(raw.body)).toMatchObject({ duplicate: true, sha256: sha256(alpha1.sdist) });
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     expect(await simpleFiles('alpha')).toHaveLength(2);
   });
 
   it('refuses the same filename with other bytes, and twine shows why', async () => {
     const other = await buildProject('alpha', '1.0', { variant: 'other bytes' });
     expect(sha256(other.wheel)).not.toBe(sha256(alpha1.wheel));
-    const before = snapshot();
+    const before = await snapshot();
     const out = await twine([other.wheel]);
     expect(out.code).not.toBe(0);
     expect(out.stdout + out.stderr).toMatch(/400 Bad Request/);
     expect(out.stdout + out.stderr).toMatch(/already exists/);
-    expect(snapshot()).toEqual(before);
+    expect(await snapshot()).toEqual(before);
     await refused(() => postUpload({ url: indexUrl, token, file: other.wheel }), 400, /already exists/);
   });
 
@@ -254,11 +254,11 @@ describe('refusals of malformed uploads', () => {
 
   it('keeps nothing of an upload whose client disconnects mid-body, and keeps serving', async () => {
     const big = await makeBigWheel(join(scratch), 8 * 1024 * 1024);
-    const before = snapshot();
+    const before = await snapshot();
     const res = await postUpload({ url: indexUrl, token, file: big, abortAfter: 4 * 1024 * 1024 });
     expect(res.status).toBe(0);
-    await spoolIsEmpty();
-    expect(snapshot()).toEqual(before);
+    await nothingStaged();
+    expect(await snapshot()).toEqual(before);
     // The server is fine: the same file uploads whole afterwards.
     const again = await postUpload({ url: indexUrl, token, file: big });
     expect(again.status, again.body).toBe(200);
@@ -293,7 +293,7 @@ describe('refusals of malformed uploads', () => {
     for (const r of results) expect(r.status, r.body).toBe(200);
     const names = (await simpleFiles('alpha')).map((f) => f.filename);
     for (const b of builds) expect(names).toEqual(expect.arrayContaining([b.wheelFilename, b.sdistFilename]));
-    await spoolIsEmpty();
+    await nothingStaged();
   });
 });
 

@@ -62,7 +62,7 @@ describe('against pypiserver', () => {
 
     const fileUrl = new URL(link![1]!, `${proxy.url}/simple/demo/`);
     const outcomes: FlightOutcome[] = [];
-    const flights = new BlobFlights({ store: blobs, spoolDir: join(root, 'spool'), counters, onOutcome: (o) => outcomes.push(o) });
+    const flights = new BlobFlights({ store: blobs, counters, onOutcome: (o) => outcomes.push(o) });
     const start = async () => {
       const res = await client.get(fileUrl);
       if (res.status !== 200) {

@@ -63,15 +63,13 @@ async function setup() {
   const root = tempDir('velodex-flight-');
   const store = new FsBlobStore(root);
   await store.init();
-  const spoolDir = join(root, 'spool');
-  const { mkdirSync } = await import('node:fs');
-  mkdirSync(spoolDir);
+  // The store's staging folder: a flight stages there, and leaves nothing behind.
+  const spoolDir = join(root, 'staging');
   const counters = new IndexCounters('cache');
   const outcomes: FlightOutcome[] = [];
   let notify: (() => void) | undefined;
   const flights = new BlobFlights({
     store,
-    spoolDir,
     counters,
     onOutcome: (o) => {
       outcomes.push(o);

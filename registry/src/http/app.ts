@@ -4,6 +4,8 @@
  * dispatch and the error handler.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
@@ -94,7 +96,10 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
-  const ctx: ServerContext = { config, stores, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries };
+  // Outside the store's layout on purpose: with any backend this is a local folder of this process.
+  const scratchDir = join(config.dataDir, 'scratch');
+  await mkdir(scratchDir, { recursive: true });
+  const ctx: ServerContext = { config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries };
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));

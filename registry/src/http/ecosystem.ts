@@ -20,6 +20,12 @@ import type { Stores } from '../storage/index.js';
 export interface ServerContext {
   config: Config;
   stores: Stores;
+  /**
+   * This process's local scratch folder, in the data dir and never in the store: for validation
+   * that needs random access to bytes that are not being stored (a nested archive's copy). Bytes
+   * on their way into the store are staged by the store (`BlobStore.stage`), not here.
+   */
+  scratchDir: string;
   log: FastifyBaseLogger;
   indexByName: ReadonlyMap<string, IndexConfig>;
   /** The usage counters of `/+stats`, per index route; shared by every ecosystem. */

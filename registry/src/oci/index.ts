@@ -10,7 +10,7 @@ import { ociStatus } from './status.js';
 import { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
-  const sessions = new UploadSessions(ctx.stores.spoolDir);
+  const sessions = new UploadSessions(ctx.stores.blobs);
   const deps: OciDeps = {
     ctx,
     members: new Members(ctx),
@@ -26,7 +26,6 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     discovery: ociDiscovery,
     ...ociStatus(ctx),
     async register(app) {
-      await sessions.removeOrphans();
       await registerOciRoutes(app, deps);
     },
     close: () => sessions.close(),

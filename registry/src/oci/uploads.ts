@@ -8,13 +8,15 @@
  * behind would show the index the bytes as soon as any other index stored that digest, to a
  * caller who knew only the digest.
  */
+import type { Readable } from 'node:stream';
 import type { IndexConfig } from '../config/types.js';
+import { DigestMismatchError } from '../storage/types.js';
 import { authorizeWrite, resolveName } from './access.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseContentRange } from './content-range.js';
-import type { UploadSession } from './upload-sessions.js';
+import type { UploadSession, UploadSessions } from './upload-sessions.js';
 
 export async function startUpload(call: OciCall): Promise<void> {
   const { deps, target, query, request, reply } = call;
@@ -32,13 +34,11 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
-    // Spooled like a one-chunk session, so the digest is verified before the index holds it.
+    // Staged like a one-chunk session, so the digest is verified before the index holds it.
     const s = await deps.sessions.open(hosted.name, target.name);
     s.busy = true; // its id is never handed out; busy only keeps the idle sweep away
     try {
-      await deps.sessions.append(s, request.raw);
-      const actual = deps.sessions.digest(s);
-      if (actual !== hex) throw digestMismatch(actual, hex);
+      await appendLast(deps.sessions, s, request.raw, hex);
       await publishVerified(call, s, hex);
     } finally {
       await deps.sessions.discard(s);
@@ -93,10 +93,20 @@ function digestMismatch(actual: string, hex: string): OciError {
   return new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
 }
 
-/** Holds the digest of a verified session for its index, then stores the session's file. */
+/** Holds the digest of a verified session for its index, then commits the session's stage. */
 async function publishVerified(call: OciCall, s: UploadSession, hex: string): Promise<void> {
   await call.deps.holds.of(s.indexName).hold(hex);
-  await call.deps.ctx.stores.blobs.putFile(s.spoolPath, hex);
+  await s.stage.commit(hex);
+}
+
+/** Appends a session's last chunk, which must bring it to `hex`; a mismatch undoes the chunk. */
+async function appendLast(sessions: UploadSessions, s: UploadSession, body: Readable, hex: string): Promise<void> {
+  try {
+    await sessions.append(s, body, hex);
+  } catch (err) {
+    if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);
+    throw err;
+  }
 }
 
 /** The 201 that ends every way of creating a blob: POST `?digest=`, a mount, the committing PUT. */
@@ -181,16 +191,14 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
     const sessions = deps.sessions;
-    const cp = sessions.checkpoint(s);
+    // On a mismatch the session stays open as it was before this request, so the client can
+    // retry the PUT: the last chunk's append is undone by the stage.
     if (hasBody(request)) {
       checkContentRange(call, s);
-      await sessions.append(s, request.raw);
-    }
-    const actual = sessions.digest(s);
-    if (actual !== hex) {
-      // The session stays open as it was before this request, so the client can retry the PUT.
-      await sessions.rollback(s, cp);
-      throw digestMismatch(actual, hex);
+      await appendLast(sessions, s, request.raw, hex);
+    } else {
+      const actual = sessions.digest(s);
+      if (actual !== hex) throw digestMismatch(actual, hex);
     }
     await publishVerified(call, s, hex);
     await sessions.discard(s);

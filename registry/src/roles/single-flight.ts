@@ -2,21 +2,19 @@
  * Single-flight with streaming fan-out for content that ends up in the BlobStore (files, blobs).
  *
  * Concurrent misses for one key share one upstream fetch. The first caller's `start` opens the
- * upstream body; its bytes go through a hasher into a spool file, and every waiter — including one
- * that joins mid-transfer — gets its own stream that reads the spool from the first byte and tails
- * it as it grows. When the body ends and its digest verifies (against the caller's expected sha256,
- * or the computed one), the waiters' streams end and the spool is published with `putFile` (after
- * the caller's `holder` has taken its hold on the digest); later requests find the blob in the store. On a digest mismatch or an upstream failure mid-transfer,
- * every waiter's stream errors, nothing is published and the spool is removed.
+ * upstream body; its bytes stream into a staged write of the store (`BlobStage`, hashed on the
+ * way in), and every waiter — including one that joins mid-transfer — gets its own stream that
+ * reads the stage from the first byte and tails it as it grows. When the body ends and its digest
+ * verifies (against the caller's expected sha256, or the computed one), the waiters' streams end
+ * and the stage is committed under that digest (after the caller's `holder` has taken its hold on
+ * it): the bytes are hashed once, on the way in. Later requests find the blob in the store. On a
+ * digest mismatch or an upstream failure mid-transfer, every waiter's stream errors, nothing is
+ * published and the stage is aborted.
  *
  * Each flight settles with one `FlightOutcome`, reported once to `onOutcome`, so callers count a
  * shared fetch once, not once per waiter.
  */
-import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { HashingStream } from '../storage/hashing.js';
 import type { Holder } from '../storage/holds.js';
 import { DigestMismatchError, type BlobInfo, type BlobStore, type Sha256Hex } from '../storage/types.js';
 import type { CounterSink } from '../observe/counters.js';
@@ -63,9 +61,8 @@ export interface OpenOptions {
 }
 
 export interface BlobFlightsOptions {
+  /** Stages every fetch (read back by the waiters) and publishes it on commit. */
   store: BlobStore;
-  /** Where spool files go; on the store's filesystem, publishing is a hard link. */
-  spoolDir: string;
   /** Counts `rejected` and `upstream_errors` once per failed flight. */
   counters?: CounterSink;
   /** Holds every published blob, before it is stored; the caller's ecosystem names it. */
@@ -117,7 +114,7 @@ class Flight<M> {
     }
     let spool: Spool;
     try {
-      spool = await Spool.create(join(opts.spoolDir, `flight-${randomUUID()}`));
+      spool = new Spool(await opts.store.stage({ readBack: true }));
     } catch (error) {
       source.body.destroy();
       this.#rejectHead(error);
@@ -126,16 +123,15 @@ class Flight<M> {
     this.#spool = spool;
     this.#resolveHead({ meta: source.meta, size: isLength(source.size) ? source.size : undefined, spool });
     try {
-      const hasher = new HashingStream();
       try {
-        await pipeline(source.body, hasher, spool.writer());
+        await spool.fill(source.body);
       } catch (err) {
         throw upstreamFailure(err);
       }
-      if (isLength(source.size) && hasher.size !== source.size) {
-        throw new Error(`upstream body ended after ${hasher.size} of ${source.size} bytes`);
+      if (isLength(source.size) && spool.written !== source.size) {
+        throw new Error(`upstream body ended after ${spool.written} of ${source.size} bytes`);
       }
-      const digest = hasher.digest();
+      const digest = spool.digest();
       if (source.expected !== undefined && digest !== source.expected) {
         const error = new DigestMismatchError(source.expected, digest);
         spool.fail(error);
@@ -145,7 +141,7 @@ class Flight<M> {
       spool.complete();
       try {
         await opts.holder?.hold(digest);
-        const info = await opts.store.putFile(spool.path, digest);
+        const info = await spool.commit(digest);
         return this.#settle({ kind: 'published', key, info });
       } catch (err) {
         return this.#settle({ kind: 'store_error', key, error: asError(err) });

@@ -1,72 +1,49 @@
 /**
- * A spool file that one writer fills while any number of readers tail it. The writer advances a
- * byte counter after each write lands in the file; a reader reads up to that counter with
- * positional reads on a shared handle and sleeps until the counter moves. A reader never makes the
- * writer wait and the writer never buffers for a reader, so memory stays bounded by the stream
- * buffers however large the file and however slow the reader.
+ * A staged write (`BlobStage`) that one writer fills while any number of readers tail it. The
+ * stage's size advances after each write lands; a reader reads up to it with the stage's
+ * positional reads and sleeps until it moves. A reader never makes the writer wait and the writer
+ * never buffers for a reader, so memory stays bounded by the stream buffers however large the
+ * bytes and however slow the reader. The stage is the store's, so the bytes every reader got are
+ * the ones its `commit` publishes.
  */
-import { open, unlink, type FileHandle } from 'node:fs/promises';
-import { Readable, Writable } from 'node:stream';
+import { Readable } from 'node:stream';
+import type { BlobInfo, BlobStage, Sha256Hex } from '../storage/types.js';
 
 const READ_CHUNK = 64 * 1024;
 
 type SpoolState = 'writing' | 'complete' | 'failed';
 
 export class Spool {
-  readonly path: string;
-  #written = 0;
+  readonly #stage: BlobStage;
   #state: SpoolState = 'writing';
   #error: Error | undefined;
   #wakers = new Set<() => void>();
   #refs = 0;
   #closed = false;
-  readonly #writeHandle: FileHandle;
-  readonly #readHandle: FileHandle;
 
-  private constructor(path: string, writeHandle: FileHandle, readHandle: FileHandle) {
-    this.path = path;
-    this.#writeHandle = writeHandle;
-    this.#readHandle = readHandle;
+  constructor(stage: BlobStage) {
+    this.#stage = stage;
     // The spool's own reference, dropped by `dispose` once no new reader can join.
     this.#refs = 1;
   }
 
-  static async create(path: string): Promise<Spool> {
-    const w = await open(path, 'wx');
-    try {
-      const r = await open(path, 'r');
-      return new Spool(path, w, r);
-    } catch (err) {
-      await w.close();
-      await unlink(path).catch(() => undefined);
-      throw err;
-    }
-  }
-
   get written(): number {
-    return this.#written;
+    return this.#stage.size;
   }
 
-  /** A sink that appends to the spool; finishing it does not complete the spool (see `complete`). */
-  writer(): Writable {
-    return new Writable({
-      write: (chunk: Buffer, _enc, done) => {
-        this.#append(chunk).then(() => done(), done);
-      },
-      final: (done) => {
-        this.#writeHandle.sync().then(() => done(), done);
-      },
-    });
+  /** The sha256 of what was written. */
+  digest(): Sha256Hex {
+    return this.#stage.digest();
   }
 
-  async #append(chunk: Buffer): Promise<void> {
-    let off = 0;
-    while (off < chunk.length) {
-      const { bytesWritten } = await this.#writeHandle.write(chunk, off, chunk.length - off, this.#written + off);
-      off += bytesWritten;
-    }
-    this.#written += chunk.length;
-    this.#wake();
+  /** Appends `source`; finishing does not complete the spool (see `complete`). */
+  async fill(source: Readable): Promise<void> {
+    await this.#stage.append(source, { onWritten: () => this.#wake() });
+  }
+
+  /** Publishes the verified bytes (readers already reading go on undisturbed). */
+  commit(expected: Sha256Hex): Promise<BlobInfo> {
+    return this.#stage.commit(expected);
   }
 
   /** Readers that reach the end now end cleanly. Call only once the bytes have been verified. */
@@ -91,7 +68,7 @@ export class Spool {
     return () => {
       if (released) return;
       released = true;
-      this.#unref();
+      void this.#unref();
     };
   }
 
@@ -99,6 +76,8 @@ export class Spool {
   reader(release: () => void): Readable {
     let pos = 0;
     let busy = false;
+    // A read cut short by a failed spool's stage ending says why the spool failed, not EBADF.
+    const failure = (err: Error): Error => (this.#isFailed() && this.#error ? this.#error : err);
     const read = async (stream: Readable): Promise<void> => {
       for (;;) {
         if (stream.destroyed) return;
@@ -108,10 +87,11 @@ export class Spool {
         }
         // Until the bytes are verified, the last one is held back: a client that knows the
         // length (Content-Length) must never receive a complete body that later proves bad.
-        const available = (this.#state === 'complete' ? this.#written : this.#written - 1) - pos;
+        const written = this.#stage.size;
+        const available = (this.#state === 'complete' ? written : written - 1) - pos;
         if (available > 0) {
           const buf = Buffer.allocUnsafe(Math.min(available, READ_CHUNK));
-          const { bytesRead } = await this.#readHandle.read(buf, 0, buf.length, pos);
+          const bytesRead = await this.#stage.read(buf, pos);
           if (stream.destroyed) return;
           pos += bytesRead;
           // A failure may have been declared while reading; the error must win over the bytes.
@@ -134,7 +114,7 @@ export class Spool {
           () => (busy = false),
           (err: Error) => {
             busy = false;
-            this.destroy(err);
+            this.destroy(failure(err));
           },
         );
       },
@@ -145,18 +125,19 @@ export class Spool {
     });
   }
 
-  /** No new readers will join: the spool file goes, the handles close when the last reader ends. */
+  /** No new readers will join: the stage ends (an uncommitted write is discarded) when the last reader ends. */
   async dispose(): Promise<void> {
-    await this.#writeHandle.close().catch(() => undefined);
-    await unlink(this.path).catch(() => undefined);
-    this.#unref();
+    // A failed spool's readers only error from here on: its bytes can go at once.
+    if (this.#state === 'failed') await this.#stage.abort().catch(() => undefined);
+    await this.#unref();
   }
 
-  #unref(): void {
+  /** Drops a reference; the last one ends the stage (its promise settles when the stage has ended). */
+  async #unref(): Promise<void> {
     this.#refs--;
     if (this.#refs === 0 && !this.#closed) {
       this.#closed = true;
-      void this.#readHandle.close().catch(() => undefined);
+      await this.#stage.abort().catch(() => undefined);
     }
   }
 

@@ -1,6 +1,4 @@
 /** Opens the configured storage backend. */
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { StorageConfig } from '../config/types.js';
 import { FsBlobStore } from './fs/blob-store.js';
 import { FsMetaStore } from './fs/meta-store.js';
@@ -10,12 +8,6 @@ import type { BlobStore, MetaStore } from './types.js';
 export interface Stores {
   blobs: BlobStore;
   meta: MetaStore;
-  /**
-   * A local folder for spooling request bodies that must be checked before they are published
-   * (an upload is validated from here). With the fs backend it sits on the store's filesystem so
-   * publishing is a hard link, not a copy.
-   */
-  spoolDir: string;
   /** Who holds which blob: the only way bytes are deleted from the shared store. */
   holds: BlobHolds;
 }
@@ -28,7 +20,5 @@ export async function openStores(cfg: StorageConfig): Promise<Stores> {
   const meta = new FsMetaStore(cfg.path);
   await blobs.init();
   await meta.init();
-  const spoolDir = join(cfg.path, 'spool');
-  await mkdir(spoolDir, { recursive: true });
-  return { blobs, meta, spoolDir, holds: new BlobHolds(meta, blobs) };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs) };
 }

@@ -26,12 +26,82 @@ export interface BlobStore {
    * `expected`, bytes that hash to anything else are discarded and `DigestMismatchError` thrown.
    */
   put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo>;
-  /** Publishes a local file that the caller has already written (and may have hashed). */
-  putFile(path: string, expected?: Sha256Hex): Promise<BlobInfo>;
+  /**
+   * Begins a staged write (see `BlobStage`): for bytes that must be checked, read back or
+   * fanned out before they are published, or that arrive over several requests.
+   */
+  stage(opts?: StageOptions): Promise<BlobStage>;
   get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null>;
   stat(digest: Sha256Hex): Promise<BlobInfo | null>;
   /** Returns false when the blob did not exist. */
   delete(digest: Sha256Hex): Promise<boolean>;
+}
+
+export interface StageOptions {
+  /**
+   * The caller will read back what it writes (`read`, `readBack`). A backend whose staging is
+   * remote (an S3 multipart upload) keeps a local copy in the data dir's scratch folder for it;
+   * without this option such a backend may refuse reads.
+   */
+  readBack?: boolean;
+}
+
+export interface AppendOptions {
+  /** Told the new size each time bytes land (for readers tailing the stage). */
+  onWritten?: (size: number) => void;
+  /**
+   * The digest the whole stage must have once this append is in (an upload's last chunk): when
+   * it has another, the append is undone like a failed one and `DigestMismatchError` thrown.
+   */
+  expect?: Sha256Hex;
+}
+
+/**
+ * A write owned by the store: bytes stream in while they are hashed and counted, can be read back
+ * where validation needs random access (a zip's directory is at its end), and become visible only
+ * through `commit`, under the digest computed on the way in. Nothing staged is ever visible under
+ * a digest; a stage left behind by a killed process is swept by age, never by a reader.
+ *
+ *   const stage = await blobs.stage();
+ *   try {
+ *     await stage.append(body);            // any number of times (an upload session's chunks)
+ *     ...validate through stage.read / stage.readBack...
+ *     await stage.commit(expected);        // DigestMismatchError: nothing published
+ *   } finally {
+ *     await stage.abort();                 // discards an uncommitted write; frees local copies
+ *   }
+ */
+export interface BlobStage {
+  /** Opaque and unique; names the stage in logs (and, later, in a persisted upload session). */
+  readonly id: string;
+  /** Bytes written so far; grows during `append` as each write lands. */
+  readonly size: number;
+  /**
+   * Streams `source` onto the end while hashing it; resolves once every byte has landed. A
+   * failure midway undoes this append (size and digest are as before it) and rejects. One append
+   * at a time.
+   */
+  append(source: Readable, opts?: AppendOptions): Promise<void>;
+  /** The sha256 of the bytes so far; the stage stays open for more. */
+  digest(): Sha256Hex;
+  /**
+   * Random access to bytes already written: fills `buffer` from `position`, returns the bytes
+   * read (fewer at the end). Valid until `abort`, also after `commit` (readers may still tail).
+   */
+  read(buffer: Buffer, position: number): Promise<number>;
+  /** Streams bytes already written (`range` inclusive, or all); same lifetime as `read`. */
+  readBack(range?: ByteRange): Readable;
+  /**
+   * Publishes the bytes under the digest computed while they streamed in. With `expected`, a
+   * different digest throws `DigestMismatchError` and publishes nothing. Committing bytes that
+   * are already stored is not an error. No append after a commit.
+   */
+  commit(expected?: Sha256Hex): Promise<BlobInfo>;
+  /**
+   * Ends the stage: an uncommitted write is discarded, local copies are freed. Idempotent, and
+   * harmless after `commit`, so owners call it in a `finally`.
+   */
+  abort(): Promise<void>;
 }
 
 export interface Versioned<T> {

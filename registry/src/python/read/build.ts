@@ -39,7 +39,7 @@ export function buildSources(
         meta: ctx.stores.meta,
         blobs: ctx.stores.blobs,
         holder,
-        spoolDir: ctx.stores.spoolDir,
+        scratchDir: ctx.scratchDir,
         counters: countersFor(index),
         overrides,
         onFlight: (o) => {

@@ -1,32 +1,62 @@
 /**
  * Filesystem BlobStore. Layout under `root`: `blobs/sha256/<ab>/<digest>` for published bytes and
- * `staging/` for bytes in flight. A blob is written to staging, fsynced, verified, then renamed
- * (or hard-linked) into place, so a crash at any moment leaves no partial blob visible.
+ * `staging/` for bytes in flight. A blob is written to staging (`FsStage`), fsynced, verified,
+ * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
+ * killed process left behind are swept by age when the store opens.
  */
-import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, link, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { Writable, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { HashingStream } from '../hashing.js';
+import type { Readable } from 'node:stream';
 import { unlessMissing } from './missing.js';
-import { DigestMismatchError, isSha256Hex, type BlobInfo, type BlobStore, type ByteRange, type Sha256Hex } from '../types.js';
+import { FsStage } from './stage.js';
+import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
 
 const READ_CHUNK = 256 * 1024;
+
+export interface FsBlobStoreOptions {
+  /**
+   * Staged files older than this (by their last write) are removed when the store opens. A live
+   * stage is written to as its bytes arrive, and an idle upload session expires after an hour, so
+   * a day-old staged file belongs to no one.
+   */
+  staleStageMs?: number;
+  now?: () => number;
+}
+
+const DEFAULT_STALE_STAGE_MS = 24 * 60 * 60 * 1000;
 
 export class FsBlobStore implements BlobStore {
   readonly #blobs: string;
   readonly #staging: string;
+  readonly #staleMs: number;
+  readonly #now: () => number;
 
-  constructor(root: string) {
+  constructor(root: string, opts: FsBlobStoreOptions = {}) {
     this.#blobs = join(root, 'blobs', 'sha256');
     this.#staging = join(root, 'staging');
+    this.#staleMs = opts.staleStageMs ?? DEFAULT_STALE_STAGE_MS;
+    this.#now = opts.now ?? Date.now;
   }
 
   async init(): Promise<void> {
     await mkdir(this.#blobs, { recursive: true });
     await mkdir(this.#staging, { recursive: true });
+    await this.sweepStale();
+  }
+
+  /**
+   * Removes staged files (and the meta store's temp files, which share the folder) not written to
+   * for `staleStageMs`: what a killed process left behind. Younger ones may be live; they stay.
+   */
+  async sweepStale(): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.#staging)) {
+      const path = join(this.#staging, name);
+      const s = await unlessMissing(stat(path));
+      if (!s?.isFile() || this.#now() - s.mtimeMs < this.#staleMs) continue;
+      if ((await unlessMissing(unlink(path))) !== null) removed++;
+    }
+    return removed;
   }
 
   #path(digest: Sha256Hex): string {
@@ -35,55 +65,29 @@ export class FsBlobStore implements BlobStore {
   }
 
   async put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
-    const tmp = join(this.#staging, randomUUID());
-    const hasher = new HashingStream();
+    const stage = await this.stage();
     try {
-      await pipeline(source, hasher, createWriteStream(tmp, { flags: 'wx' }));
-      await fsyncPath(tmp);
-      const digest = hasher.digest();
-      if (expected !== undefined && digest !== expected) throw new DigestMismatchError(expected, digest);
-      await this.#publish(tmp, digest, 'rename');
-      return { digest, size: hasher.size };
+      await stage.append(source);
+      return await stage.commit(expected);
     } finally {
-      await unlink(tmp).catch(() => undefined);
+      await stage.abort();
     }
   }
 
-  async putFile(path: string, expected?: Sha256Hex): Promise<BlobInfo> {
-    const hasher = new HashingStream();
-    await pipeline(createReadStream(path), hasher, new Writable({ write: (_chunk, _enc, next) => next() }));
-    const digest = hasher.digest();
-    if (expected !== undefined && digest !== expected) throw new DigestMismatchError(expected, digest);
-    await fsyncPath(path);
-    await this.#publish(path, digest, 'link');
-    return { digest, size: hasher.size };
+  /** Every fs stage is a local file, so reading back needs nothing more (`readBack` is moot). */
+  stage(_opts?: StageOptions): Promise<BlobStage> {
+    return FsStage.create(this.#staging, (from, digest) => this.#publish(from, digest));
   }
 
-  /** Makes verified bytes at `from` visible under `digest`; an existing blob is the same bytes. */
-  async #publish(from: string, digest: Sha256Hex, how: 'rename' | 'link'): Promise<void> {
+  /** Renames verified, fsynced bytes at `from` under `digest`; an existing blob is the same bytes. */
+  async #publish(from: string, digest: Sha256Hex): Promise<void> {
     const target = this.#path(digest);
-    if (await exists(target)) return;
-    await mkdir(dirname(target), { recursive: true });
-    if (how === 'rename') {
-      await rename(from, target);
-    } else {
-      try {
-        await link(from, target);
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') return;
-        if (code !== 'EXDEV' && code !== 'EPERM') throw err;
-        // Another filesystem: copy into staging first so the rename stays atomic.
-        const tmp = join(this.#staging, randomUUID());
-        try {
-          await copyFile(from, tmp);
-          await fsyncPath(tmp);
-          await rename(tmp, target);
-        } finally {
-          await unlink(tmp).catch(() => undefined);
-        }
-      }
+    if (await exists(target)) {
+      await unlink(from);
+      return;
     }
+    await mkdir(dirname(target), { recursive: true });
+    await rename(from, target);
     await fsyncPath(dirname(target));
   }
 

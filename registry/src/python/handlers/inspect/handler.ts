@@ -79,7 +79,7 @@ export async function handleInspect(
     }
     if (!source) throw new HttpError(404, `no stored file has sha256 ${sha256}`);
     const stored = source;
-    const opts = { tmpDir: ctx.stores.spoolDir };
+    const opts = { tmpDir: ctx.scratchDir };
     const signal = clientGone(req.reply);
 
     if (path === null || path === '' || path.endsWith(NESTING_SEPARATOR)) {

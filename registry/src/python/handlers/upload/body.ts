@@ -1,6 +1,6 @@
 /**
  * What happens to the rest of a request body after the upload was refused early (before the auth
- * check read anything, or when a size limit stopped the spooling): the shared bounded discard of
+ * check read anything, or when a size limit stopped the staging): the shared bounded discard of
  * `http/discard-body.ts`.
  */
 import type { FastifyRequest } from 'fastify';

@@ -1,12 +1,11 @@
 /**
  * The digests an upload form may claim for its file (`sha256_digest`, `md5_digest`,
  * `blake2_256_digest`, as twine and uv send them) and their check against the bytes. sha256 is
- * always computed (it is the file's address); md5 and BLAKE2b-256 cost CPU, so each is computed
- * only when the form carries its field.
+ * the file's address and the store's stage computes it on the way in (it is the digest that gets
+ * committed); md5 and BLAKE2b-256 cost CPU, so each is computed only when the form carries its field.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { createBLAKE2b } from 'hash-wasm';
 import { badUpload } from './errors.js';
 
@@ -35,22 +34,19 @@ async function hasher(algorithm: Algorithm): Promise<Hasher> {
   return { update: (c) => h.update(c), hex: () => h.digest('hex') };
 }
 
-/** Hashes and counts what flows through it: sha256 always, the extra digests asked for. */
+/** Hashes what flows through it: the extra digests asked for (sha256 and the size are the stage's). */
 export class ArtifactHashing extends Transform {
-  size = 0;
-
   private constructor(private readonly hashers: ReadonlyMap<Algorithm, Hasher>) {
     super();
   }
 
   static async create(extra: Iterable<ExtraDigest>): Promise<ArtifactHashing> {
-    const algorithms: Algorithm[] = ['sha256', ...extra];
+    const algorithms: Algorithm[] = [...extra];
     return new ArtifactHashing(new Map(await Promise.all(algorithms.map(async (a) => [a, await hasher(a)] as const))));
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     for (const h of this.hashers.values()) h.update(chunk);
-    this.size += chunk.length;
     done(null, chunk);
   }
 
@@ -70,12 +66,17 @@ export function claimedExtraDigests(fields: ReadonlyMap<string, string[]>): Extr
 
 /**
  * Refuses the upload when a digest field does not match the file. A digest field that arrived
- * after the file part (twine sends them before it) is checked by reading the spooled file again.
+ * after the file part (twine sends them before it) is checked by reading the staged bytes again.
  */
-export async function checkClaimedDigests(fields: ReadonlyMap<string, string[]>, filename: string, path: string, computed: Partial<Record<Algorithm, string>>): Promise<void> {
+export async function checkClaimedDigests(
+  fields: ReadonlyMap<string, string[]>,
+  filename: string,
+  readBack: () => Readable,
+  computed: Partial<Record<Algorithm, string>>,
+): Promise<void> {
   const known = { ...computed };
   const missing = (Object.values(DIGEST_FIELDS) as Algorithm[]).filter((a) => known[a] === undefined && fields.has(fieldOf(a)));
-  if (missing.length > 0) Object.assign(known, await hashFile(path, missing));
+  if (missing.length > 0) Object.assign(known, await hashAgain(readBack(), missing));
   for (const [field, algorithm] of Object.entries(DIGEST_FIELDS) as [keyof typeof DIGEST_FIELDS, Algorithm][]) {
     for (const value of fields.get(field) ?? []) {
       const claimed = value.trim().toLowerCase();
@@ -92,8 +93,8 @@ function fieldOf(algorithm: Algorithm): string {
   return Object.entries(DIGEST_FIELDS).find(([, a]) => a === algorithm)![0];
 }
 
-async function hashFile(path: string, algorithms: Algorithm[]): Promise<Partial<Record<Algorithm, string>>> {
+async function hashAgain(bytes: Readable, algorithms: Algorithm[]): Promise<Partial<Record<Algorithm, string>>> {
   const hashers = await Promise.all(algorithms.map(async (a) => [a, await hasher(a)] as const));
-  for await (const chunk of createReadStream(path)) for (const [, h] of hashers) h.update(chunk as Buffer);
+  for await (const chunk of bytes) for (const [, h] of hashers) h.update(chunk as Buffer);
   return Object.fromEntries(hashers.map(([a, h]) => [a, h.hex()]));
 }

@@ -1,11 +1,10 @@
 /**
  * `POST /{route}/`: the legacy upload API of a hosted Python index (what `twine upload` and
- * `uv publish` send). Order matters: authenticate before the body is read; spool the file to disk
- * while hashing it; validate from disk; only then publish the blobs and add the file record. Any
- * refusal leaves nothing visible and nothing in the spool folder.
+ * `uv publish` send). Order matters: authenticate before the body is read; stage the file in the
+ * store while hashing it; validate from the stage; only then commit the blobs and add the file
+ * record. Any refusal leaves nothing visible and nothing staged.
  */
 import { createHash } from 'node:crypto';
-import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../http/auth.js';
 import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
@@ -21,7 +20,7 @@ import { discardRest } from './body.js';
 import { checkClaimedDigests } from './digests.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
 import { FILETYPE } from '../../model/filenames.js';
-import { FileTooLargeError, readUploadForm, type SpooledFile, type UploadForm } from './multipart.js';
+import { FileTooLargeError, readUploadForm, type StagedFile, type UploadForm } from './multipart.js';
 import { validateSdist } from './sdist.js';
 import { validateWheel, type ValidatedArchive } from './wheel.js';
 import { recordProjectWrite } from '../../status.js';
@@ -81,7 +80,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
   const maxFileSize = policy.maxFileSize;
   let form: UploadForm;
   try {
-    form = await readUploadForm(request, ctx.stores.spoolDir, maxFileSize);
+    form = await readUploadForm(request, ctx.stores.blobs, maxFileSize);
   } catch (err) {
     if (err instanceof FileTooLargeError) {
       const { project, filename, version } = err.artifact;
@@ -95,10 +94,11 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
     // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
     await checkStatus(index, form.file.name.project, request.log);
     checkFormFields(form);
-    await checkClaimedDigests(form.fields, form.file.name.filename, form.file.path, { ...form.file.digests, sha256: form.file.sha256 });
+    const { stage } = form.file;
+    await checkClaimedDigests(form.fields, form.file.name.filename, () => stage.readBack(), { ...form.file.digests, sha256: form.file.sha256 });
     const archive = form.file.name.kind === 'wheel'
-      ? await validateWheel(form.file.path, form.file.size, form.file.name)
-      : await validateSdist(form.file.path, form.file.size, form.file.name);
+      ? await validateWheel(stage, form.file.name)
+      : await validateSdist(stage, form.file.name);
     const duplicate = await publish(ctx, target, form.file, archive);
     request.log.info(
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
@@ -131,7 +131,8 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
       duplicate,
     };
   } finally {
-    await rm(form.file.path, { force: true });
+    // Discards the staged bytes unless `publish` committed them.
+    await form.file.stage.abort();
   }
 }
 
@@ -167,7 +168,7 @@ function alreadyExists(filename: string, sha256: string): HttpError {
 }
 
 /** Makes the upload visible. Returns true when the identical file was already there. */
-async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFile, archive: ValidatedArchive): Promise<boolean> {
+async function publish(ctx: ServerContext, target: IndexConfig, file: StagedFile, archive: ValidatedArchive): Promise<boolean> {
   const records = new ProjectRecords(ctx.stores.meta);
   const { blobs, holds } = ctx.stores;
   const { meta } = archive;
@@ -177,7 +178,7 @@ async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFil
     if (before.sha256 !== file.sha256) throw alreadyExists(filename, before.sha256);
     // The same bytes again: also the way to restore a file whose blob went missing.
     await holds.hold(file.sha256, PYTHON_HOLDER);
-    if (!(await blobs.stat(file.sha256))) await blobs.putFile(file.path, file.sha256);
+    if (!(await blobs.stat(file.sha256))) await file.stage.commit(file.sha256);
     return true;
   }
 
@@ -185,7 +186,7 @@ async function publish(ctx: ServerContext, target: IndexConfig, file: SpooledFil
   const metadataSha256 = createHash('sha256').update(archive.metadata).digest('hex');
   await holds.hold(file.sha256, PYTHON_HOLDER);
   await holds.hold(metadataSha256, PYTHON_HOLDER);
-  await blobs.putFile(file.path, file.sha256);
+  await file.stage.commit(file.sha256);
   const metadataBlob = await blobs.put(Readable.from([archive.metadata]), metadataSha256);
   const record: FileRecord = {
     filename,

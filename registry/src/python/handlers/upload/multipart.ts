@@ -1,17 +1,15 @@
 /**
  * Reads the legacy upload form (`multipart/form-data`, as twine and `uv publish` send it) without
- * holding the file in memory: the `content` part is streamed to a spool file while it is hashed
- * and counted. Its filename is checked as soon as the part starts, so a wrong name or type is
- * refused before its bytes are read. Text fields are bounded by their total size and a generous
- * count (twine sends one per classifier and per requirement), each refused with 400 at once.
+ * holding the file in memory: the `content` part is streamed into a staged write of the store
+ * (`BlobStage`), which hashes and counts it. Its filename is checked as soon as the part starts,
+ * so a wrong name or type is refused before its bytes are read. Text fields are bounded by their
+ * total size and a generous count (twine sends one per classifier and per requirement), each
+ * refused with 400 at once.
  */
-import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import { Writable, type Readable } from 'node:stream';
+import { pipeline as pipe, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
+import type { BlobStage, BlobStore } from '../../../storage/types.js';
 import { ArtifactHashing, claimedExtraDigests, type ExtraDigest } from './digests.js';
 import { badUpload } from './errors.js';
 import { parseArtifactName, type ArtifactName } from '../../model/filenames.js';
@@ -33,9 +31,9 @@ export const MAX_FIELDS = 10_000;
 /** Extra file parts (e.g. a `gpg_signature`) are read and dropped, up to this size. */
 const MAX_OTHER_FILE = 1024 * 1024;
 
-export interface SpooledFile {
-  /** Where the bytes are; the caller deletes it. */
-  path: string;
+export interface StagedFile {
+  /** The bytes, staged in the store and readable back; the caller commits or aborts it. */
+  stage: BlobStage;
   name: ArtifactName;
   size: number;
   sha256: string;
@@ -46,7 +44,7 @@ export interface SpooledFile {
 export interface UploadForm {
   /** Text fields by name, in the order they came. */
   fields: Map<string, string[]>;
-  file: SpooledFile;
+  file: StagedFile;
 }
 
 /** The file is larger than the policy allows; reading stopped at the limit. */
@@ -60,21 +58,22 @@ export class FileTooLargeError extends Error {
   }
 }
 
-/** Reads the whole form. On any failure nothing is left in the spool folder. */
-export async function readUploadForm(request: FastifyRequest, spoolDir: string, maxFileSize: number | undefined): Promise<UploadForm> {
+/** Reads the whole form. On any failure the stage is aborted: nothing is left staged. */
+export async function readUploadForm(request: FastifyRequest, blobs: BlobStore, maxFileSize: number | undefined): Promise<UploadForm> {
   const fields = new Map<string, string[]>();
   let fieldBudget = MAX_FIELD_BYTES;
   let fieldCount = 0;
-  let file: SpooledFile | undefined;
-  let spooling: string | undefined;
+  let file: StagedFile | undefined;
+  let staging: BlobStage | undefined;
 
   const onPart = async ({ name, filename, stream }: FormPart): Promise<void> => {
     if (name === 'content') {
-      if (file || spooling) throw badUpload('the form has more than one "content" file part; upload one file per request');
+      if (file || staging) throw badUpload('the form has more than one "content" file part; upload one file per request');
       if (filename === undefined) throw badUpload('the "content" part has no filename; send the file as a file part named after the artifact');
       const artifact = parseArtifactName(filename);
-      spooling = join(spoolDir, `upload-${randomUUID()}`);
-      file = await spool(stream, spooling, artifact, maxFileSize, claimedExtraDigests(fields));
+      // Read back for validation (the wheel's zip directory is at its end).
+      staging = await blobs.stage({ readBack: true });
+      file = await stageFile(stream, staging, artifact, maxFileSize, claimedExtraDigests(fields));
     } else if (filename !== undefined) {
       await discardPart(stream, name ?? '');
     } else {
@@ -96,7 +95,7 @@ export async function readUploadForm(request: FastifyRequest, spoolDir: string, 
     if (!file) throw badUpload('the form has no "content" file part');
     return { fields, file };
   } catch (err) {
-    if (spooling) await rm(spooling, { force: true });
+    await staging?.abort();
     throw err;
   }
 }
@@ -117,19 +116,18 @@ async function readText(stream: Readable, budget: number): Promise<{ value: stri
   return { value: Buffer.concat(chunks).toString('utf8'), size };
 }
 
-async function spool(source: Readable, path: string, name: ArtifactName, maxFileSize: number | undefined, extra: ExtraDigest[]): Promise<SpooledFile> {
+async function stageFile(source: Readable, stage: BlobStage, name: ArtifactName, maxFileSize: number | undefined, extra: ExtraDigest[]): Promise<StagedFile> {
   const hashing = await ArtifactHashing.create(extra);
   try {
-    // Without a limit the pass-through costs nothing worth a second code path.
-    await pipeline(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hashing, createWriteStream(path, { flags: 'wx' }));
+    // Without a limit the pass-through costs nothing worth a second code path. A failure anywhere
+    // destroys every stream of the chain, so the stage's append rejects with it.
+    const limited = pipe(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hashing, () => undefined);
+    await stage.append(limited);
   } catch (err) {
-    await rm(path, { force: true });
     if (err instanceof FileTooLargeError || isSystemError(err)) throw err;
     throw badUpload(`the upload of ${name.filename} did not arrive whole: ${err instanceof Error ? err.message : String(err)}`);
   }
-  const { sha256, ...digests } = hashing.digests();
-  if (sha256 === undefined) throw new Error('unreachable: sha256 is always computed');
-  return { path, name, size: hashing.size, sha256, digests };
+  return { stage, name, size: stage.size, sha256: stage.digest(), digests: hashing.digests() };
 }
 
 async function discardPart(source: Readable, field: string): Promise<void> {

@@ -1,10 +1,9 @@
 /**
- * Validates a spooled sdist before anything becomes visible: the gzip is inflated as a stream
+ * Validates a staged sdist before anything becomes visible: the gzip is inflated as a stream
  * into tar-stream (never held whole), with the member count and the inflated size bounded. The
  * archive must hold exactly one top-level directory `{name}-{version}/` matching the filename,
  * with `PKG-INFO` and `pyproject.toml` in it, and no member that could escape on extraction.
  */
-import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar, { type Extract } from 'tar-stream';
@@ -15,11 +14,13 @@ import type { SdistName } from '../../model/filenames.js';
 import { ByteLimit, MAX_MEMBERS, MAX_METADATA_BYTES, maxExpandedBytes } from './limits.js';
 import { segmentsOf, unsafeMemberReason } from '../../../http/member-path.js';
 import type { ValidatedArchive } from './wheel.js';
+import type { BlobStage } from '../../../storage/types.js';
 
-export async function validateSdist(path: string, size: number, name: SdistName): Promise<ValidatedArchive> {
+export async function validateSdist(stage: BlobStage, name: SdistName): Promise<ValidatedArchive> {
   const where = name.filename;
+  const size = stage.size;
   const extract = tar.extract();
-  const inflated = pipeline(createReadStream(path), createGunzip(), new ByteLimit(maxExpandedBytes(size), () => badUpload(`${where} expands to more than ${maxExpandedBytes(size)} bytes; refused as a possible gzip bomb`)), extract);
+  const inflated = pipeline(stage.readBack(), createGunzip(), new ByteLimit(maxExpandedBytes(size), () => badUpload(`${where} expands to more than ${maxExpandedBytes(size)} bytes; refused as a possible gzip bomb`)), extract);
   // Its failure also ends the iteration below with the same error; it is awaited after that.
   inflated.catch(() => undefined);
   try {

@@ -1,6 +1,6 @@
 /**
- * Validates a spooled wheel before anything becomes visible: the zip is read through its central
- * directory with bounded memory (yauzl streams each member), every member is hashed against RECORD,
+ * Validates a staged wheel before anything becomes visible: the zip is read through its central
+ * directory with bounded memory (yauzl reads ranges of the stage and streams each member), every member is hashed against RECORD,
  * and the `.dist-info` directory, WHEEL and METADATA must agree with the filename.
  */
 import { createHash } from 'node:crypto';
@@ -12,6 +12,7 @@ import type { WheelName } from '../../model/filenames.js';
 import { MAX_MEMBERS, MAX_METADATA_BYTES, MAX_RECORD_BYTES, maxExpandedBytes } from './limits.js';
 import { unsafeMemberReason } from '../../../http/member-path.js';
 import { parseRecord, RECORD_ALGORITHMS } from './record.js';
+import type { BlobStage } from '../../../storage/types.js';
 
 export interface ValidatedArchive {
   meta: CoreMetadata;
@@ -19,10 +20,22 @@ export interface ValidatedArchive {
   metadata: Buffer;
 }
 
-export async function validateWheel(path: string, size: number, name: WheelName): Promise<ValidatedArchive> {
+/** yauzl's random access, through the stage's ranged reads (yauzl's `end` is exclusive). */
+class StageReader extends yauzl.RandomAccessReader {
+  constructor(private readonly stage: BlobStage) {
+    super();
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    return this.stage.readBack({ start, end: end - 1 });
+  }
+}
+
+export async function validateWheel(stage: BlobStage, name: WheelName): Promise<ValidatedArchive> {
+  const size = stage.size;
   let zip: ZipFile;
   try {
-    zip = await yauzl.openPromise(path, {
+    zip = await yauzl.fromRandomAccessReaderPromise(new StageReader(stage), size, {
       lazyEntries: true,
       autoClose: false,
       decodeStrings: true,

@@ -2,7 +2,7 @@
  * The bytes of a cached index's files, their PEP 658 metadata siblings and detached signatures.
  *
  * - An artifact is served from the store when present; otherwise one upstream fetch per file
- *   (single-flight) streams to every waiting client while it is hashed and spooled, and the
+ *   (single-flight) streams to every waiting client while it is hashed and staged, and the
  *   file is stored only when its sha256 matches the upstream page (else `rejected`).
  * - A metadata sibling is the upstream's own `.metadata` file (verified against the hash the page
  *   advertised), or, when the upstream has none, the wheel's `.dist-info/METADATA`: read by HTTP

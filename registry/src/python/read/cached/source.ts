@@ -38,7 +38,8 @@ export interface CachedSourceOptions {
   blobs: BlobStore;
   /** Python's hold on the blobs this source stores (pages, files, metadata). */
   holder: Holder;
-  spoolDir: string;
+  /** Local scratch (the data dir's, never the store's) for reading archives that are not being stored. */
+  scratchDir: string;
   counters: CounterSink;
   overrides: ProjectOverrides;
   /** Told once per finished upstream file fetch (published, rejected, failed). */
@@ -76,7 +77,6 @@ export class CachedSource implements IndexSource {
     const flights = new BlobFlights({
       store: opts.blobs,
       holder: opts.holder,
-      spoolDir: opts.spoolDir,
       counters: opts.counters,
       ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
     });
@@ -89,7 +89,7 @@ export class CachedSource implements IndexSource {
       holder: opts.holder,
       flights,
       counters: opts.counters,
-      tmpDir: opts.spoolDir,
+      tmpDir: opts.scratchDir,
       sizes: this.sizes,
     });
   }

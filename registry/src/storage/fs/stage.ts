@@ -1,0 +1,142 @@
+/**
+ * The fs backend's staged write: one file `staging/stage-<id>` written through a handle with
+ * positional writes and read through a second handle, so readers may tail it while it grows and
+ * keep reading after `commit` renamed it into place (the inode lives on). `commit` fsyncs the file
+ * and renames it under its digest; `abort` unlinks what was not committed and closes the handles.
+ */
+import { createHash, randomUUID, type Hash } from 'node:crypto';
+import { open, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Writable, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { rangeStream } from '../stage-read.js';
+import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage, type ByteRange, type Sha256Hex } from '../types.js';
+
+/** Staged files start with this, so the start-up sweep knows them from the meta store's temp files. */
+export const STAGE_PREFIX = 'stage-';
+
+type State = 'open' | 'committed' | 'aborted';
+
+export class FsStage implements BlobStage {
+  readonly id: string;
+  #size = 0;
+  #hash: Hash = createHash('sha256');
+  #state: State = 'open';
+  #appending = false;
+
+  private constructor(
+    readonly path: string,
+    private readonly writer: FileHandle,
+    private readonly reader: FileHandle,
+    id: string,
+    /** Moves the fsynced file under its digest (the store's publish step). */
+    private readonly publish: (path: string, digest: Sha256Hex) => Promise<void>,
+  ) {
+    this.id = id;
+  }
+
+  static async create(dir: string, publish: (path: string, digest: Sha256Hex) => Promise<void>): Promise<FsStage> {
+    const id = randomUUID();
+    const path = join(dir, `${STAGE_PREFIX}${id}`);
+    const writer = await open(path, 'wx');
+    try {
+      return new FsStage(path, writer, await open(path, 'r'), id, publish);
+    } catch (err) {
+      await writer.close();
+      await unlink(path).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  async append(source: Readable, opts: AppendOptions = {}): Promise<void> {
+    this.#mustBeOpen('append to');
+    if (this.#appending) throw new Error(`stage ${this.id} is already receiving an append`);
+    this.#appending = true;
+    const before = { size: this.#size, hash: this.#hash.copy() };
+    // The write in progress when the source fails: the undo waits for it, or it would land after.
+    let landing: Promise<void> = Promise.resolve();
+    try {
+      await pipeline(
+        source,
+        new Writable({
+          write: (chunk: Buffer, _enc, done) => {
+            landing = this.#write(chunk);
+            landing.then(() => {
+              opts.onWritten?.(this.#size);
+              done();
+            }, done);
+          },
+        }),
+      );
+      if (opts.expect !== undefined) {
+        const digest = this.digest();
+        if (digest !== opts.expect) throw new DigestMismatchError(opts.expect, digest);
+      }
+    } catch (err) {
+      await landing.catch(() => undefined);
+      // Undo the append, so size and digest describe exactly the bytes in the file.
+      this.#size = before.size;
+      this.#hash = before.hash;
+      await this.writer.truncate(before.size).catch(() => undefined);
+      throw err;
+    } finally {
+      this.#appending = false;
+    }
+  }
+
+  async #write(chunk: Buffer): Promise<void> {
+    let off = 0;
+    while (off < chunk.length) {
+      const { bytesWritten } = await this.writer.write(chunk, off, chunk.length - off, this.#size + off);
+      off += bytesWritten;
+    }
+    // Hashed once it has landed: a failed write leaves the hash of what the file holds.
+    this.#hash.update(chunk);
+    this.#size += chunk.length;
+  }
+
+  digest(): Sha256Hex {
+    return this.#hash.copy().digest('hex');
+  }
+
+  async read(buffer: Buffer, position: number): Promise<number> {
+    if (this.#state === 'aborted') throw new Error(`stage ${this.id} was aborted`);
+    const length = Math.min(buffer.length, this.#size - position);
+    if (length <= 0) return 0;
+    const { bytesRead } = await this.reader.read(buffer, 0, length, position);
+    return bytesRead;
+  }
+
+  readBack(range?: ByteRange): Readable {
+    return rangeStream((buf, pos) => this.read(buf, pos), this.#size, range);
+  }
+
+  async commit(expected?: Sha256Hex): Promise<BlobInfo> {
+    this.#mustBeOpen('commit');
+    if (this.#appending) throw new Error(`stage ${this.id} is still receiving an append`);
+    const digest = this.digest();
+    if (expected !== undefined && digest !== expected) throw new DigestMismatchError(expected, digest);
+    await this.writer.sync();
+    await this.publish(this.path, digest);
+    this.#state = 'committed';
+    await this.writer.close().catch(() => undefined);
+    return { digest, size: this.#size };
+  }
+
+  async abort(): Promise<void> {
+    if (this.#state === 'aborted') return;
+    const committed = this.#state === 'committed';
+    this.#state = 'aborted';
+    await this.writer.close().catch(() => undefined);
+    await this.reader.close().catch(() => undefined);
+    if (!committed) await unlink(this.path).catch(() => undefined);
+  }
+
+  #mustBeOpen(what: string): void {
+    if (this.#state !== 'open') throw new Error(`cannot ${what} stage ${this.id}: it was ${this.#state}`);
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The filesystem backend: the BlobStore contract (its MetaStore contract runs beside the s3 one
+ * in meta-store.test.ts), and what only it has (its staging folder swept by
+ * age when it opens, a document cache validated by the file's identity).
+ */
+import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
+import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { tempDir } from '../support/velodex.js';
+import { describeBlobStore } from './contract/blob-store.js';
+
+describeBlobStore('fs', async () => {
+  const root = tempDir('velodex-store-');
+  const store = new FsBlobStore(root);
+  await store.init();
+  return {
+    store,
+    cleanup: async () => rmSync(root, { recursive: true, force: true }),
+    staged: async () => readdirSync(join(root, 'staging')),
+  };
+});
+
+describe('fs staging', () => {
+  it('sweeps staged files a killed process left, by age, at start-up; live ones stay', async () => {
+    const root = tempDir('velodex-store-');
+    const first = new FsBlobStore(root);
+    await first.init();
+    // A live stage of a running writer, and files a killed process left a day and more ago.
+    const live = await first.stage();
+    await live.append(Readable.from([Buffer.from('in flight')]));
+    const staging = join(root, 'staging');
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    for (const name of ['stage-killed', 'meta-killed']) {
+      writeFileSync(join(staging, name), 'left behind');
+      utimesSync(join(staging, name), old, old);
+    }
+    writeFileSync(join(staging, 'stage-recent'), 'maybe live elsewhere');
+
+    const reopened = new FsBlobStore(root);
+    await reopened.init();
+    expect(readdirSync(staging).sort()).toEqual(['stage-recent', `stage-${live.id}`].sort());
+    // The live stage is untouched and still commits.
+    expect((await live.commit()).size).toBe(9);
+    await live.abort();
+    expect(readdirSync(staging)).toEqual(['stage-recent']);
+  });
+
+  it('sees a write made through another meta store instance on the same folder, and hands out frozen documents', async () => {
+    const root = tempDir('velodex-meta-');
+    const a = new FsMetaStore(root);
+    const b = new FsMetaStore(root);
+    await a.init();
+    await a.put('shared/doc', { n: 1, list: [1] });
+    const first = await a.get<{ n: number; list: number[] }>('shared/doc');
+    expect(first?.doc.n).toBe(1);
+    // Warm read from a's cache, then b (another process, in effect) changes the file.
+    expect((await a.get<{ n: number }>('shared/doc'))?.doc.n).toBe(1);
+    await b.put('shared/doc', { n: 2, list: [1, 2] }, first?.version);
+    const second = await a.get<{ n: number; list: number[] }>('shared/doc');
+    expect(second?.doc).toEqual({ n: 2, list: [1, 2] });
+    expect(second?.version).not.toBe(first?.version);
+    expect(() => second?.doc.list.push(3)).toThrow(TypeError);
+    // A warm entry never outlives its file: b deletes it, a sees it gone.
+    expect(await b.delete('shared/doc')).toBe(true);
+    expect(await a.get('shared/doc')).toBeNull();
+    await b.put('shared/doc', { n: 3, list: [] });
+    expect((await a.get<{ n: number }>('shared/doc'))?.doc.n).toBe(3);
+  });
+});
