@@ -94,7 +94,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const upstreamSlots = new UpstreamSlotsByIndex();
   const summaries = new IndexSummaries(stores.meta);
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
-  const clientAddress = (request: FastifyRequest): string => addresses.of(request.raw.socket.remoteAddress, request.headers['x-forwarded-for']);
+  const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
   // Outside the store's layout on purpose: with any backend this is a local folder of this process.
   const scratchDir = join(config.dataDir, 'scratch');
@@ -113,7 +113,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     installRateLimit(app, {
       limiter,
       clientAddress,
-      classify: (request) => classifyRequest(request.method, request.raw.url ?? '/', { routed, trees, classifyIndexRequest }),
+      classify: (request) => classifyRequest(request.method, request.raw, { routed, trees, classifyIndexRequest }),
     });
   }
 

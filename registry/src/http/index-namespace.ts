@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem } from './ecosystem.js';
 import { HttpError } from './errors.js';
-import { parseSafePath } from './path.js';
+import { requestPath } from './path.js';
 import { resolveRoute } from './resolve.js';
 
 export interface IndexNamespaceOptions {
@@ -19,7 +19,7 @@ export interface IndexNamespaceOptions {
 
 export async function indexNamespace(scope: FastifyInstance, { routed, ecosystemOf }: IndexNamespaceOptions): Promise<void> {
   scope.all('/*', async (request, reply) => {
-    const path = parseSafePath(request.raw.url ?? '/');
+    const path = requestPath(request.raw);
     const hit = resolveRoute(routed, path.segments);
     if (!hit) throw new HttpError(404, `no index serves /${path.segments.join('/')}`);
     await ecosystemOf(hit.index)?.handleIndexRequest?.({

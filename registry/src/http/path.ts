@@ -3,6 +3,7 @@
  * route or smuggle a separator: `.` and `..`, encoded slashes, backslashes or dots, NUL, empty
  * inner segments. Works on the raw URL because a decoded path has already lost `%2F` vs `/`.
  */
+import type { IncomingMessage } from 'node:http';
 import { HttpError } from './errors.js';
 
 export interface SafePath {
@@ -36,4 +37,19 @@ export function parseSafePath(rawUrl: string): SafePath {
     return seg;
   });
   return { segments, trailingSlash, query };
+}
+
+const parsedByRequest = new WeakMap<IncomingMessage, SafePath>();
+
+/**
+ * `parseSafePath` of a request's URL, parsed once per request: the rate limiter classifies by it
+ * before the index namespace routes by it.
+ */
+export function requestPath(raw: IncomingMessage): SafePath {
+  let path = parsedByRequest.get(raw);
+  if (!path) {
+    path = parseSafePath(raw.url ?? '/');
+    parsedByRequest.set(raw, path);
+  }
+  return path;
 }

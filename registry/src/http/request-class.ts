@@ -4,10 +4,11 @@
  * index route's rest by what the ecosystem says. Unsafe paths still spend a read: their handler
  * answers 400.
  */
+import type { IncomingMessage } from 'node:http';
 import type { IndexConfig, RateClassName } from '../config/types.js';
 import type { Classification } from '../limits/rate-limit-plugin.js';
 import type { EcosystemTree } from './ecosystem.js';
-import { parseSafePath } from './path.js';
+import { requestPath } from './path.js';
 import { resolveRoute } from './resolve.js';
 
 const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
@@ -19,10 +20,10 @@ export interface Classifiers {
 }
 
 /** null: never limited (the health check). */
-export function classifyRequest(method: string, rawUrl: string, { routed, trees, classifyIndexRequest }: Classifiers): Classification | null {
+export function classifyRequest(method: string, raw: IncomingMessage, { routed, trees, classifyIndexRequest }: Classifiers): Classification | null {
   let segments: string[];
   try {
-    segments = parseSafePath(rawUrl).segments;
+    segments = requestPath(raw).segments;
   } catch {
     return { class: 'read' };
   }

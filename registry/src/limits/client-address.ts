@@ -15,6 +15,7 @@ import { BlockList, isIP, SocketAddress } from 'node:net';
 import type { AddressRange } from '../config/types.js';
 
 export class ClientAddress {
+  readonly #peers = new WeakMap<object, string>();
   readonly #trusted: BlockList;
   readonly #any: boolean;
 
@@ -34,6 +35,20 @@ export class ClientAddress {
       // An address BlockList cannot read (an IPv6 zone id, say) is no proxy of ours.
       return false;
     }
+  }
+
+  /**
+   * `of` for a request on `socket`: without a header to weigh, the answer is the socket's own
+   * address, worked out once per connection (keep-alive clients send many requests on one).
+   */
+  ofConnection(socket: { remoteAddress?: string | undefined }, forwardedFor: string | string[] | undefined): string {
+    if (forwardedFor !== undefined && this.#any) return this.of(socket.remoteAddress, forwardedFor);
+    let peer = this.#peers.get(socket);
+    if (peer === undefined) {
+      peer = plainAddress(socket.remoteAddress ?? '') ?? 'unknown';
+      this.#peers.set(socket, peer);
+    }
+    return peer;
   }
 
   /** The client of a request whose socket peer is `socket` and whose header is `forwardedFor`. */

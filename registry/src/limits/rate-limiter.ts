@@ -32,6 +32,9 @@ export const DEFAULT_MAX_KEYS = 100_000;
 
 export type RateDecision = { allowed: true } | { allowed: false; retryAfterSecs: number };
 
+/** One shared answer for the common case: no allocation per allowed request. */
+const ALLOWED: RateDecision = Object.freeze({ allowed: true });
+
 export interface RateLimitSnapshot {
   allowed: Record<RateClassName, number>;
   denied: Record<RateClassName, number>;
@@ -95,7 +98,7 @@ class ClassWindow {
     const left = this.#windowMs - (now - window * this.#windowMs);
     if (entry.previous * left <= (this.#requests - 1 - entry.current) * this.#windowMs) {
       entry.current++;
-      return { allowed: true };
+      return ALLOWED;
     }
     return { allowed: false, retryAfterSecs: this.#retryAfter(entry, now, window) };
   }
