@@ -95,6 +95,9 @@ describe('/metrics', () => {
     const check = await run(tool('promtool'), ['check', 'metrics'], { input: text, allowFailure: true });
     expect(check.code, check.stdout + check.stderr).toBe(0);
 
+    // twine: one file uploaded; crane: one manifest pushed (the unit that makes an image pullable).
+    expect(sample(text, 'velodex_index_uploads_total', PY)).toBe(1);
+    expect(sample(text, 'velodex_index_uploads_total', IMAGES)).toBe(1);
     // pip: the project page, the PEP 658 metadata sibling, then the wheel, once each.
     expect(sample(text, 'velodex_index_pages_total', PY)).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'velodex_index_metadata_total', PY)).toBe(1);
