@@ -11,6 +11,7 @@ import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';
+import { StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { tempDir } from '../support/velodex.js';
 import { describeBlobStore } from './contract/blob-store.js';
@@ -147,6 +148,44 @@ describe('s3 BlobStore', () => {
     await minio.client.putObject(minio.bucket, `${prefix}/staging/live`, Buffer.from('in flight'));
     expect(await store.sweepStaging(2000)).toBe(1);
     expect(await keys(`${prefix}/staging/`)).toEqual([`${prefix}/staging/live`]);
+  });
+
+  it('cannot list MinIO\'s multipart uploads by prefix, so MinIO\'s own stale-upload expiry removes them', async () => {
+    // sweepStaging also aborts old multipart uploads under <prefix>staging/, which AWS S3 lists
+    // by prefix; MinIO lists them only for an exact key (this shows it), and expires abandoned
+    // uploads itself (MINIO_API_STALE_UPLOADS_EXPIRY, 24 h by default). docs/storage.md says so.
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    const key = `${prefix}/staging/killed-mid-upload`;
+    const id = await minio.client.initiateNewMultipartUpload(minio.bucket, key, {});
+    try {
+      await new Promise((r) => setTimeout(r, 1100));
+      expect(await store.sweepStaging(0)).toBe(0);
+      expect((await minio.client.listIncompleteUploadsQuery(minio.bucket, `${prefix}/staging/`, '', '', '')).uploads).toEqual([]);
+      expect((await minio.client.listIncompleteUploadsQuery(minio.bucket, key, '', '', '')).uploads.map((u) => u.uploadId)).toEqual([id]);
+    } finally {
+      await minio.client.abortMultipartUpload(minio.bucket, key, id);
+    }
+  });
+
+  it('fails with StoreUnavailableError, naming no key, while MinIO is down, and works again after', async () => {
+    const { store } = await s3Store();
+    const { digest } = await store.put(Readable.from([Buffer.from('before the outage')]));
+    await minio.pause();
+    try {
+      for (const call of [() => store.stat(digest), () => store.get(digest), () => store.put(Readable.from([Buffer.from('during')])), () => store.delete(digest)]) {
+        const err = await call().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+        expect(String((err as Error).message)).not.toContain(minio.secretKey);
+        expect(String((err as Error).message)).not.toContain(minio.accessKey);
+      }
+    } finally {
+      await minio.start();
+    }
+    expect(await store.stat(digest)).toEqual({ digest, size: 17 });
   });
 });
 

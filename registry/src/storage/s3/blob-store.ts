@@ -128,28 +128,53 @@ export class S3BlobStore implements BlobStore {
   }
 
   /**
-   * Removes staging objects last written more than `olderThanMs` ago: what a process killed
-   * mid-commit left. A live one exists only for the seconds of a commit, so an age well above the
-   * longest commit (say an hour) never touches another process's work. Returns how many went.
+   * Removes staging objects last written more than `olderThanMs` ago, and multipart uploads to
+   * staging keys begun that long ago (a staging object over one part is uploaded in parts, which
+   * the store keeps, unseen by listings, until the upload completes or is aborted): what a process
+   * killed mid-commit left. A live one exists only for the seconds of a commit, so an age well
+   * above the longest commit (say an hour) never touches another process's work. Returns how many
+   * objects and uploads went.
    */
   async sweepStaging(olderThanMs: number): Promise<number> {
-    const { client, bucket } = this.#loc;
     const cutoff = this.#now() - olderThanMs;
-    let removed = 0;
-    let token = '';
     try {
-      do {
-        const page = await client.listObjectsV2Query(bucket, this.#staging, token, '', LIST_PAGE, '');
-        for (const item of page.objects) {
-          if (item.name === undefined || item.lastModified.getTime() >= cutoff) continue;
-          await client.removeObject(bucket, item.name);
-          removed++;
-        }
-        token = page.isTruncated ? page.nextContinuationToken : '';
-      } while (token !== '');
+      return (await this.#sweepObjects(cutoff)) + (await this.#sweepUploads(cutoff));
     } catch (err) {
       throw asUnavailable(err, this.#loc.endpoint, 'sweeping staging objects');
     }
+  }
+
+  async #sweepObjects(cutoff: number): Promise<number> {
+    const { client, bucket } = this.#loc;
+    let removed = 0;
+    let token = '';
+    do {
+      const page = await client.listObjectsV2Query(bucket, this.#staging, token, '', LIST_PAGE, '');
+      for (const item of page.objects) {
+        if (item.name === undefined || item.lastModified.getTime() >= cutoff) continue;
+        await client.removeObject(bucket, item.name);
+        removed++;
+      }
+      token = page.isTruncated ? page.nextContinuationToken : '';
+    } while (token !== '');
     return removed;
+  }
+
+  async #sweepUploads(cutoff: number): Promise<number> {
+    const { client, bucket } = this.#loc;
+    let removed = 0;
+    let keyMarker = '';
+    let uploadMarker = '';
+    for (;;) {
+      const page = await client.listIncompleteUploadsQuery(bucket, this.#staging, keyMarker, uploadMarker, '');
+      for (const upload of page.uploads) {
+        if (upload.initiated.getTime() >= cutoff) continue;
+        await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
+        removed++;
+      }
+      if (!page.isTruncated) return removed;
+      keyMarker = page.nextKeyMarker;
+      uploadMarker = page.nextUploadIdMarker;
+    }
   }
 }
