@@ -4,7 +4,8 @@
  * bucket, and stale staging objects swept by age.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
@@ -148,6 +149,19 @@ describe('s3 BlobStore', () => {
     await minio.client.putObject(minio.bucket, `${prefix}/staging/live`, Buffer.from('in flight'));
     expect(await store.sweepStaging(2000)).toBe(1);
     expect(await keys(`${prefix}/staging/`)).toEqual([`${prefix}/staging/live`]);
+  });
+
+  it('sweeps stage files a killed process left in the scratch folder when it opens; others stay', async () => {
+    const scratch = tempDir('velodex-scratch-');
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    for (const name of ['stage-killed', 'not-a-stage']) {
+      writeFileSync(join(scratch, name), 'left behind');
+      utimesSync(join(scratch, name), old, old);
+    }
+    writeFileSync(join(scratch, 'stage-recent'), 'maybe live');
+    await new S3BlobStore(s3Location(s3Config(minio, `t-${randomUUID()}`)), { scratchDir: scratch }).init();
+    expect(readdirSync(scratch).sort()).toEqual(['not-a-stage', 'stage-recent']);
+    rmSync(scratch, { recursive: true, force: true });
   });
 
   it('cannot list MinIO\'s multipart uploads by prefix, so MinIO\'s own stale-upload expiry removes them', async () => {

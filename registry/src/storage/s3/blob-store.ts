@@ -22,6 +22,8 @@
 import { mkdir } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { CopyDestinationOptions, CopySourceOptions } from 'minio';
+import { STAGE_PREFIX } from '../fs/stage.js';
+import { sweepStaleFiles } from '../fs/sweep.js';
 import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
@@ -33,13 +35,21 @@ const LIST_PAGE = 1000;
 export interface S3BlobStoreOptions {
   /** A local folder for stages' scratch files (the data dir's scratch folder). */
   scratchDir: string;
+  /**
+   * Scratch files older than this (by their last write) are removed when the store opens: what
+   * a killed process left. A day, as for the fs backend's staging folder.
+   */
+  staleScratchMs?: number;
   now?: () => number;
 }
+
+const DEFAULT_STALE_SCRATCH_MS = 24 * 60 * 60 * 1000;
 
 export class S3BlobStore implements BlobStore {
   readonly #loc: S3Location;
   readonly #scratch: string;
   readonly #now: () => number;
+  readonly #staleScratchMs: number;
   readonly #blobs: string;
   readonly #staging: string;
 
@@ -47,12 +57,16 @@ export class S3BlobStore implements BlobStore {
     this.#loc = loc;
     this.#scratch = opts.scratchDir;
     this.#now = opts.now ?? Date.now;
+    this.#staleScratchMs = opts.staleScratchMs ?? DEFAULT_STALE_SCRATCH_MS;
     this.#blobs = `${loc.prefix}blobs/sha256/`;
     this.#staging = `${loc.prefix}staging/`;
   }
 
+  /** Creates the scratch folder and sweeps stale scratch files; the bucket is not touched. */
   async init(): Promise<void> {
     await mkdir(this.#scratch, { recursive: true });
+    // Only stage files: the scratch folder may hold other users' temporary files.
+    await sweepStaleFiles(this.#scratch, { olderThanMs: this.#staleScratchMs, now: this.#now, only: (name) => name.startsWith(STAGE_PREFIX) });
   }
 
   /** The object key of a blob. */

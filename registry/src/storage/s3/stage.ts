@@ -79,11 +79,14 @@ export class S3Stage implements BlobStage {
     return this.local.commit(expected);
   }
 
+  /**
+   * Frees the scratch file, and retries removing a staging object a failed commit may have left.
+   * Never throws for the bucket (owners call it in a `finally`, where it would hide the cause):
+   * an object it cannot remove now is swept by age.
+   */
   async abort(): Promise<void> {
     await this.local.abort();
-    if (this.#stagingLeft) {
-      await this.#removeStaging();
-    }
+    if (this.#stagingLeft) await this.#removeStaging().catch(() => undefined);
   }
 
   /**
