@@ -125,6 +125,71 @@ describe('s3 BlobStore', () => {
     expect(peak - before).toBeLessThan(48 * 1024 * 1024);
   }, 120_000);
 
+  describe('parts sent while appends go on', () => {
+    const MiB = 1024 * 1024;
+    /** Unfinished multipart uploads to exactly `key` (MinIO lists them by exact key only). */
+    const uploadsTo = async (key: string) => (await minio.client.listIncompleteUploadsQuery(minio.bucket, key, '', '', '')).uploads;
+    const until = async (cond: () => Promise<boolean>) => {
+      for (let i = 0; i < 200 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 25));
+    };
+
+    it('uploads whole parts before the commit; the commit completes the upload and leaves nothing', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store, scratch } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      try {
+        for (let i = 0; i < 20; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        // The upload is under way, and nothing is visible as an object yet, under any key.
+        expect(await uploadsTo(key)).toHaveLength(1);
+        expect(await keys(`${prefix}/`)).toEqual([]);
+        const expected = await hashOf(generated(20 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await uploadsTo(key)).toEqual([]);
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+      expect(readdirSync(scratch)).toEqual([]);
+    }, 60_000);
+
+    it('abort discards an upload under way', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      for (let i = 0; i < 10; i++) await stage.append(generated(MiB));
+      await until(async () => (await uploadsTo(key)).length === 1);
+      await stage.abort();
+      expect(await uploadsTo(key)).toEqual([]);
+      expect(await keys(`${prefix}/`)).toEqual([]);
+    }, 60_000);
+
+    it('a part that failed while MinIO was away is sent again at the commit from the local copy', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      try {
+        await minio.pause();
+        try {
+          // Two parts' worth while the store is down: their background uploads fail.
+          for (let i = 0; i < 17; i++) await stage.append(generated(MiB));
+          await new Promise((r) => setTimeout(r, 300));
+        } finally {
+          await minio.start();
+        }
+        const expected = await hashOf(generated(17 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+    }, 60_000);
+  });
+
   it('two stores on one bucket see each other\'s commits and deletes', async () => {
     const prefix = `t-${randomUUID()}`;
     const a = (await s3Store(prefix)).store;

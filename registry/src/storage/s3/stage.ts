@@ -1,29 +1,26 @@
 /**
  * The s3 backend's staged write. Bytes stream into a local scratch file (the data dir's scratch
  * folder, never the bucket) through the same `FsStage` the fs backend uses, so hashing, counting,
- * undoing a failed append, `read` and `readBack` are one implementation for both backends. The
- * bucket sees the bytes only at `commit`, once their digest is known and verified:
+ * undoing a failed append, `read` and `readBack` are one implementation for both backends.
  *
- *   1. the scratch file is uploaded to `<prefix>staging/<stage id>` in parts of `PART_SIZE` read
- *      from the file (the `minio` client's own `putObject` would buffer up to 64 MiB of a stream);
- *   2. a server-side copy puts it at the blob's key; 3. the staging object is deleted.
+ *   1. while appends go on, each whole `PART_SIZE` part of the file that no append can undo any
+ *      more is sent as a part of a multipart upload to `<prefix>staging/<stage id>` (`parts.ts`;
+ *      the `minio` client's own `putObject` would buffer up to 64 MiB of a stream);
+ *   2. `commit`, once the digest is verified, sends the last part and completes the upload (a
+ *      blob that fits in one part is one PUT), so the staging object appears only complete;
+ *   3. a server-side copy puts it at the blob's key; 4. the staging object is deleted.
  *
- * So a blob's key only ever holds complete, verified bytes; a process killed between 1 and 3
- * leaves a staging object, which `S3BlobStore.sweepStaging` removes by age.
+ * So a blob's key only ever holds complete, verified bytes; a process killed between 2 and 4
+ * leaves a staging object, and one killed before 2 an unfinished multipart upload: both are
+ * removed by age (`S3BlobStore.sweepStaging`, or MinIO's own expiry of stale uploads).
  */
-import { open, unlink } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { FsStage } from '../fs/stage.js';
 import type { AppendOptions, BlobInfo, BlobStage, ByteRange, Sha256Hex } from '../types.js';
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
-
-/**
- * Bytes per uploaded part, and so per commit in memory: above S3's 5 MiB minimum for all parts
- * but the last, small enough that many concurrent commits stay far below the RSS budget, and
- * 10 000 parts (S3's maximum) of it are 80 GiB.
- */
-export const PART_SIZE = 8 * 1024 * 1024;
+import { PartUploader } from './parts.js';
 
 /** What the stage needs from its store: where staging objects go and how one is published. */
 export interface StageTarget {
@@ -39,10 +36,15 @@ export class S3Stage implements BlobStage {
   /** Set when a commit may have left a staging object (its removal failed): `abort` retries it. */
   #stagingLeft = false;
 
+  /** Sends whole parts to the staging key while appends go on (`parts.ts`). */
+  readonly #parts: PartUploader;
+
   private constructor(
     private readonly local: FsStage,
     private readonly target: StageTarget,
-  ) {}
+  ) {
+    this.#parts = new PartUploader(target.loc, target.stagingKey(local.id), local.path);
+  }
 
   static async create(scratchDir: string, target: StageTarget): Promise<S3Stage> {
     // The callback runs only at commit, long after `stage` is assigned.
@@ -58,8 +60,10 @@ export class S3Stage implements BlobStage {
     return this.local.size;
   }
 
-  append(source: Readable, opts?: AppendOptions): Promise<void> {
-    return this.local.append(source, opts);
+  async append(source: Readable, opts?: AppendOptions): Promise<void> {
+    await this.local.append(source, opts);
+    // Only now are these bytes stable: a failed append is undone by truncating the file.
+    this.#parts.advance(this.local.size);
   }
 
   digest(): Sha256Hex {
@@ -85,6 +89,7 @@ export class S3Stage implements BlobStage {
    * an object it cannot remove now is swept by age.
    */
   async abort(): Promise<void> {
+    await this.#parts.cancel();
     await this.local.abort();
     if (this.#stagingLeft) await this.#removeStaging().catch(() => undefined);
   }
@@ -94,12 +99,13 @@ export class S3Stage implements BlobStage {
    * the stage's read handle keeps its bytes readable until `abort`, as after an fs commit.
    */
   async #publish(path: string, digest: Sha256Hex): Promise<void> {
-    const { loc } = this.target;
-    if (!(await this.target.has(digest))) {
+    if (await this.target.has(digest)) {
+      await this.#parts.cancel();
+    } else {
       const key = this.target.stagingKey(this.id);
       this.#stagingLeft = true;
       try {
-        await uploadFile(loc, key, path, this.size);
+        await this.#parts.finish(this.size);
         await this.target.publish(key, digest);
       } finally {
         await this.#removeStaging().catch(() => undefined);
@@ -116,51 +122,5 @@ export class S3Stage implements BlobStage {
       if (!isNotFound(err)) throw asUnavailable(err, loc.endpoint, `removing staging object of ${this.id}`);
     }
     this.#stagingLeft = false;
-  }
-}
-
-/**
- * Uploads the first `size` bytes of the file at `path` to `key`, holding at most one part in
- * memory: one PUT when it fits in a part, a multipart upload otherwise (aborted if a part fails).
- */
-export async function uploadFile(loc: S3Location, key: string, path: string, size: number): Promise<void> {
-  const { client, bucket } = loc;
-  const fh = await open(path, 'r');
-  const readPart = async (position: number): Promise<Buffer> => {
-    const buf = Buffer.allocUnsafe(Math.min(PART_SIZE, size - position));
-    let off = 0;
-    while (off < buf.length) {
-      const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
-      if (bytesRead === 0) throw new Error(`scratch file ${path} ended at ${position + off}, before ${size}`);
-      off += bytesRead;
-    }
-    return buf;
-  };
-  try {
-    if (size <= PART_SIZE) {
-      await client.putObject(bucket, key, await readPart(0), size).catch((err: unknown) => {
-        throw asUnavailable(err, loc.endpoint, `uploading ${key}`);
-      });
-      return;
-    }
-    let uploadID: string;
-    try {
-      uploadID = await client.initiateNewMultipartUpload(bucket, key, {});
-    } catch (err) {
-      throw asUnavailable(err, loc.endpoint, `starting the upload of ${key}`);
-    }
-    try {
-      const etags: { part: number; etag: string }[] = [];
-      for (let position = 0, part = 1; position < size; position += PART_SIZE, part++) {
-        const { etag } = await client.uploadPart({ bucketName: bucket, objectName: key, uploadID, partNumber: part, headers: {} }, await readPart(position));
-        etags.push({ part, etag });
-      }
-      await client.completeMultipartUpload(bucket, key, uploadID, etags);
-    } catch (err) {
-      await client.abortMultipartUpload(bucket, key, uploadID).catch(() => undefined);
-      throw asUnavailable(err, loc.endpoint, `uploading ${key}`);
-    }
-  } finally {
-    await fh.close();
   }
 }
