@@ -9,9 +9,10 @@
  * Blobs are content-addressed: a commit of bytes already stored uploads nothing, and two
  * processes committing the same bytes at once both copy identical bytes to one key.
  *
- * Staging before the commit is a local scratch file (the data dir's scratch folder given to the
- * constructor), shared code with the fs backend; see `stage.ts`. Staging objects a killed process
- * left behind are removed by `sweepStaging` by age; a live one exists only during a commit.
+ * A stage keeps a local copy in the scratch folder given to the constructor (shared code with
+ * the fs backend) and sends whole parts to a multipart upload to its staging key as they become
+ * final; see `stage.ts` and `parts.ts`. Staging objects and uploads a killed process left behind
+ * are removed by `sweepStaging` by age; a staging object exists only during a commit.
  *
  * Reads are streamed from the object (`getObject`, or `getPartialObject` for a range): nothing
  * here holds a whole blob in memory. A store that does not answer, or answers with a 5xx, gives
@@ -145,9 +146,10 @@ export class S3BlobStore implements BlobStore {
    * Removes staging objects last written more than `olderThanMs` ago, and multipart uploads to
    * staging keys begun that long ago (a staging object over one part is uploaded in parts, which
    * the store keeps, unseen by listings, until the upload completes or is aborted): what a process
-   * killed mid-commit left. A live one exists only for the seconds of a commit, so an age well
-   * above the longest commit (say an hour) never touches another process's work. Returns how many
-   * objects and uploads went.
+   * killed mid-commit left. A live staging object exists only for the seconds of a commit, so an
+   * age well above the longest commit (say an hour) never touches another process's work. An
+   * upload is as old as its first part, so a slow live stage's upload may go: its commit then
+   * sends the local copy again (`parts.ts`), nothing is lost. Returns how many objects and uploads went.
    */
   async sweepStaging(olderThanMs: number): Promise<number> {
     const cutoff = this.#now() - olderThanMs;
