@@ -167,6 +167,25 @@ describe('s3 BlobStore', () => {
       expect(await keys(`${prefix}/`)).toEqual([]);
     }, 60_000);
 
+    it('an upload swept by age under a slow stage is sent again at the commit from the local copy', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      try {
+        for (let i = 0; i < 10; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        const [upload] = await uploadsTo(key);
+        await minio.client.abortMultipartUpload(minio.bucket, key, upload!.uploadId);
+        const expected = await hashOf(generated(10 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+    }, 60_000);
+
     it('a part that failed while MinIO was away is sent again at the commit from the local copy', async () => {
       const prefix = `t-${randomUUID()}`;
       const { store } = await s3Store(prefix);

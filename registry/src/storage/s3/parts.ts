@@ -68,31 +68,45 @@ export class PartUploader {
     this.#uploaded += length;
   }
 
-  /** Makes the object at `key` the file's first `size` bytes. */
+  /**
+   * Makes the object at `key` the file's first `size` bytes. Parts sent in the background are
+   * reused once; if completing with them fails (a part failed, or the upload was swept by age
+   * while the stage was slow), the whole local copy is sent again before the error counts.
+   */
   async finish(size: number): Promise<void> {
     // Done first, so no background run starts once the last one ends.
     this.#done = true;
     while (this.#running) await this.#running;
-    if (this.#failed) {
-      await this.cancel();
-      this.#reset();
-    }
-    try {
-      if (this.#uploadId === undefined && size <= PART_SIZE) {
-        // One PUT: no multipart upload for a blob that fits in a part.
-        await this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(0, size), size);
+    if (!this.#failed && this.#uploadId !== undefined) {
+      try {
+        await this.#complete(size);
         return;
+      } catch {
+        // Sent again below, from the local copy.
       }
-      while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
-      // Set by the first part: above a part's size there is at least one.
-      const id = this.#uploadId;
-      if (id === undefined) throw new Error(`no multipart upload for ${this.key}`);
-      await this.loc.client.completeMultipartUpload(this.loc.bucket, this.key, id, this.#etags);
-      this.#uploadId = undefined;
+    }
+    await this.cancel();
+    this.#reset();
+    try {
+      await this.#complete(size);
     } catch (err) {
       await this.cancel();
       throw asUnavailable(err, this.loc.endpoint, `uploading ${this.key}`);
     }
+  }
+
+  /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
+  async #complete(size: number): Promise<void> {
+    if (this.#uploadId === undefined && size <= PART_SIZE) {
+      await this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(0, size), size);
+      return;
+    }
+    while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
+    // Set by the first part: above a part's size there is at least one.
+    const id = this.#uploadId;
+    if (id === undefined) throw new Error(`no multipart upload for ${this.key}`);
+    await this.loc.client.completeMultipartUpload(this.loc.bucket, this.key, id, this.#etags);
+    this.#uploadId = undefined;
   }
 
   /** Aborts an unfinished multipart upload (best effort: MinIO and S3 lifecycle rules expire them too). */
