@@ -4,11 +4,12 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
+import { sweepStaleFiles } from './sweep.js';
 import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
 
 const READ_CHUNK = 256 * 1024;
@@ -48,15 +49,8 @@ export class FsBlobStore implements BlobStore {
    * Removes staged files (and the meta store's temp files, which share the folder) not written to
    * for `staleStageMs`: what a killed process left behind. Younger ones may be live; they stay.
    */
-  async sweepStale(): Promise<number> {
-    let removed = 0;
-    for (const name of await readdir(this.#staging)) {
-      const path = join(this.#staging, name);
-      const s = await unlessMissing(stat(path));
-      if (!s?.isFile() || this.#now() - s.mtimeMs < this.#staleMs) continue;
-      if ((await unlessMissing(unlink(path))) !== null) removed++;
-    }
-    return removed;
+  sweepStale(): Promise<number> {
+    return sweepStaleFiles(this.#staging, { olderThanMs: this.#staleMs, now: this.#now });
   }
 
   #path(digest: Sha256Hex): string {

@@ -3,6 +3,9 @@
  * positional writes and read through a second handle, so readers may tail it while it grows and
  * keep reading after `commit` renamed it into place (the inode lives on). `commit` fsyncs the file
  * and renames it under its digest; `abort` unlinks what was not committed and closes the handles.
+ *
+ * The s3 backend stages through this class too, as its local scratch copy (`s3/stage.ts`): its
+ * `publish` uploads the file instead of renaming it.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { open, unlink, type FileHandle } from 'node:fs/promises';

@@ -1,0 +1,196 @@
+/**
+ * S3 BlobStore. Layout under the configured prefix:
+ *
+ *   <prefix>blobs/sha256/<ab>/<hex>   a published blob: complete bytes whose sha256 is <hex>
+ *   <prefix>staging/<stage id>        bytes being published by a commit (see `S3Stage`)
+ *
+ * A blob key is written only by a server-side copy of a staging object whose bytes were hashed
+ * on their way in and matched, so a reader never sees partial or unverified bytes under a digest.
+ * Blobs are content-addressed: a commit of bytes already stored uploads nothing, and two
+ * processes committing the same bytes at once both copy identical bytes to one key.
+ *
+ * A stage keeps a local copy in the scratch folder given to the constructor (shared code with
+ * the fs backend) and sends whole parts to a multipart upload to its staging key as they become
+ * final; see `stage.ts` and `parts.ts`. Staging objects and uploads a killed process left behind
+ * are removed by `sweepStaging` by age; a staging object exists only during a commit.
+ *
+ * Reads are streamed from the object (`getObject`, or `getPartialObject` for a range): nothing
+ * here holds a whole blob in memory. A store that does not answer, or answers with a 5xx, gives
+ * `StoreUnavailableError` (errors.ts), whose message names the endpoint, never a key.
+ *
+ * Limit: the server-side copy is one CopyObject, which S3 allows up to 5 GiB per object.
+ */
+import { mkdir } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { CopyDestinationOptions, CopySourceOptions } from 'minio';
+import { STAGE_PREFIX } from '../fs/stage.js';
+import { sweepStaleFiles } from '../fs/sweep.js';
+import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
+import type { S3Location } from './connect.js';
+import { asUnavailable, isNotFound } from './errors.js';
+import { S3Stage } from './stage.js';
+
+/** Keys per listing page; S3's maximum. */
+const LIST_PAGE = 1000;
+
+export interface S3BlobStoreOptions {
+  /** A local folder for stages' scratch files (the data dir's scratch folder). */
+  scratchDir: string;
+  /**
+   * Scratch files older than this (by their last write) are removed when the store opens: what
+   * a killed process left. A day, as for the fs backend's staging folder.
+   */
+  staleScratchMs?: number;
+  now?: () => number;
+}
+
+const DEFAULT_STALE_SCRATCH_MS = 24 * 60 * 60 * 1000;
+
+export class S3BlobStore implements BlobStore {
+  readonly #loc: S3Location;
+  readonly #scratch: string;
+  readonly #now: () => number;
+  readonly #staleScratchMs: number;
+  readonly #blobs: string;
+  readonly #staging: string;
+
+  constructor(loc: S3Location, opts: S3BlobStoreOptions) {
+    this.#loc = loc;
+    this.#scratch = opts.scratchDir;
+    this.#now = opts.now ?? Date.now;
+    this.#staleScratchMs = opts.staleScratchMs ?? DEFAULT_STALE_SCRATCH_MS;
+    this.#blobs = `${loc.prefix}blobs/sha256/`;
+    this.#staging = `${loc.prefix}staging/`;
+  }
+
+  /** Creates the scratch folder and sweeps stale scratch files; the bucket is not touched. */
+  async init(): Promise<void> {
+    await mkdir(this.#scratch, { recursive: true });
+    // Only stage files: the scratch folder may hold other users' temporary files.
+    await sweepStaleFiles(this.#scratch, { olderThanMs: this.#staleScratchMs, now: this.#now, only: (name) => name.startsWith(STAGE_PREFIX) });
+  }
+
+  /** The object key of a blob. */
+  key(digest: Sha256Hex): string {
+    if (!isSha256Hex(digest)) throw new Error(`not a sha256 digest: ${digest}`);
+    return `${this.#blobs}${digest.slice(0, 2)}/${digest}`;
+  }
+
+  /** The object key a stage's bytes are uploaded to during its commit. */
+  stagingKey(id: string): string {
+    return `${this.#staging}${id}`;
+  }
+
+  async put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
+    const stage = await this.stage();
+    try {
+      await stage.append(source);
+      return await stage.commit(expected);
+    } finally {
+      await stage.abort();
+    }
+  }
+
+  /** Every stage keeps a local scratch copy, so `readBack` needs nothing more. */
+  stage(_opts?: StageOptions): Promise<BlobStage> {
+    return S3Stage.create(this.#scratch, {
+      loc: this.#loc,
+      stagingKey: (id) => this.stagingKey(id),
+      has: async (digest) => (await this.stat(digest)) !== null,
+      publish: (from, digest) => this.#copy(from, digest),
+    });
+  }
+
+  async #copy(from: string, digest: Sha256Hex): Promise<void> {
+    const { client, bucket } = this.#loc;
+    try {
+      await client.copyObject(new CopySourceOptions({ Bucket: bucket, Object: from }), new CopyDestinationOptions({ Bucket: bucket, Object: this.key(digest) }));
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, `publishing ${digest}`);
+    }
+  }
+
+  async get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null> {
+    const { client, bucket } = this.#loc;
+    const key = this.key(digest);
+    try {
+      return range ? await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1) : await client.getObject(bucket, key);
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw asUnavailable(err, this.#loc.endpoint, `reading ${digest}`);
+    }
+  }
+
+  async stat(digest: Sha256Hex): Promise<BlobInfo | null> {
+    try {
+      const { size } = await this.#loc.client.statObject(this.#loc.bucket, this.key(digest));
+      return { digest, size };
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw asUnavailable(err, this.#loc.endpoint, `checking ${digest}`);
+    }
+  }
+
+  /** S3 DELETE answers the same whether or not the key existed, so a HEAD tells which it was. */
+  async delete(digest: Sha256Hex): Promise<boolean> {
+    if ((await this.stat(digest)) === null) return false;
+    try {
+      await this.#loc.client.removeObject(this.#loc.bucket, this.key(digest));
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, `deleting ${digest}`);
+    }
+    return true;
+  }
+
+  /**
+   * Removes staging objects last written more than `olderThanMs` ago, and multipart uploads to
+   * staging keys begun that long ago (a staging object over one part is uploaded in parts, which
+   * the store keeps, unseen by listings, until the upload completes or is aborted): what a process
+   * killed mid-commit left. A live staging object exists only for the seconds of a commit, so an
+   * age well above the longest commit (say an hour) never touches another process's work. An
+   * upload is as old as its first part, so a slow live stage's upload may go: its commit then
+   * sends the local copy again (`parts.ts`), nothing is lost. Returns how many objects and uploads went.
+   */
+  async sweepStaging(olderThanMs: number): Promise<number> {
+    const cutoff = this.#now() - olderThanMs;
+    try {
+      return (await this.#sweepObjects(cutoff)) + (await this.#sweepUploads(cutoff));
+    } catch (err) {
+      throw asUnavailable(err, this.#loc.endpoint, 'sweeping staging objects');
+    }
+  }
+
+  async #sweepObjects(cutoff: number): Promise<number> {
+    const { client, bucket } = this.#loc;
+    let removed = 0;
+    let token = '';
+    do {
+      const page = await client.listObjectsV2Query(bucket, this.#staging, token, '', LIST_PAGE, '');
+      for (const item of page.objects) {
+        if (item.name === undefined || item.lastModified.getTime() >= cutoff) continue;
+        await client.removeObject(bucket, item.name);
+        removed++;
+      }
+      token = page.isTruncated ? page.nextContinuationToken : '';
+    } while (token !== '');
+    return removed;
+  }
+
+  async #sweepUploads(cutoff: number): Promise<number> {
+    const { client, bucket } = this.#loc;
+    let removed = 0;
+    let keyMarker = '';
+    let uploadMarker = '';
+    for (;;) {
+      const page = await client.listIncompleteUploadsQuery(bucket, this.#staging, keyMarker, uploadMarker, '');
+      for (const upload of page.uploads) {
+        if (upload.initiated.getTime() >= cutoff) continue;
+        await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
+        removed++;
+      }
+      if (!page.isTruncated) return removed;
+      keyMarker = page.nextKeyMarker;
+      uploadMarker = page.nextUploadIdMarker;
+    }
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * Uploads a growing local file to one object key, one part at a time, while it is still being
+ * written: `advance(stable)` uploads, in the background, every whole part below `stable` (bytes
+ * that will not change: an append can only undo itself, never what came before it); `finish`
+ * uploads the rest and completes the upload. So a commit waits only for the last part, not for
+ * the whole blob, and at most one part per upload is in memory.
+ *
+ * Background uploads are an optimisation, never a source of failure: if one fails (the store
+ * went away for a moment), `finish` discards the upload and sends the whole file again from the
+ * local copy, and reports an error only if that fails too.
+ */
+import { open, type FileHandle } from 'node:fs/promises';
+import type { S3Location } from './connect.js';
+import { asUnavailable } from './errors.js';
+
+/**
+ * Bytes per uploaded part, and so per upload in memory: above S3's 5 MiB minimum for all parts
+ * but the last, small enough that many concurrent uploads stay far below the RSS budget, and
+ * 10 000 parts (S3's maximum) of it are 80 GiB.
+ */
+export const PART_SIZE = 8 * 1024 * 1024;
+
+export class PartUploader {
+  #uploadId: string | undefined;
+  readonly #etags: { part: number; etag: string }[] = [];
+  /** Bytes already uploaded as parts (a multiple of PART_SIZE). */
+  #uploaded = 0;
+  /** The highest stable size `advance` was told. */
+  #target = 0;
+  #running: Promise<void> | null = null;
+  #failed = false;
+  #done = false;
+
+  constructor(
+    private readonly loc: S3Location,
+    private readonly key: string,
+    private readonly path: string,
+  ) {}
+
+  /** Bytes below `stable` will not change: upload their whole parts in the background. */
+  advance(stable: number): void {
+    this.#target = Math.max(this.#target, stable);
+    if (this.#running || this.#failed || this.#done || this.#target - this.#uploaded < PART_SIZE) return;
+    this.#running = this.#uploadWholeParts().then(
+      () => {
+        this.#running = null;
+        // More may have become stable while the parts went out.
+        this.advance(this.#target);
+      },
+      () => {
+        this.#failed = true;
+        this.#running = null;
+      },
+    );
+  }
+
+  async #uploadWholeParts(): Promise<void> {
+    while (this.#target - this.#uploaded >= PART_SIZE) await this.#uploadPart(PART_SIZE);
+  }
+
+  async #uploadPart(length: number): Promise<void> {
+    const { client, bucket } = this.loc;
+    this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {});
+    const body = await this.#read(this.#uploaded, length);
+    const part = this.#etags.length + 1;
+    const { etag } = await client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: this.#uploadId, partNumber: part, headers: {} }, body);
+    this.#etags.push({ part, etag });
+    this.#uploaded += length;
+  }
+
+  /**
+   * Makes the object at `key` the file's first `size` bytes. Parts sent in the background are
+   * reused once; if completing with them fails (a part failed, or the upload was swept by age
+   * while the stage was slow), the whole local copy is sent again before the error counts.
+   */
+  async finish(size: number): Promise<void> {
+    // Done first, so no background run starts once the last one ends.
+    this.#done = true;
+    while (this.#running) await this.#running;
+    if (!this.#failed && this.#uploadId !== undefined) {
+      try {
+        await this.#complete(size);
+        return;
+      } catch {
+        // Sent again below, from the local copy.
+      }
+    }
+    await this.cancel();
+    this.#reset();
+    try {
+      await this.#complete(size);
+    } catch (err) {
+      await this.cancel();
+      throw asUnavailable(err, this.loc.endpoint, `uploading ${this.key}`);
+    }
+  }
+
+  /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
+  async #complete(size: number): Promise<void> {
+    if (this.#uploadId === undefined && size <= PART_SIZE) {
+      await this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(0, size), size);
+      return;
+    }
+    while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
+    // Set by the first part: above a part's size there is at least one.
+    const id = this.#uploadId;
+    if (id === undefined) throw new Error(`no multipart upload for ${this.key}`);
+    await this.loc.client.completeMultipartUpload(this.loc.bucket, this.key, id, this.#etags);
+    this.#uploadId = undefined;
+  }
+
+  /** Aborts an unfinished multipart upload (best effort: MinIO and S3 lifecycle rules expire them too). */
+  async cancel(): Promise<void> {
+    this.#done = true;
+    while (this.#running) await this.#running;
+    const id = this.#uploadId;
+    this.#uploadId = undefined;
+    if (id !== undefined) await this.loc.client.abortMultipartUpload(this.loc.bucket, this.key, id).catch(() => undefined);
+  }
+
+  #reset(): void {
+    this.#etags.length = 0;
+    this.#uploaded = 0;
+    this.#failed = false;
+  }
+
+  async #read(position: number, length: number): Promise<Buffer> {
+    const fh: FileHandle = await open(this.path, 'r');
+    try {
+      const buf = Buffer.allocUnsafe(length);
+      let off = 0;
+      while (off < length) {
+        const { bytesRead } = await fh.read(buf, off, length - off, position + off);
+        if (bytesRead === 0) throw new Error(`scratch file ${this.path} ended at ${position + off}, before ${position + length}`);
+        off += bytesRead;
+      }
+      return buf;
+    } finally {
+      await fh.close();
+    }
+  }
+}

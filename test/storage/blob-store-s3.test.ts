@@ -1,0 +1,300 @@
+/**
+ * The s3 BlobStore against a real MinIO: the whole BlobStore contract, and what only it has to
+ * prove: large blobs moved without being buffered, several stores (processes, in effect) on one
+ * bucket, and stale staging objects swept by age.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../registry/src/config/secret.js';
+import type { StorageConfig } from '../../registry/src/config/types.js';
+import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
+import { s3Location } from '../../registry/src/storage/s3/connect.js';
+import { StoreUnavailableError } from '../../registry/src/storage/types.js';
+import { startMinio, type Minio } from '../support/minio.js';
+import { tempDir } from '../support/velodex.js';
+import { describeBlobStore } from './contract/blob-store.js';
+
+let minio: Minio;
+beforeAll(async () => {
+  minio = await startMinio();
+});
+afterAll(async () => {
+  await minio?.stop();
+});
+
+function s3Config(m: Minio, prefix: string): StorageConfig {
+  return {
+    backend: 's3',
+    path: '',
+    endpoint: m.endpoint,
+    bucket: m.bucket,
+    region: 'us-east-1',
+    prefix,
+    accessKey: new Secret(m.accessKey, 'inline'),
+    secretKey: new Secret(m.secretKey, 'inline'),
+  };
+}
+
+/** Each call is its own client and scratch folder: a separate process, as far as the store can tell. */
+async function s3Store(prefix = `t-${randomUUID()}`): Promise<{ store: S3BlobStore; scratch: string }> {
+  const scratch = tempDir('velodex-scratch-');
+  const store = new S3BlobStore(s3Location(s3Config(minio, prefix)), { scratchDir: scratch });
+  await store.init();
+  return { store, scratch };
+}
+
+/** Every object key below `prefix` in the test bucket. */
+async function keys(prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const item of minio.client.listObjectsV2(minio.bucket, prefix, true)) {
+    if (item.name) out.push(item.name);
+  }
+  return out;
+}
+
+// A fresh prefix per test: the bucket is shared, the blobs are not.
+describeBlobStore('s3 (MinIO)', async () => {
+  const prefix = `t-${randomUUID()}`;
+  const { store, scratch } = await s3Store(prefix);
+  return {
+    store,
+    cleanup: async () => rmSync(scratch, { recursive: true, force: true }),
+    staged: async () => [...(await keys(`${prefix}/staging/`)), ...readdirSync(scratch)],
+  };
+});
+
+/** `size` bytes of a repeating pattern, produced chunk by chunk: never held whole. */
+function generated(size: number): Readable {
+  const chunk = Buffer.alloc(1024 * 1024);
+  for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 31 + 7) & 0xff;
+  let left = size;
+  return new Readable({
+    read() {
+      if (left === 0) {
+        this.push(null);
+        return;
+      }
+      const n = Math.min(left, chunk.length);
+      left -= n;
+      this.push(chunk.subarray(0, n));
+    },
+  });
+}
+
+async function hashOf(stream: AsyncIterable<unknown>): Promise<{ digest: string; size: number }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { digest: hash.digest('hex'), size };
+}
+
+describe('s3 BlobStore', () => {
+  it('keeps blobs at <prefix>/blobs/sha256/<ab>/<hex>, and no staging object once committed', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    const { digest } = await store.put(Readable.from([Buffer.from('layout')]));
+    expect(await keys(`${prefix}/`)).toEqual([`${prefix}/blobs/sha256/${digest.slice(0, 2)}/${digest}`]);
+  });
+
+  it('moves a 64 MiB blob in and out, whole and in ranges, without buffering it', async () => {
+    const { store } = await s3Store();
+    const size = 64 * 1024 * 1024 + 5;
+    const expected = await hashOf(generated(size));
+    global.gc?.();
+    const before = process.memoryUsage().rss;
+    let peak = before;
+    const sample = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage().rss);
+    }, 20);
+    try {
+      expect(await store.put(generated(size), expected.digest)).toEqual(expected);
+      expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      const start = 40 * 1024 * 1024 + 3;
+      const end = size - 2;
+      expect(await hashOf((await store.get(expected.digest, { start, end }))!)).toEqual(await hashOf(sliced(generated(size), start, end)));
+    } finally {
+      clearInterval(sample);
+    }
+    // Generous: parts of 8 MiB and stream buffers, far from the 64 MiB a buffered copy would add.
+    expect(peak - before).toBeLessThan(48 * 1024 * 1024);
+  }, 120_000);
+
+  describe('parts sent while appends go on', () => {
+    const MiB = 1024 * 1024;
+    /** Unfinished multipart uploads to exactly `key` (MinIO lists them by exact key only). */
+    const uploadsTo = async (key: string) => (await minio.client.listIncompleteUploadsQuery(minio.bucket, key, '', '', '')).uploads;
+    const until = async (cond: () => Promise<boolean>) => {
+      for (let i = 0; i < 200 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 25));
+    };
+
+    it('uploads whole parts before the commit; the commit completes the upload and leaves nothing', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store, scratch } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      try {
+        for (let i = 0; i < 20; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        // The upload is under way, and nothing is visible as an object yet, under any key.
+        expect(await uploadsTo(key)).toHaveLength(1);
+        expect(await keys(`${prefix}/`)).toEqual([]);
+        const expected = await hashOf(generated(20 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await uploadsTo(key)).toEqual([]);
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+      expect(readdirSync(scratch)).toEqual([]);
+    }, 60_000);
+
+    it('abort discards an upload under way', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      for (let i = 0; i < 10; i++) await stage.append(generated(MiB));
+      await until(async () => (await uploadsTo(key)).length === 1);
+      await stage.abort();
+      expect(await uploadsTo(key)).toEqual([]);
+      expect(await keys(`${prefix}/`)).toEqual([]);
+    }, 60_000);
+
+    it('an upload swept by age under a slow stage is sent again at the commit from the local copy', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      const key = `${prefix}/staging/${stage.id}`;
+      try {
+        for (let i = 0; i < 10; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        const [upload] = await uploadsTo(key);
+        await minio.client.abortMultipartUpload(minio.bucket, key, upload!.uploadId);
+        const expected = await hashOf(generated(10 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+    }, 60_000);
+
+    it('a part that failed while MinIO was away is sent again at the commit from the local copy', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const stage = await store.stage();
+      try {
+        await minio.pause();
+        try {
+          // Two parts' worth while the store is down: their background uploads fail.
+          for (let i = 0; i < 17; i++) await stage.append(generated(MiB));
+          await new Promise((r) => setTimeout(r, 300));
+        } finally {
+          await minio.start();
+        }
+        const expected = await hashOf(generated(17 * MiB));
+        expect(await stage.commit(expected.digest)).toEqual(expected);
+        expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+    }, 60_000);
+  });
+
+  it('two stores on one bucket see each other\'s commits and deletes', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const a = (await s3Store(prefix)).store;
+    const b = (await s3Store(prefix)).store;
+    const { digest } = await a.put(Readable.from([Buffer.from('shared bytes')]));
+    expect(await b.stat(digest)).toEqual({ digest, size: 12 });
+    // b commits the same bytes again: no error, nothing re-uploaded.
+    const stage = await b.stage();
+    await stage.append(Readable.from([Buffer.from('shared bytes')]));
+    expect(await stage.commit(digest)).toEqual({ digest, size: 12 });
+    await stage.abort();
+    expect(await b.delete(digest)).toBe(true);
+    expect(await a.get(digest)).toBeNull();
+  });
+
+  it('sweeps staging objects older than the given age, and leaves fresh ones', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    await minio.client.putObject(minio.bucket, `${prefix}/staging/killed-mid-commit`, Buffer.from('left behind'));
+    // MinIO stamps objects with its own clock, to the second: 3 s apart is clearly older than 2 s.
+    await new Promise((r) => setTimeout(r, 3000));
+    await minio.client.putObject(minio.bucket, `${prefix}/staging/live`, Buffer.from('in flight'));
+    expect(await store.sweepStaging(2000)).toBe(1);
+    expect(await keys(`${prefix}/staging/`)).toEqual([`${prefix}/staging/live`]);
+  });
+
+  it('sweeps stage files a killed process left in the scratch folder when it opens; others stay', async () => {
+    const scratch = tempDir('velodex-scratch-');
+    const old = new Date(Date.now() - 25 * 60 * 60 * 1000);
+    for (const name of ['stage-killed', 'not-a-stage']) {
+      writeFileSync(join(scratch, name), 'left behind');
+      utimesSync(join(scratch, name), old, old);
+    }
+    writeFileSync(join(scratch, 'stage-recent'), 'maybe live');
+    await new S3BlobStore(s3Location(s3Config(minio, `t-${randomUUID()}`)), { scratchDir: scratch }).init();
+    expect(readdirSync(scratch).sort()).toEqual(['not-a-stage', 'stage-recent']);
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('cannot list MinIO\'s multipart uploads by prefix, so MinIO\'s own stale-upload expiry removes them', async () => {
+    // sweepStaging also aborts old multipart uploads under <prefix>staging/, which AWS S3 lists
+    // by prefix; MinIO lists them only for an exact key (this shows it), and expires abandoned
+    // uploads itself (MINIO_API_STALE_UPLOADS_EXPIRY, 24 h by default). docs/storage.md says so.
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    const key = `${prefix}/staging/killed-mid-upload`;
+    const id = await minio.client.initiateNewMultipartUpload(minio.bucket, key, {});
+    try {
+      await new Promise((r) => setTimeout(r, 1100));
+      expect(await store.sweepStaging(0)).toBe(0);
+      expect((await minio.client.listIncompleteUploadsQuery(minio.bucket, `${prefix}/staging/`, '', '', '')).uploads).toEqual([]);
+      expect((await minio.client.listIncompleteUploadsQuery(minio.bucket, key, '', '', '')).uploads.map((u) => u.uploadId)).toEqual([id]);
+    } finally {
+      await minio.client.abortMultipartUpload(minio.bucket, key, id);
+    }
+  });
+
+  it('fails with StoreUnavailableError, naming no key, while MinIO is down, and works again after', async () => {
+    const { store } = await s3Store();
+    const { digest } = await store.put(Readable.from([Buffer.from('before the outage')]));
+    await minio.pause();
+    try {
+      for (const call of [() => store.stat(digest), () => store.get(digest), () => store.put(Readable.from([Buffer.from('during')])), () => store.delete(digest)]) {
+        const err = await call().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+        expect(String((err as Error).message)).not.toContain(minio.secretKey);
+        expect(String((err as Error).message)).not.toContain(minio.accessKey);
+      }
+    } finally {
+      await minio.start();
+    }
+    expect(await store.stat(digest)).toEqual({ digest, size: 17 });
+  });
+});
+
+/** The bytes `start..end` (inclusive) of `source`, as an iterable. */
+async function* sliced(source: Readable, start: number, end: number): AsyncIterable<Buffer> {
+  let pos = 0;
+  for await (const chunk of source) {
+    const buf = chunk as Buffer;
+    const from = Math.max(start - pos, 0);
+    const to = Math.min(end + 1 - pos, buf.length);
+    if (to > from) yield buf.subarray(from, to);
+    pos += buf.length;
+  }
+}
