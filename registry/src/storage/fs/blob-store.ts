@@ -11,6 +11,7 @@ import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
 import { sweepStaleFiles } from './sweep.js';
 import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
+import { putByStage } from '../put-by-stage.js';
 
 const READ_CHUNK = 256 * 1024;
 
@@ -58,14 +59,8 @@ export class FsBlobStore implements BlobStore {
     return join(this.#blobs, digest.slice(0, 2), digest);
   }
 
-  async put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
-    const stage = await this.stage();
-    try {
-      await stage.append(source);
-      return await stage.commit(expected);
-    } finally {
-      await stage.abort();
-    }
+  put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
+    return putByStage(this, source, expected);
   }
 
   /** Every fs stage is a local file, so reading back needs nothing more (`readBack` is moot). */

@@ -29,6 +29,7 @@ import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRa
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { S3Stage } from './stage.js';
+import { putByStage } from '../put-by-stage.js';
 
 /** Keys per listing page; S3's maximum. */
 const LIST_PAGE = 1000;
@@ -81,14 +82,8 @@ export class S3BlobStore implements BlobStore {
     return `${this.#staging}${id}`;
   }
 
-  async put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
-    const stage = await this.stage();
-    try {
-      await stage.append(source);
-      return await stage.commit(expected);
-    } finally {
-      await stage.abort();
-    }
+  put(source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
+    return putByStage(this, source, expected);
   }
 
   /** Every stage keeps a local scratch copy, so `readBack` needs nothing more. */
