@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],
+    globalSetup: ['test/support/s3-global.ts'],
     testTimeout: 300_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -4,6 +4,7 @@ import type { Config } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
 import { buildApp } from './http/app.js';
 import { startupLines } from './observe/banner.js';
+import { join } from 'node:path';
 import { openStores } from './storage/index.js';
 
 export interface RunningServer {
@@ -14,7 +15,7 @@ export interface RunningServer {
 
 /** `notes`: extra fields for the "velodex listening" log line. */
 export async function startServer(config: Config, notes: Record<string, string> = {}): Promise<RunningServer> {
-  const stores = await openStores(config.storage);
+  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch') });
   const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems);
   await app.listen({ host: config.host, port: config.port });
   await events.start();

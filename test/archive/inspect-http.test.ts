@@ -31,7 +31,7 @@ beforeAll(async () => {
   fx = await makeFixtures();
   const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(fx.root, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
   // The app's store is the one the fixtures were written to.
-  const stores = await openStores({ ...config.storage, path: join(fx.root, 'store') });
+  const stores = await openStores({ ...config.storage, path: join(fx.root, 'store') }, { scratchDir: join(fx.root, 'scratch') });
   // Stands in for the Python dispatch: `inspect/{sha256}/{filename}/{member...}`, owning every fixture.
   const python: EcosystemFactory = (ctx) => ({
     id: 'python',

@@ -100,7 +100,6 @@ upload_target = "hosted"
       `[[index]]\nname = "v"\nroute = "v"\necosystem = "oci"\nmembers = ["hub"]\n[[index]]\nname = "hub"\nroute = "hub"\necosystem = "oci"\ncached = "https://registry.example/"\n`,
       /index "hub" \(index\[1\]\): a cached oci index is not available/,
     ],
-    ['the s3 storage backend', `[storage]\nbackend = "s3"\nendpoint = "http://127.0.0.1:9000"\nbucket = "b"\naccess_key = "ak"\nsecret_key = "sk"\n`, /storage\.backend: "s3" is not available in this build yet/],
     ['a webhook URL that is not http', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "ftp://127.0.0.1/h"\n`, /webhook\[0\]\.url: must be an http or https URL/],
   ])('refuses %s', async (_what, text, message) => {
     const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ' });

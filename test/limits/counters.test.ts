@@ -18,7 +18,7 @@ let built: BuiltApp | undefined;
 async function start(rateLimit: RateLimitConfig): Promise<string> {
   const dir = tempDir();
   const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(dir, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
-  const stores = await openStores({ ...config.storage, path: join(dir, 'store') });
+  const stores = await openStores({ ...config.storage, path: join(dir, 'store') }, { scratchDir: join(dir, 'scratch') });
   built = await buildApp({ ...config, rateLimit, logLevel: 'silent' }, stores, ecosystems);
   await built.app.listen({ host: '127.0.0.1', port: 0 });
   const addr = built.app.server.address();

@@ -33,7 +33,7 @@ interface Running {
 async function start(walks: ArchiveWalks): Promise<Running> {
   const dir = tempDir();
   const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(dir, 'data') }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
-  const stores = await openStores({ ...config.storage, path: join(dir, 'store') });
+  const stores = await openStores({ ...config.storage, path: join(dir, 'store') }, { scratchDir: join(dir, 'scratch') });
   const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, stores, ecosystems, { archiveWalks: walks });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();

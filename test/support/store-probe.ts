@@ -13,6 +13,7 @@ import { buildConfig } from '../../registry/src/config/load.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
 import { openStores, type Stores } from '../../registry/src/storage/index.js';
+import { s3Location } from '../../registry/src/storage/s3/connect.js';
 import type { ByteRange, Sha256Hex } from '../../registry/src/storage/types.js';
 import type { Readable } from 'node:stream';
 
@@ -49,13 +50,13 @@ export function storageOf(dataDir: string): StorageConfig {
  * a store seeded before the server starts). Everything else reads through `storeProbe`.
  */
 export function serverStores(dataDir: string): Promise<Stores> {
-  return openStores(storageOf(dataDir));
+  return openStores(storageOf(dataDir), { scratchDir: join(dataDir, 'probe-scratch') });
 }
 
 /** A probe of the store of the server with this data dir (a `Velodex`'s `dataDir`). */
 export async function storeProbe(dataDir: string): Promise<StoreProbe> {
   const storage = storageOf(dataDir);
-  const { blobs, meta } = await openStores(storage);
+  const { blobs, meta } = await openStores(storage, { scratchDir: join(dataDir, 'probe-scratch') });
   const backend = layout(storage);
   return {
     has: async (hex) => (await blobs.stat(hex)) !== null,
@@ -73,7 +74,7 @@ export async function storeProbe(dataDir: string): Promise<StoreProbe> {
 
 /** The two questions only the backend can answer, per backend. */
 function layout(storage: StorageConfig): Pick<StoreProbe, 'blobs' | 'staged'> {
-  if (storage.backend !== 'fs') throw new Error(`store probe: no layout questions for the ${storage.backend} backend yet`);
+  if (storage.backend === 's3') return s3Layout(storage);
   const list = (dir: string) => (existsSync(dir) ? readdirSync(dir, { recursive: true, encoding: 'utf8' }) : []);
   return {
     blobs: async () =>
@@ -82,5 +83,28 @@ function layout(storage: StorageConfig): Pick<StoreProbe, 'blobs' | 'staged'> {
         .filter((p) => /^[0-9a-f]{64}$/.test(p))
         .sort(),
     staged: async () => list(join(storage.path, 'staging')).sort(),
+  };
+}
+
+/** s3: objects under `<prefix>blobs/sha256/`; staging objects and unfinished multipart uploads. */
+function s3Layout(storage: StorageConfig): Pick<StoreProbe, 'blobs' | 'staged'> {
+  const { client, bucket, prefix } = s3Location(storage);
+  const names = async (below: string) => {
+    const out: string[] = [];
+    for await (const item of client.listObjectsV2(bucket, below, true) as AsyncIterable<{ name?: string }>) if (item.name) out.push(item.name);
+    return out;
+  };
+  return {
+    blobs: async () =>
+      (await names(`${prefix}blobs/sha256/`))
+        .map((p) => p.split('/').pop() ?? '')
+        .filter((p) => /^[0-9a-f]{64}$/.test(p))
+        .sort(),
+    staged: async () => {
+      const staging = `${prefix}staging/`;
+      const uploads: string[] = [];
+      for await (const u of client.listIncompleteUploads(bucket, staging, true) as AsyncIterable<{ key: string }>) uploads.push(`upload:${u.key.slice(staging.length)}`);
+      return [...(await names(staging)).map((n) => n.slice(staging.length)), ...uploads].sort();
+    },
   };
 }

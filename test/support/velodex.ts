@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { configFor } from './backend.js';
 import { CLI, REPO } from './paths.js';
 import { stopChild } from './stop-child.js';
 
@@ -33,6 +34,11 @@ export interface StartOptions {
    * log level that hides it.
    */
   port?: number;
+  /**
+   * On an s3 run, the `[storage]` table to use (`s3StorageToml`), for processes that must share
+   * one store; by default each server gets a store of its own. Ignored on an fs run.
+   */
+  storage?: string;
 }
 
 export function tempDir(prefix = 'velodex-test-'): string {
@@ -42,9 +48,10 @@ export function tempDir(prefix = 'velodex-test-'): string {
 export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
   const dataDir = opts.dataDir ?? tempDir();
   const args = [CLI, 'serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--data-dir', dataDir, ...(opts.args ?? [])];
-  if (opts.config !== undefined) {
+  const config = configFor(opts.config, dataDir, opts.storage);
+  if (config !== undefined) {
     const path = join(dataDir, 'velodex.toml');
-    writeFileSync(path, opts.config);
+    writeFileSync(path, config);
     args.push('--config', path);
   }
   const child = spawn(process.execPath, args, {

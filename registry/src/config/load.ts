@@ -96,7 +96,6 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
       if (!secret) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set one of ${key}, ${key}_env, ${key}_file`);
     }
   }
-  refuseUnbuilt(storage);
 
   const rl = file.rate_limit ?? {};
   const classes: Config['rateLimit']['classes'] = {};
@@ -227,13 +226,6 @@ function webhookUrl(raw: string, where: string): Pick<WebhookConfig, 'url' | 'ba
   url.username = '';
   url.password = '';
   return { url: url.toString(), basicAuth };
-}
-
-/** The s3 backend is not built yet: refused by name instead of accepted and ignored. */
-function refuseUnbuilt(storage: StorageConfig): void {
-  if (storage.backend === 's3') {
-    throw new ConfigError('storage.backend', '"s3" is not available in this build yet', 'use backend = "fs" (the default)');
-  }
 }
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */

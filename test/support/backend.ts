@@ -1,0 +1,59 @@
+/**
+ * Which storage backend the suites run on. `make test` runs the suites once on the filesystem
+ * backend and once more with `VELODEX_TEST_STORAGE=s3`, where `test/support/s3-global.ts` starts
+ * one real MinIO for the whole run and every server a suite starts gets a fresh key prefix of its
+ * bucket (so suites never see each other's objects). A suite written against `startVelodex` runs
+ * unchanged on either backend; one that is about a backend's own behaviour pins it with its own
+ * `[storage]` table.
+ */
+import { randomUUID } from 'node:crypto';
+import { stringify } from 'smol-toml';
+import { embeddedDefault } from '../../registry/src/config/default.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
+
+export type TestBackend = 'fs' | 's3';
+
+/** The MinIO of an s3 run, as the global setup hands it to the test processes. */
+export interface SharedMinio {
+  endpoint: string;
+  bucket: string;
+  accessKey: string;
+  secretKey: string;
+}
+
+export const BACKEND_VAR = 'VELODEX_TEST_STORAGE';
+const MINIO_VAR = 'VELODEX_TEST_MINIO';
+
+export function testBackend(): TestBackend {
+  const value = process.env[BACKEND_VAR] ?? 'fs';
+  if (value !== 'fs' && value !== 's3') throw new Error(`${BACKEND_VAR}="${value}": use fs or s3`);
+  return value;
+}
+
+export function sharedMinio(): SharedMinio {
+  const raw = process.env[MINIO_VAR];
+  if (!raw) throw new Error(`${BACKEND_VAR}=s3 but no MinIO was started: run the suites through vitest (its globalSetup starts one)`);
+  return JSON.parse(raw) as SharedMinio;
+}
+
+export function publishSharedMinio(minio: SharedMinio): void {
+  process.env[MINIO_VAR] = JSON.stringify(minio);
+}
+
+/** A `[storage]` table for MinIO under a fresh prefix: one server's (or one group's) own store. */
+export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`): string {
+  return stringify({
+    storage: { backend: 's3', endpoint: minio.endpoint, bucket: minio.bucket, prefix, access_key: minio.accessKey, secret_key: minio.secretKey },
+  });
+}
+
+/**
+ * The config text a server of this run starts with. On s3 without a `[storage]` table of its
+ * own, the suite's config (or the embedded default, written out as the file it stands for) gets
+ * the shared MinIO's table; `storage` lets processes that must share one store pass the same one.
+ */
+export function configFor(config: string | undefined, dataDir: string, storage?: string): string | undefined {
+  if (testBackend() === 'fs' || (config !== undefined && /^\s*\[storage\]/m.test(config))) return config;
+  const body = config ?? stringify(embeddedDefault(dataDir, process.env, ecosystems));
+  return `${storage ?? s3StorageToml(sharedMinio())}\n${body}`;
+}
