@@ -67,11 +67,11 @@ export interface PackageIndexStatus {
   registry?: string;
   url?: string;
   upstreamOffline?: boolean;
-  projects?: number;
-  files?: number;
-  repositories?: number;
-  manifests?: number;
-  bytes?: number;
+  /** The index's change counter as its pods report it (the highest). */
+  serial?: number;
+  /** Ready pods of the registry, and how many of them serve this index. */
+  pods?: number;
+  servingPods?: number;
   conditions?: Condition[];
 }
 
