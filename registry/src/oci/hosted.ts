@@ -2,12 +2,15 @@
  * The hosted role's repository state: tag maps, manifest records and referrer lists of one hosted
  * index, kept in the MetaStore with compare-and-swap updates. Manifest bytes are published to the
  * blob store before any document points at them, so a reader never sees a record without bytes.
+ * The index's repository names are kept in one document (`oci/<index>/catalog`, a NameSet), added
+ * after each manifest record and removed with the last one, so `/v2/_catalog` lists nothing.
  */
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
+import { NameSet } from '../storage/name-set.js';
 import { updateDoc } from '../storage/update.js';
 import { isManifestMediaType } from './manifest-check.js';
-import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
+import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
 import { repositoriesIn } from './repositories.js';
 
@@ -19,10 +22,14 @@ export interface FoundManifest {
 }
 
 export class HostedRepos {
+  readonly #catalog: NameSet;
+
   constructor(
     readonly index: IndexConfig,
     private readonly stores: Stores,
-  ) {}
+  ) {
+    this.#catalog = new NameSet(stores.meta, catalogKey(index), async () => (await repositoriesIn(stores.meta, index)).map((r) => r.join('/')));
+  }
 
   async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
     const found = await this.stores.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
@@ -41,9 +48,9 @@ export class HostedRepos {
     return record ? { hex, record, index: this.index } : null;
   }
 
-  /** The repositories that hold at least one manifest; read from the metadata keys, never the blobs. */
+  /** The repositories that hold at least one manifest: one read of the catalog document. */
   async repositories(): Promise<string[][]> {
-    return repositoriesIn(this.stores.meta, this.index);
+    return (await this.#catalog.read()).names.map((name) => name.split('/'));
   }
 
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
@@ -61,6 +68,7 @@ export class HostedRepos {
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
     const record = doc ?? pushed;
+    await this.#catalog.add(repo.join('/'));
     if (record.subject) {
       const subject = record.subject;
       await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
@@ -111,7 +119,15 @@ export class HostedRepos {
         return doc;
       });
     }
-    return this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+    const deleted = await this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+    await this.#catalog.remove(repo.join('/'), () => this.#holdsManifests(repo));
+    return deleted;
+  }
+
+  /** Whether any manifest is still recorded in `repo` (one listing of that repository's records). */
+  async #holdsManifests(repo: readonly string[]): Promise<boolean> {
+    for await (const _key of this.stores.meta.list(`${repoPrefix(this.index, repo)}/_manifests`)) return true;
+    return false;
   }
 }
 

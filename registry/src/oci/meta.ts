@@ -5,6 +5,7 @@
  *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
  *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
  *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
+ *   oci/<index>/catalog                                  the names of the repositories with a manifest
  *
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
@@ -48,6 +49,11 @@ export function repoPrefix(index: IndexConfig, repo: readonly string[]): string 
 /** The folder of every repository document of one index (what the catalog lists). */
 export function reposFolder(index: IndexConfig): string {
   return `oci/${index.name}/repos`;
+}
+
+/** The index's repository names (storage/name-set.ts): outside `reposFolder`, which it mirrors. */
+export function catalogKey(index: IndexConfig): string {
+  return `oci/${index.name}/catalog`;
 }
 
 export const keys = {
