@@ -105,6 +105,9 @@ export class EventBus implements EventSink {
   #armRescan(): void {
     this.#rescan = setTimeout(() => {
       this.#scan()
+        .then((found) => {
+          if (found > 0) this.log.info({ deliveries: found }, 'webhook deliveries of other processes found in the outbox');
+        })
         .catch((err: unknown) => this.log.warn({ error: err instanceof Error ? err.message : 'unknown error' }, 'webhook outbox not listed; trying again later'))
         .finally(() => {
           if (this.#rescan !== undefined) this.#armRescan();
