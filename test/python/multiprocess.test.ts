@@ -112,6 +112,20 @@ describe('three processes on one bucket', () => {
     for (const node of nodes) expect(await serial(node)).toBe(before + files.length);
   }, 180_000);
 
+  it('24 uploads at once to 12 projects through three processes: all succeed and the shared summary counts each once', async () => {
+    const builds = await Promise.all(Array.from({ length: 12 }, (_, i) => buildProject(`mp-burst-${i}`, '1.0')));
+    const files = builds.flatMap((p) => [p.wheel, p.sdist]);
+    const before = await serial(b);
+    const nodes = [a, b, c];
+    // Every upload also rewrites the index's one summary document: 24 writers race for it.
+    const answers = await Promise.all(files.map((file, i) => postUpload({ url: `${nodes[i % 3]!.url}/root/rel/`, token: TOKEN, file })));
+    expect(answers.map((r) => r.status)).toEqual(files.map(() => 200));
+    for (const node of nodes) expect(await serial(node)).toBe(before + files.length);
+    const listedNames = await listed(simple(c));
+    expect(listedNames).toEqual(expect.arrayContaining(builds.map((p) => p.name)));
+    for (const node of nodes) expect(node.logs()).not.toContain('status summary not updated');
+  }, 180_000);
+
   it('the same filename uploaded through two processes at once: one winner, a clear refusal for the other', async () => {
     for (const version of ['1.0', '1.1', '1.2']) {
       const [one, two] = await Promise.all([buildProject('mp-dup', version, { variant: 'one' }), buildProject('mp-dup', version, { variant: 'two' })]);
