@@ -2,8 +2,10 @@
  * The hosted role's repository state: tag maps, manifest records and referrer lists of one hosted
  * index, kept in the MetaStore with compare-and-swap updates. Manifest bytes are published to the
  * blob store before any document points at them, so a reader never sees a record without bytes.
- * The index's repository names are kept in one document (`oci/<index>/catalog`, a NameSet), added
- * after each manifest record and removed with the last one, so `/v2/_catalog` lists nothing.
+ * Two NameSets (storage/name-set.ts) spare the request paths a listing: the manifests of each
+ * repository (`_digests`, what the status summary counts) and the repositories of the index
+ * (`oci/<index>/catalog`, what `/v2/_catalog` serves). Both are added to after the manifest record
+ * commits and removed from after it is deleted.
  */
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
@@ -68,6 +70,7 @@ export class HostedRepos {
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
     const record = doc ?? pushed;
+    await this.#digests(repo).add(hex);
     await this.#catalog.add(repo.join('/'));
     if (record.subject) {
       const subject = record.subject;
@@ -120,14 +123,24 @@ export class HostedRepos {
       });
     }
     const deleted = await this.stores.meta.delete(keys.manifest(this.index, repo, hex));
-    await this.#catalog.remove(repo.join('/'), () => this.#holdsManifests(repo));
+    await this.#digests(repo).remove(hex, async () => (await this.manifest(repo, hex)) !== null);
+    await this.#catalog.remove(repo.join('/'), async () => (await this.manifestCount(repo)) > 0);
     return deleted;
   }
 
-  /** Whether any manifest is still recorded in `repo` (one listing of that repository's records). */
-  async #holdsManifests(repo: readonly string[]): Promise<boolean> {
-    for await (const _key of this.stores.meta.list(`${repoPrefix(this.index, repo)}/_manifests`)) return true;
-    return false;
+  /** How many manifests `repo` records: one read of its digest set. */
+  async manifestCount(repo: readonly string[]): Promise<number> {
+    return (await this.#digests(repo).read()).names.length;
+  }
+
+  #digests(repo: readonly string[]): NameSet {
+    const folder = `${repoPrefix(this.index, repo)}/_manifests`;
+    return new NameSet(this.stores.meta, keys.digests(this.index, repo), async () => {
+      // Built once for a repository stored before the set existed.
+      const hexes: string[] = [];
+      for await (const key of this.stores.meta.list(folder)) hexes.push(key.slice(folder.length + 1));
+      return hexes;
+    });
   }
 }
 

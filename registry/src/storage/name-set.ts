@@ -15,8 +15,11 @@
  * - Building the document from a recount creates it only if still absent (compare-and-swap): a
  *   concurrent `add` either lands first (the build conflicts and reads the document again) or
  *   after (and adds its name to the built set).
- * - `remove` recounts inside its compare-and-swap: a concurrent `add` of the same name changes
- *   the document, so the removal runs again and its recount sees the name's new document.
+ * - `remove` checks that the name is gone inside its compare-and-swap, and once more after it: a
+ *   writer that made the name exist again meanwhile may have found it still in the set and
+ *   written nothing, but its document committed before that `add` read the set, so before the
+ *   removal's own write, and the check after the write sees it and adds the name back. A writer
+ *   whose document commits after that check reads the set after the removal and adds the name.
  *
  * The document's store version changes exactly when the set does (S3 ETags follow the content),
  * so it is the cache tag of anything rendered from the names.
@@ -67,14 +70,16 @@ export class NameSet {
     });
   }
 
-  /** Removes `name` if `stillExists` says it is gone (checked again after every conflict). */
+  /** Removes `name` if `stillExists` says it is gone (after the document that made it exist went). */
   async remove(name: string, stillExists: () => Promise<boolean>): Promise<void> {
-    await updateDoc<NameSetDoc>(this.meta, this.key, async (doc) => {
+    const { changed } = await updateDoc<NameSetDoc>(this.meta, this.key, async (doc) => {
       // Absent: the next read recounts, which leaves out what is gone.
       if (!doc?.names.includes(name)) return undefined;
       if (await stillExists()) return undefined;
       return { names: doc.names.filter((n) => n !== name) };
     });
+    // A writer that brought the name back while this removal ran may have seen it still listed.
+    if (changed && (await stillExists())) await this.add(name);
   }
 }
 
