@@ -10,6 +10,7 @@ import { startCluster, type Cluster } from '../support/cluster.js';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
+import { serverStores } from '../support/store-probe.js';
 import { tempDir, type Velodex } from '../support/velodex.js';
 
 const TOKEN = 'mp-oci-token-6b3d';
@@ -105,5 +106,18 @@ describe('three processes on one bucket, through crane', () => {
     expect(await catalog(a)).not.toContain('team/images/solo');
     expect(await catalog(c)).not.toContain('team/images/solo');
     expect(await catalog(c)).toEqual(expect.arrayContaining(['team/images/app', 'team/images/copy', 'team/images/moving']));
+  }, 120_000);
+
+  it('a store written before the catalog and digest documents existed still lists and counts', async () => {
+    const before = await catalog(a);
+    const stores = await serverStores(a.dataDir);
+    expect(await stores.meta.delete('oci/images/catalog')).toBe(true);
+    expect(await stores.meta.delete('oci/images/repos/moving/_digests')).toBe(true);
+    expect(await catalog(b)).toEqual(before);
+    expect((await stores.meta.get<{ names: string[] }>('oci/images/catalog'))?.doc.names).toEqual(before.map((n) => n.replace('team/images/', '')));
+    // The next push to the repository rebuilds its digest set from its records (two images so far, one more now).
+    const third = buildImage({ seed: 'mp-tag-3', layers: 1, bigFileSize: 1024 });
+    await crane(['push', writeLayout(join(work, 'tag-3'), [{ tag: 'live', item: third }]), `${repo(c, 'moving')}:live`]);
+    expect((await stores.meta.get<{ names: string[] }>('oci/images/repos/moving/_digests'))?.doc.names).toHaveLength(3);
   }, 120_000);
 });
