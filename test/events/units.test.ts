@@ -97,6 +97,13 @@ describe('outbox leases', () => {
     expect(await two.claim('d2', 'alive', 40_000, 30_000)).toEqual({ kind: 'gone' });
   });
 
+  it("on a store no other process shares, an earlier run's lease is not waited for", async () => {
+    const { one, two } = await outboxes();
+    await one.add(delivery('d4'));
+    expect((await one.claim('d4', 'killed-run', 1_000, 30_000)).kind).toBe('claimed');
+    expect((await two.claim('d4', 'this-run', 2_000, 30_000, 'ignore')).kind).toBe('claimed');
+  });
+
   it('a failure stores the retry time without a lease; a delivery not due yet is not claimed', async () => {
     const { meta, one, two } = await outboxes();
     await one.add(delivery('d3'));

@@ -20,11 +20,13 @@ export interface AttemptDeps {
   stop: AbortSignal;
   /** This process's name in leases. */
   owner: string;
+  /** Other processes share the store, so other owners' leases are live and waited for. */
+  shared: boolean;
 }
 
 /** Returns when to look again (epoch ms), or undefined when the delivery is finished either way. */
 export async function attemptDelivery(id: string, deps: AttemptDeps): Promise<number | undefined> {
-  const claim = await deps.outbox.claim(id, deps.owner, Date.now(), LEASE_MS);
+  const claim = await deps.outbox.claim(id, deps.owner, Date.now(), LEASE_MS, deps.shared ? 'honour' : 'ignore');
   if (claim.kind === 'gone') return undefined;
   if (claim.kind === 'later') return claim.at;
   return sendClaimed(claim.claimed, deps);

@@ -41,7 +41,7 @@ export class EventBus implements EventSink {
   ) {
     this.#outbox = new Outbox(meta);
     this.#shared = opts.shared;
-    this.#dispatcher = new Dispatcher({ outbox: this.#outbox, byName, log, owner: this.owner });
+    this.#dispatcher = new Dispatcher({ outbox: this.#outbox, byName, log, owner: this.owner, shared: opts.shared });
   }
 
   /**

@@ -44,13 +44,17 @@ export class Outbox {
     await this.meta.put(key(d.id), d, null);
   }
 
-  /** Claims a due delivery for `owner` until `now + leaseMs`, unless another live lease holds it. */
-  async claim(id: string, owner: string, now: number, leaseMs: number): Promise<ClaimResult> {
+  /**
+   * Claims a due delivery for `owner` until `now + leaseMs`, unless another live lease holds it.
+   * `othersLeases: 'ignore'` is for a store no other process shares: a lease of another owner can
+   * only be left by an earlier run of this one, killed mid-delivery, and is not waited for.
+   */
+  async claim(id: string, owner: string, now: number, leaseMs: number, othersLeases: 'honour' | 'ignore' = 'honour'): Promise<ClaimResult> {
     const found = await this.meta.get<StoredDelivery>(key(id));
     if (!found) return { kind: 'gone' };
     const d = found.doc;
     if (d.nextAttemptAt > now) return { kind: 'later', at: d.nextAttemptAt };
-    if (d.lease && d.lease.owner !== owner && d.lease.until > now) return { kind: 'later', at: d.lease.until };
+    if (othersLeases === 'honour' && d.lease && d.lease.owner !== owner && d.lease.until > now) return { kind: 'later', at: d.lease.until };
     const leased: StoredDelivery = { ...d, lease: { owner, until: now + leaseMs } };
     try {
       return { kind: 'claimed', claimed: { delivery: leased, version: await this.meta.put(key(id), leased, found.version) } };
