@@ -18,7 +18,7 @@ const index = (name: string, spec: PackageIndexSpec): PackageIndex => ({
   spec,
 });
 
-const secrets: SecretsByName = new Map([
+const secrets: SecretsByName = new Map<string, Record<string, string>>([
   ['s3', { 'access-key': 'a', 'secret-key': 's' }],
   ['tokens', { hosted: 't' }],
 ]);
