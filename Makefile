@@ -3,7 +3,7 @@
 
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install tools test test-only test-fs test-s3 lint typecheck bench bench-tools clean
+.PHONY: run build install tools image test test-only test-fs test-s3 lint typecheck bench bench-tools clean
 
 run: build
 	node registry/dist/cli.js serve
@@ -25,6 +25,11 @@ lint: install
 
 tools:
 	bash hack/tools.sh
+
+# The velodex image without a Docker engine: an OCI archive at .tools/images/velodex.oci.tar that
+# ctr, crane push and kind load image-archive take (hack/image/build.ts; the Dockerfile is its twin).
+image: build
+	node --import tsx hack/image/build.ts --out .tools/images/velodex.oci.tar
 
 # The suites that start servers run a second time on the s3 backend (a real MinIO that
 # test/support/s3-global.ts starts; every server gets its own prefix of one bucket). The storage

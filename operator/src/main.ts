@@ -12,7 +12,7 @@
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
 import { CoreV1Api, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
-import { kubeClient, loadKubeConfig, PLURAL } from './kube/client.js';
+import { isNotFound, kubeClient, loadKubeConfig, PLURAL } from './kube/client.js';
 import { startLeaderElection } from './kube/leader.js';
 import { KeyedQueue } from './reconcile/queue.js';
 import { reconcileNamespace } from './reconcile/namespace.js';
@@ -35,6 +35,8 @@ async function main(): Promise<void> {
   const identity = env('POD_NAME', hostname());
   const resyncMs = Number(env('VELODEX_RESYNC_SECONDS', '30')) * 1000;
   const port = Number(env('VELODEX_OPERATOR_PORT', '8081'));
+
+  await checkApi(kube);
 
   const known = new Set<string>();
   const queue = new KeyedQueue(
@@ -112,6 +114,18 @@ async function main(): Promise<void> {
   process.once('SIGTERM', () => void shutdown());
   process.once('SIGINT', () => void shutdown());
   log('velodex operator started', { identity, leaseNamespace: namespace, image });
+}
+
+/** Fails start-up with one clear line when the API is unreachable or the CRDs are not installed. */
+async function checkApi(kube: ReturnType<typeof kubeClient>): Promise<void> {
+  const server = kube.config.getCurrentCluster()?.server ?? '(no cluster configured)';
+  try {
+    await kube.listRegistries();
+  } catch (err) {
+    if (isNotFound(err)) throw new Error(`the PackageRegistry CRD is not installed at ${server}: kubectl apply -f crds/ (or install the Helm chart)`);
+    const cause = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    throw new Error(`cannot reach the Kubernetes API at ${server}: ${cause}`);
+  }
 }
 
 main().catch((err: unknown) => {
