@@ -115,7 +115,12 @@ export class SharedStages {
    * have another digest is left as it was and `DigestMismatchError` thrown. `ConflictError`: the
    * stage changed (or went) meanwhile, and this append left no trace.
    */
-  async append<T>(stage: SharedStage<T>, source: Readable, opts: { expect?: Sha256Hex } = {}): Promise<SharedStage<T>> {
+  append<T>(stage: SharedStage<T>, source: Readable, opts: { expect?: Sha256Hex } = {}): Promise<SharedStage<T>> {
+    return this.#append(stage, source, opts.expect, false);
+  }
+
+  /** `append`; with `commit`, the same compare-and-swap also marks the stage `committing` (`expect` then required). */
+  async #append<T>(stage: SharedStage<T>, source: Readable, expect: Sha256Hex | undefined, commit: boolean): Promise<SharedStage<T>> {
     if (stage.doc.committing !== undefined) throw new ConflictError(keyOf(stage.id));
     let version = stage.version;
     let lost = false;
@@ -140,9 +145,10 @@ export class SharedStages {
       throw err;
     };
     const doc: StageDoc<T> = { ...stage.doc, size: stage.doc.size + chunk.size, chunks: [...stage.doc.chunks, chunk], hash: encode(hasher.save()), lastUsed: this.#now() };
-    if (opts.expect !== undefined) {
+    if (expect !== undefined) {
       const actual = hasher.digest('hex');
-      if (actual !== opts.expect) return drop(new DigestMismatchError(opts.expect, actual));
+      if (actual !== expect) return drop(new DigestMismatchError(expect, actual));
+      if (commit) doc.committing = expect;
     }
     if (lost) return drop(new ConflictError(keyOf(stage.id)));
     try {
@@ -177,13 +183,11 @@ export class SharedStages {
    */
   async commit<T>(stage: SharedStage<T>, expected: Sha256Hex, opts: CommitOptions = {}): Promise<BlobInfo> {
     let current = stage;
-    if (opts.last !== undefined) {
-      current = await this.append(current, opts.last, { expect: expected });
-    } else {
+    // A last chunk and the mark are one write: a commit that fails leaves no chunk behind.
+    if (opts.last !== undefined) current = await this.#append(current, opts.last, expected, true);
+    if (current.doc.committing !== expected) {
       const actual = await this.digest(current);
       if (actual !== expected) throw new DigestMismatchError(expected, actual);
-    }
-    if (current.doc.committing !== expected) {
       const doc: StageDoc<T> = { ...current.doc, committing: expected, lastUsed: this.#now() };
       current = { id: current.id, version: await this.meta.put(keyOf(current.id), doc, current.version), doc };
     }
