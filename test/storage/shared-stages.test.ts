@@ -175,4 +175,31 @@ describe('shared stages on MinIO', () => {
     await one.commit((await one.get(live.id)) as SharedStage<unknown>, sha256('live bytes'));
     expect(await blobText(sha256('live bytes'))).toBe('live bytes');
   });
+
+  it('a long append keeps its stage from the sweep, and still wins its write', async () => {
+    // Real clock, short idle time: the append refreshes the stage every second while it streams.
+    const quick = new SharedStages(stores.meta, new S3ChunkStore(s3Location(storageOf(dir)), join(dir, 'probe-scratch'), (d) => (stores.blobs as S3BlobStore).key(d)), stores.blobs, { idleMs: 4000 });
+    const s = await quick.open({});
+    let sent = 0;
+    const slow = new Readable({
+      read() {
+        setTimeout(() => this.push(sent++ < 40 ? Buffer.from('tick ') : null), 250);
+      },
+    });
+    const appending = quick.append(s, slow);
+    let sweeps = 0;
+    let done = false;
+    const finish = () => (done = true);
+    appending.then(finish, finish);
+    while (!done) {
+      await quick.sweep();
+      sweeps++;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const after = await appending;
+    expect(sweeps).toBeGreaterThan(20);
+    expect(after.doc.size).toBe(200);
+    expect((await quick.get(s.id))?.doc.size).toBe(200);
+    await quick.discard(after);
+  });
 });

@@ -124,20 +124,23 @@ export class SharedStages {
     if (stage.doc.committing !== undefined) throw new ConflictError(keyOf(stage.id));
     let version = stage.version;
     let lost = false;
-    // Keeps `lastUsed` fresh while a long chunk streams in, by CAS on the latest version.
+    // Keeps `lastUsed` fresh while a long chunk streams in, by CAS on the latest version; one
+    // refresh at a time, and the last one has landed before the final write reads `version`.
+    let refreshing = Promise.resolve();
     const refresh = setInterval(() => {
-      if (lost) return;
-      this.meta.put(keyOf(stage.id), { ...stage.doc, lastUsed: this.#now() }, version).then(
-        (v) => {
-          version = v;
-        },
-        () => {
-          lost = true;
-        },
-      );
+      refreshing = refreshing.then(async () => {
+        if (lost) return;
+        try {
+          version = await this.meta.put(keyOf(stage.id), { ...stage.doc, lastUsed: this.#now() }, version);
+        } catch (err) {
+          // Another writer changed the stage; a store that did not answer is tried again next time.
+          if (err instanceof ConflictError) lost = true;
+        }
+      });
     }, this.idleMs / 4);
     refresh.unref();
     const written = await this.#writeChunk(stage, source).finally(() => clearInterval(refresh));
+    await refreshing;
     if (!written) return stage;
     const { chunk, hasher } = written;
     const drop = async (err: Error): Promise<never> => {
