@@ -51,7 +51,11 @@ export class SharedUploadSessions implements UploadSessions {
   }
 
   cancel(s: UploadSession): Promise<void> {
-    return this.#changing(s, (stage) => this.stages.discard(stage));
+    return this.#changing(s, async (stage) => {
+      // A commit under way (or cut short, for its retry to finish) is not pulled from under it.
+      if (stage.doc.committing !== undefined) throw new ConflictError(stage.id);
+      await this.stages.discard(stage);
+    });
   }
 
   /** Runs a change; a conflict becomes the session's answer: busy with its range now, or gone. */
