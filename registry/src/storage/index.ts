@@ -4,6 +4,8 @@ import { FsBlobStore } from './fs/blob-store.js';
 import { FsMetaStore } from './fs/meta-store.js';
 import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
+import { S3ChunkStore } from './s3/chunks.js';
+import { SharedStages } from './shared-stages.js';
 import { connectS3, type ConnectOptions } from './s3/connect.js';
 import { S3MetaStore } from './s3/meta-store.js';
 import type { BlobStore, MetaStore } from './types.js';
@@ -15,6 +17,11 @@ export interface Stores {
   holds: BlobHolds;
   /** True when other processes may share the store (s3): state that must be shared lives in it. */
   shared: boolean;
+  /**
+   * Staged writes kept in the store, which any process sharing it can continue (`shared-stages.ts`);
+   * only where the store is shared, null otherwise (a process's own `blobs.stage()` serves there).
+   */
+  sharedStages: SharedStages | null;
 }
 
 export interface OpenOptions {
@@ -37,11 +44,12 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir });
     const meta = new S3MetaStore(loc);
     await blobs.init();
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true };
+    const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
+    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages: new SharedStages(meta, chunks, blobs) };
   }
   const blobs = new FsBlobStore(cfg.path);
   const meta = new FsMetaStore(cfg.path);
   await blobs.init();
   await meta.init();
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null };
 }
