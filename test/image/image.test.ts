@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startContainerd, type Containerd } from '../support/containerd.js';
 import { REPO } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
-import { run } from '../support/run.js';
 import { basicAuth, tempDir } from '../support/velodex.js';
 
 const NAME = 'docker.io/velodex/velodex:test';
