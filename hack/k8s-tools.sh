@@ -2,7 +2,8 @@
 # bin folder (stock kind cannot run here: its node image comes from Docker Hub). Sourced by
 # hack/tools.sh; defines install_k8s_tools DIR. Also runs directly: `bash hack/k8s-tools.sh DIR`.
 #
-#   kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl   v1.34.2
+#   kube-apiserver kubectl (install_k8s_tools); kube-controller-manager kube-scheduler
+#   kubelet kube-proxy (install_k8s_node_tools, for the end-to-end cluster)           v1.34.2
 #   etcd                                                                              v3.6.6
 #   helm                                                                              $HELM_VERSION
 #
@@ -67,6 +68,7 @@ k8s_replaces() {
   printf ')\n'
 }
 
+# What the API-server suites need: the control plane's API server and its etcd, kubectl, helm.
 install_k8s_tools() {
   local dir=$1 replaces
   mkdir -p "$dir"
@@ -74,16 +76,26 @@ install_k8s_tools() {
   replaces=$(k8s_replaces)
   k8s_scratch_build "$dir" "$KUBERNETES_VERSION" k8s.io/kubernetes "$replaces" \
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
-    kubectl=k8s.io/kubernetes/cmd/kubectl \
-    kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
-    kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
-    kubelet=k8s.io/kubernetes/cmd/kubelet \
-    kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+    kubectl=k8s.io/kubernetes/cmd/kubectl
   k8s_scratch_build "$dir" "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "" etcd=go.etcd.io/etcd/server/v3
   k8s_scratch_build "$dir" "$HELM_VERSION" helm.sh/helm/v3 "" helm=helm.sh/helm/v3/cmd/helm
 }
 
+# The rest of a single-node cluster (controller manager, scheduler, kubelet, kube-proxy), for the
+# end-to-end suite with real pods.
+install_k8s_node_tools() {
+  local dir=$1 replaces
+  mkdir -p "$dir"
+  replaces=$(k8s_replaces)
+  k8s_scratch_build "$dir" "$KUBERNETES_VERSION" k8s.io/kubernetes "$replaces" \
+    kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+    kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+    kubelet=k8s.io/kubernetes/cmd/kubelet \
+    kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
-  install_k8s_tools "${1:?usage: k8s-tools.sh DIR}"
+  install_k8s_tools "${1:?usage: k8s-tools.sh DIR [node]}"
+  if [ "${2:-}" = node ]; then install_k8s_node_tools "$1"; fi
 fi
