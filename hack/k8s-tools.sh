@@ -24,14 +24,30 @@ k8s_current() { # DIR NAME VERSION
   [ -x "$1/$2" ] && [ "$(cat "$1/.$2.version" 2>/dev/null)" = "$3" ]
 }
 
+# Kubernetes binaries report their version from variables the release build sets; without them
+# the API server says v0.0.0-master, which kubectl and helm then misjudge.
+k8s_version_flags() { # MODULE VERSION
+  [ "$1" = k8s.io/kubernetes ] || return 0
+  local v=$2 minor
+  minor=$(printf '%s' "$v" | cut -d. -f2)
+  local flags="" pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    flags="$flags -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  printf '%s' "$flags"
+}
+
 # Builds PACKAGES (import paths) of MODULE@VERSION from a scratch module; REPLACES is extra go.mod text.
 k8s_scratch_build() { # DIR VERSION MODULE REPLACES NAME=PACKAGE...
-  local dir=$1 version=$2 module=$3 replaces=$4 work name pkg pair
+  local dir=$1 version=$2 module=$3 replaces=$4 work name pkg pair stamp
   shift 4
+  # The stamp names the build flavour too: binaries built before the version flags are rebuilt.
+  stamp=$version
+  if [ "$module" = k8s.io/kubernetes ]; then stamp="$version+version-flags"; fi
   local todo=()
   for pair in "$@"; do
     name=${pair%%=*}
-    k8s_current "$dir" "$name" "$version" || todo+=("$pair")
+    k8s_current "$dir" "$name" "$stamp" || todo+=("$pair")
   done
   [ ${#todo[@]} -eq 0 ] && return 0
   work=$(mktemp -d)
@@ -50,9 +66,9 @@ MOD
     name=${pair%%=*}
     pkg=${pair#*=}
     k8s_log "go build $pkg ($version) -> $name"
-    (cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$work/$name" "$pkg")
+    (cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_version_flags "$module" "$version")" -o "$work/$name" "$pkg")
     mv -f "$work/$name" "$dir/$name"
-    echo "$version" > "$dir/.$name.version"
+    echo "$stamp" > "$dir/.$name.version"
   done
   rm -rf "$work"
 }
