@@ -112,8 +112,9 @@ export class FaultProxy {
   }
 
   async close(): Promise<void> {
-    this.release();
+    // Connections first: a request still stalled is dropped, not sent on to the upstream.
     this.#server.closeAllConnections();
+    this.release();
     this.#agent.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
