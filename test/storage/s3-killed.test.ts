@@ -21,7 +21,7 @@ import { Registry } from '../oci/api-support.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { storageOf, storeProbe } from '../support/store-probe.js';
-import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { startVelodex, type Velodex } from '../support/velodex.js';
 
 const TOKEN = 's3-killed-token-7d1a';
 const MiB = 1024 * 1024;
