@@ -29,7 +29,7 @@ export const PART_SIZE = 8 * 1024 * 1024;
 export const MAX_PARTS_IN_FLIGHT = 6;
 
 /** Shared by every uploader of the process. */
-export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT);
+export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT, PART_SIZE);
 
 export class PartUploader {
   #uploadId: string | undefined;
@@ -74,8 +74,8 @@ export class PartUploader {
     const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
     // The part's buffer exists only while it holds a slot.
-    const { etag } = await partSlots.run(async () => {
-      const body = await this.#read(this.#uploaded, length);
+    const { etag } = await partSlots.run(async (buffer) => {
+      const body = await this.#read(buffer, this.#uploaded, length);
       return client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: uploadId, partNumber: part, headers: {} }, body);
     });
     this.#etags.push({ part, etag });
@@ -112,7 +112,7 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      await partSlots.run(async () => this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(0, size), size));
+      await partSlots.run(async (buffer) => this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(buffer, 0, size), size));
       return;
     }
     while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
@@ -138,10 +138,11 @@ export class PartUploader {
     this.#failed = false;
   }
 
-  async #read(position: number, length: number): Promise<Buffer> {
+  /** Reads `length` bytes at `position` of the local copy into the start of `into`; returns that part of it. */
+  async #read(into: Buffer, position: number, length: number): Promise<Buffer> {
     const fh: FileHandle = await open(this.path, 'r');
     try {
-      const buf = Buffer.allocUnsafe(length);
+      const buf = into.subarray(0, length);
       let off = 0;
       while (off < length) {
         const { bytesRead } = await fh.read(buf, off, length - off, position + off);
