@@ -1,13 +1,14 @@
 /**
  * The digest check on reads (`storage/verify.ts`): intact bytes pass unchanged; changed bytes
  * never arrive whole (the last chunk is held back and the stream errors instead); a failing
- * source fails the stream; a consumer that gives up releases the source.
+ * source fails the stream; a consumer that gives up releases the source. And the per-process
+ * memory of verified versions, which spares re-hashing unchanged blobs.
  */
 import { createHash } from 'node:crypto';
 import { PassThrough, Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { DigestMismatchError } from '../../registry/src/storage/types.js';
-import { verifying } from '../../registry/src/storage/verify.js';
+import { VerifiedVersions, verifying } from '../../registry/src/storage/verify.js';
 
 const chunks = [Buffer.from('first chunk, '), Buffer.from('second chunk, '), Buffer.from('last chunk')];
 const whole = Buffer.concat(chunks);
@@ -58,5 +59,30 @@ describe('verifying', () => {
     out.destroy();
     await new Promise((resolve) => source.once('close', resolve));
     expect(source.destroyed).toBe(true);
+  });
+});
+
+describe('VerifiedVersions', () => {
+  it('verifies a version on its first whole read, streams it unhashed after, and verifies again when the version changes', async () => {
+    const versions = new VerifiedVersions();
+    expect(await drain(versions.read(Readable.from(chunks), digest, 'v1'))).toEqual({ bytes: whole, error: undefined });
+    expect(versions.has(digest, 'v1')).toBe(true);
+    // v1 is known good: its bytes are no longer hashed (so this changed stream is not caught:
+    // the cost of remembering, paid only by a change that keeps the version).
+    const changed = [Buffer.from('changed')];
+    expect((await drain(versions.read(Readable.from(changed), digest, 'v1'))).error).toBeUndefined();
+    // Another version of the object is verified again.
+    expect((await drain(versions.read(Readable.from(changed), digest, 'v2'))).error).toBeInstanceOf(DigestMismatchError);
+    expect(versions.has(digest, 'v2')).toBe(false);
+    // Without a version, every read is verified.
+    expect((await drain(versions.read(Readable.from(changed), digest, undefined))).error).toBeInstanceOf(DigestMismatchError);
+  });
+
+  it('remembers a bounded number of blobs, the oldest forgotten first', () => {
+    const versions = new VerifiedVersions(2);
+    versions.add('a'.repeat(64), 'v');
+    versions.add('b'.repeat(64), 'v');
+    versions.add('c'.repeat(64), 'v');
+    expect([versions.has('a'.repeat(64), 'v'), versions.has('b'.repeat(64), 'v'), versions.has('c'.repeat(64), 'v')]).toEqual([false, true, true]);
   });
 });

@@ -22,6 +22,7 @@
  * multipart copy (UploadPartCopy of 1 GiB ranges, `copy.ts`).
  */
 import { mkdir } from 'node:fs/promises';
+import { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { STAGE_PREFIX } from '../fs/stage.js';
 import { sweepStaleFiles } from '../fs/sweep.js';
@@ -31,7 +32,7 @@ import { copyObject, type CopyLimits } from './copy.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { S3Stage } from './stage.js';
 import { putByStage } from '../put-by-stage.js';
-import { verifying } from '../verify.js';
+import { VerifiedVersions } from '../verify.js';
 
 /** Keys per listing page; S3's maximum. */
 const LIST_PAGE = 1000;
@@ -59,6 +60,7 @@ export class S3BlobStore implements BlobStore {
   readonly #blobs: string;
   readonly #staging: string;
   readonly #copyLimits: CopyLimits | undefined;
+  readonly #verified = new VerifiedVersions();
 
   constructor(loc: S3Location, opts: S3BlobStoreOptions) {
     this.#copyLimits = opts.copyLimits;
@@ -116,8 +118,11 @@ export class S3BlobStore implements BlobStore {
     try {
       if (range) return await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1);
       // A whole read is checked against its digest on the way (verify.ts): an object changed in
-      // the bucket behind the store's back ends in an error, never in wrong bytes.
-      return verifying(await client.getObject(bucket, key), digest);
+      // the bucket behind the store's back ends in an error, never in wrong bytes. An object
+      // already verified, unchanged since (same ETag), is not hashed again.
+      const body = await client.getObject(bucket, key);
+      const etag = body instanceof IncomingMessage && typeof body.headers.etag === 'string' ? body.headers.etag : undefined;
+      return this.#verified.read(body, digest, etag);
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `reading ${digest}`);
