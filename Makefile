@@ -3,7 +3,7 @@
 
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install tools test test-only lint typecheck bench bench-tools clean
+.PHONY: run build install tools image test test-only test-fs test-s3 lint typecheck bench bench-tools clean
 
 run: build
 	node registry/dist/cli.js serve
@@ -26,13 +26,28 @@ lint: install
 tools:
 	bash hack/tools.sh
 
+# The velodex image without a Docker engine: an OCI archive at .tools/images/velodex.oci.tar that
+# ctr, crane push and kind load image-archive take (hack/image/build.ts; the Dockerfile is its twin).
+image: build
+	node --import tsx hack/image/build.ts --out .tools/images/velodex.oci.tar
+
+# The suites that start servers run a second time on the s3 backend (a real MinIO that
+# test/support/s3-global.ts starts; every server gets its own prefix of one bucket). The storage
+# suites test both backends themselves and core has no server's store to switch.
+S3_SUITES := test/python test/oci test/roles test/discovery test/events test/observe test/limits test/archive
+
 # Lint and typecheck first: they are cheap and fail fast.
-test: build typecheck lint tools
+test: build typecheck lint tools test-only
+
+# The suites alone, for a machine where build and tools are already done: every suite on the fs
+# backend, then the server suites again on s3.
+test-only: test-fs test-s3
+
+test-fs:
 	npx vitest run
 
-# The suites alone, for a machine where build and tools are already done.
-test-only:
-	npx vitest run
+test-s3:
+	VELODEX_TEST_STORAGE=s3 npx vitest run $(S3_SUITES)
 
 # velodex beside its peers (pypiserver; the Distribution registry) in one run; prints ratios, never
 # fails on speed. bench-tools builds the optional peers `make test` does not need (hack/go-tools.sh).

@@ -4,6 +4,9 @@
 #   .tools/bin       crane, oras, regctl, promtool, the OCI conformance suites (Go module proxy)
 #   skopeo           Debian package
 #   containerd, ctr  Debian package (the ctr suite starts its own private daemon)
+#   lua5.4, cjson    Debian packages (the Argo CD health checks of docs/gitops.md run on them)
+#   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm
+#                    (Go module proxy, hack/k8s-tools.sh; 15-25 min cold, seconds warm)
 # A tool that cannot be installed stops this script with an error: the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +36,16 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo containerd
+apt_install skopeo containerd lua5.4 lua-cjson
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh
 source hack/go-tools.sh
 install_go_tools "$TOOLS/bin"
+
+# --- Kubernetes: the operator suites' API server (and cluster), kubectl, helm -----------------
+# shellcheck source=hack/k8s-tools.sh
+source hack/k8s-tools.sh
+install_k8s_tools "$TOOLS/bin"
 
 log "all tools present"

@@ -24,6 +24,7 @@ import { buildImage, writeLayout, MT, type Blob } from '../support/oci-image.js'
 import { REPO, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildBigWheel } from './big-wheel.js';
+import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
   distributionMissing,
@@ -130,6 +131,10 @@ const OCI_ACCEPT = { accept: [MT.manifest, MT.index, 'application/vnd.docker.dis
 
 interface PythonSetup {
   scenarios: Scenario[];
+  /** Every file uploaded to velodex, for uploading them again to another velodex. */
+  files: string[];
+  /** The ~20 MiB wheel's download and its bytes. */
+  bigWheel: { target: Target; bytes: Buffer };
   /** The detail-page scenario, re-measured at log_level info. */
   detail: Scenario;
 }
@@ -193,6 +198,8 @@ async function setupPython(work: string, velodex: Server, token: string, pypi: (
   const detail: Scenario = { name: `Simple detail, HTML (${alphaFiles.length} files)`, load: PAGE_LOAD, velodex: v('/simple/alpha/'), peer: p('/simple/alpha/') };
   return {
     detail,
+    files,
+    bigWheel: { target: vBig, bytes: bigBytes },
     scenarios: [
       { name: 'Simple project list, HTML (5 projects)', load: PAGE_LOAD, velodex: v('/simple/'), peer: p('/simple/') },
       detail,
@@ -358,6 +365,44 @@ async function main(): Promise<void> {
     console.log(table('OCI: velodex vs the Distribution registry', 'distribution', ociRows));
     if (missing) console.log(`\nNo OCI peer was measured: ${missing}. The velodex column stands alone; no ratio is given.`);
     console.log('');
+
+    // The s3 backend: velodex on MinIO beside velodex on fs and the Distribution registry on MinIO.
+    const s3 = await startS3Servers(work, logs, token, !missing, progress);
+    try {
+      progress('uploading the same files to velodex on s3 with twine');
+      await run(
+        tool('twine'),
+        ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${s3.velodex.url}/root/hosted/`, '-u', '__token__', '-p', token, ...py.files],
+        { timeoutMs: 300_000 },
+      );
+      const onS3 = (t: Target): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, s3.velodex.url) });
+      await expectOk('velodex s3 big wheel', onS3(py.bigWheel.target), sameBytes(py.bigWheel.bytes));
+      await crane(work, ['auth', 'login', new URL(s3.velodex.url).host, '-u', '__token__', '--password-stdin'], token);
+      await pushAndTargets(work, 'velodex s3', s3.velodex, 'root/oci/bench/app', image);
+      const ds3 = s3.distribution ? await pushAndTargets(work, 'distribution s3', s3.distribution, 'bench/app', image) : undefined;
+      const layerName = `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`;
+      console.log(
+        await measureS3(s3, velodex.url, [
+          { name: 'manifest GET by tag', load: PAGE_LOAD, fs: v.manifest, distribution: ds3?.manifest },
+          { name: layerName, load: DOWNLOAD_LOAD, fs: v.big, distribution: ds3?.big, byThroughput: true },
+          { name: py.detail.name, load: PAGE_LOAD, fs: py.detail.velodex },
+          { name: `wheel download, ${(py.bigWheel.bytes.length / MiB).toFixed(1)} MiB`, load: DOWNLOAD_LOAD, fs: py.bigWheel.target, byThroughput: true },
+        ], progress),
+      );
+      const basic = `Basic ${Buffer.from(`__token__:${token}`).toString('base64')}`;
+      console.log(
+        await gibLayerRss(
+          [
+            { label: 'velodex fs', server: velodex, repo: 'root/oci/bench/gib', auth: basic },
+            { label: 'velodex s3', server: s3.velodex, repo: 'root/oci/bench/gib', auth: basic },
+            ...(s3.distribution ? [{ label: 'distribution s3', server: s3.distribution, repo: 'bench/gib' }] : []),
+          ],
+          progress,
+        ),
+      );
+    } finally {
+      await s3.stop();
+    }
 
     // What velodex's default per-request logging costs: the same data dir, restarted at info.
     await velodex.stop();

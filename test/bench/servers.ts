@@ -41,7 +41,7 @@ export function distributionVersion(): string {
   return existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : 'unknown';
 }
 
-interface Launch {
+export interface Launch {
   name: string;
   cmd: string;
   args: string[];
@@ -52,7 +52,8 @@ interface Launch {
   ready: string;
 }
 
-async function launch(l: Launch): Promise<Server> {
+/** Starts a server as a tracked child process and resolves once `ready` answers 200. */
+export async function launchServer(l: Launch): Promise<Server> {
   const fd = openSync(l.logFile, 'a');
   const child = spawn(l.cmd, l.args, { cwd: REPO, env: { ...process.env, ...l.env }, stdio: ['ignore', fd, fd] });
   closeSync(fd);
@@ -101,7 +102,7 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
     );
     config.push('--config', file);
   }
-  return launch({
+  return launchServer({
     name: `velodex (log_level ${logLevel})`,
     cmd: process.execPath,
     args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
@@ -120,7 +121,7 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
 export async function startPypiserverBench(dir: string, logFile: string): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  return launch({
+  return launchServer({
     name: 'pypiserver',
     cmd: tool('pypi-server'),
     args: ['run', '-p', String(port), '-i', '127.0.0.1', '-a', '.', '-P', '.', '--disable-fallback', '--server', 'auto', dir],
@@ -155,7 +156,7 @@ export async function startDistribution(rootDir: string, configFile: string, log
       '',
     ].join('\n'),
   );
-  return launch({
+  return launchServer({
     name: 'distribution',
     cmd: DISTRIBUTION,
     args: ['serve', configFile],

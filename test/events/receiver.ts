@@ -20,6 +20,9 @@ export class Receiver {
   readonly deliveries: Delivery[] = [];
   /** Statuses to answer next, per path; when a path's script is empty the answer is 200. */
   readonly script = new Map<string, number[]>();
+  /** Paths whose next request is held open without an answer (and recorded in `stalled`). */
+  readonly stall = new Set<string>();
+  readonly stalled: Delivery[] = [];
   #server: Server | undefined;
   port = 0;
 
@@ -35,7 +38,12 @@ export class Receiver {
       req.on('end', () => {
         const [path = '', query = ''] = (req.url ?? '').split('?');
         const body = Buffer.concat(chunks);
-        this.deliveries.push({ path, query, headers: req.headers, body, json: JSON.parse(body.toString('utf8')) as Record<string, unknown> });
+        const delivery = { path, query, headers: req.headers, body, json: JSON.parse(body.toString('utf8')) as Record<string, unknown> };
+        if (this.stall.delete(path)) {
+          this.stalled.push(delivery);
+          return;
+        }
+        this.deliveries.push(delivery);
         const status = this.script.get(path)?.shift() ?? 200;
         res.writeHead(status, { 'content-type': 'text/plain' }).end(status >= 300 ? 'receiver says no: do-not-log-this-body' : 'ok');
       });

@@ -14,6 +14,7 @@ import { parseStatsQuery } from '../../registry/src/observe/stats-query.js';
 import { parseStatusQuery } from '../../registry/src/observe/status.js';
 import { IndexSummaries, MAX_RECENT } from '../../registry/src/observe/summary.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import type { MetaStore } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/velodex.js';
 
 const RUNS = { numRuns: 500 };
@@ -154,5 +155,33 @@ describe('index summaries', () => {
     doc = await summaries.repair('h', { projects: { r: 3 }, recent: [] });
     expect(doc).toMatchObject({ serial: MAX_RECENT + 8, projects: { r: 3 }, recent: [] });
     expect(doc.scannedAt).toBeDefined();
+  });
+
+  it('write the changes that arrive during a write of the document together, in one more write', async () => {
+    const store = new FsMetaStore(tempDir('velodex-summary-'));
+    await store.init();
+    const puts: string[] = [];
+    const counted: MetaStore = {
+      get: (key) => store.get(key),
+      put: (key, doc, ifVersion) => {
+        puts.push(key);
+        return store.put(key, doc, ifVersion);
+      },
+      delete: (key, ifVersion) => store.delete(key, ifVersion),
+      list: (prefix) => store.list(prefix),
+    };
+    const summaries = new IndexSummaries(counted);
+    const up = (i: number) => ({ time: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), index: 'h', project: `p${i}`, filename: `p${i}.whl` });
+    // The first write starts at once; the 29 others queue behind it and go as one batch.
+    await Promise.all(Array.from({ length: 30 }, (_, i) => summaries.record('h', { projects: { [`p${i}`]: 1 }, uploads: [up(i)] })));
+    expect(puts).toEqual(['observe/summary/h', 'observe/summary/h']);
+    const doc = (await summaries.read('h'))!;
+    expect(doc.serial).toBe(30);
+    expect(Object.keys(doc.projects)).toHaveLength(30);
+    expect(doc.recent.map((r) => r.filename)).toEqual(Array.from({ length: 30 }, (_, i) => `p${29 - i}.whl`));
+    // A batch that cannot be written fails every write in it; the next record starts afresh.
+    const failing = new IndexSummaries({ ...counted, put: () => Promise.reject(new Error('store down')) });
+    await expect(Promise.all([failing.record('x'), failing.record('x')])).rejects.toThrow('store down');
+    await expect(summaries.record('x')).resolves.toBeUndefined();
   });
 });

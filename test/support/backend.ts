@@ -7,6 +7,7 @@
  * `[storage]` table.
  */
 import { randomUUID } from 'node:crypto';
+import { basename } from 'node:path';
 import { stringify } from 'smol-toml';
 import { embeddedDefault } from '../../registry/src/config/default.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
@@ -40,7 +41,16 @@ export function publishSharedMinio(minio: SharedMinio): void {
   process.env[MINIO_VAR] = JSON.stringify(minio);
 }
 
-/** A `[storage]` table for MinIO under a fresh prefix: one server's (or one group's) own store. */
+/**
+ * The prefix of the store of the server with this data dir: one per data dir (temp dirs are
+ * unique), so a server restarted on its data dir finds its store again, and a suite that seeds the
+ * store before the server starts (`serverStores`) seeds the one the server will open.
+ */
+export function s3PrefixFor(dataDir: string): string {
+  return `t/${basename(dataDir)}`;
+}
+
+/** A `[storage]` table for MinIO under a prefix (fresh by default): a server's, or a group's, store. */
 export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`): string {
   return stringify({
     storage: { backend: 's3', endpoint: minio.endpoint, bucket: minio.bucket, prefix, access_key: minio.accessKey, secret_key: minio.secretKey },
@@ -52,8 +62,8 @@ export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`):
  * own, the suite's config (or the embedded default, written out as the file it stands for) gets
  * the shared MinIO's table; `storage` lets processes that must share one store pass the same one.
  */
-export function configFor(config: string | undefined, dataDir: string, storage?: string): string | undefined {
+export function configFor(config: string | undefined, dataDir: string, storage?: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (testBackend() === 'fs' || (config !== undefined && /^\s*\[storage\]/m.test(config))) return config;
-  const body = config ?? stringify(embeddedDefault(dataDir, process.env, ecosystems));
-  return `${storage ?? s3StorageToml(sharedMinio())}\n${body}`;
+  const body = config ?? stringify(embeddedDefault(dataDir, env, ecosystems));
+  return `${storage ?? s3StorageToml(sharedMinio(), s3PrefixFor(dataDir))}\n${body}`;
 }

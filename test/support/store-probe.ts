@@ -12,6 +12,7 @@ import { parse as parseToml } from 'smol-toml';
 import { buildConfig } from '../../registry/src/config/load.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
+import { configFor } from './backend.js';
 import { openStores, type Stores } from '../../registry/src/storage/index.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';
 import type { ByteRange, Sha256Hex } from '../../registry/src/storage/types.js';
@@ -39,7 +40,9 @@ export interface StoreProbe {
  */
 export function storageOf(dataDir: string): StorageConfig {
   const file = join(dataDir, 'velodex.toml');
-  const raw = existsSync(file) ? (parseToml(readFileSync(file, 'utf8')) as { storage?: unknown }) : {};
+  // Before the server first starts, its store is the one the run's backend will give it.
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : configFor('', dataDir);
+  const raw = text ? (parseToml(text) as { storage?: unknown }) : {};
   const only = raw.storage === undefined ? {} : { storage: raw.storage };
   return buildConfig(only, file, { ecosystems, overrides: { dataDir } }).storage;
 }

@@ -48,7 +48,7 @@ export function tempDir(prefix = 'velodex-test-'): string {
 export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
   const dataDir = opts.dataDir ?? tempDir();
   const args = [CLI, 'serve', '--host', '127.0.0.1', '--port', String(opts.port ?? 0), '--data-dir', dataDir, ...(opts.args ?? [])];
-  const config = configFor(opts.config, dataDir, opts.storage);
+  const config = configFor(opts.config, dataDir, opts.storage, { ...process.env, ...opts.env });
   if (config !== undefined) {
     const path = join(dataDir, 'velodex.toml');
     writeFileSync(path, config);

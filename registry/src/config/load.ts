@@ -11,7 +11,7 @@ import type { EcosystemFacts } from './ecosystem-facts.js';
 import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import { Secret } from './secret.js';
-import { resolveSecret, secretSpellings } from './resolve-secret.js';
+import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
 import type { AddressRange, Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
 import { embeddedDefault } from './default.js';
 import { checkRoute } from './routes.js';
@@ -28,6 +28,11 @@ export interface LoadOptions {
   ecosystems: readonly EcosystemFacts[];
   overrides?: Overrides;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Reads `_file` secrets (default: the file system). The operator checks a config before any pod
+   * mounts its Secrets, so it answers for the mount paths from the Secrets' data.
+   */
+  readSecretFile?: (path: string) => string;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -65,7 +70,8 @@ export function loadEmbeddedDefault(opts: LoadOptions): Config {
   return buildConfig(embeddedDefault(dataDir, env, opts.ecosystems), 'embedded default', opts);
 }
 
-export function buildConfig(raw: unknown, source: string, { ecosystems, overrides = {}, env = process.env }: LoadOptions): Config {
+export function buildConfig(raw: unknown, source: string, { ecosystems, overrides = {}, env = process.env, readSecretFile }: LoadOptions): Config {
+  const secrets: SecretSources = readSecretFile ? { env, readFile: readSecretFile } : processSecretSources(env);
   const parsed = fileSchema.safeParse(raw);
   if (!parsed.success) throw zodToConfigError(parsed.error, raw);
   const file: FileConfig = parsed.data;
@@ -74,7 +80,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
   const port = overrides.port ?? parsePortEnv(env.VELODEX_PORT) ?? file.port ?? DEFAULT_PORT;
   const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? file.data_dir ?? DEFAULT_DATA_DIR;
 
-  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, env, ecosystems));
+  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, secrets, ecosystems));
   checkIndexes(indexes);
 
   const s = file.storage ?? {};
@@ -85,8 +91,8 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     bucket: s.bucket,
     region: s.region,
     prefix: s.prefix ?? '',
-    accessKey: resolveSecret(s, 'access_key', 'storage', env),
-    secretKey: resolveSecret(s, 'secret_key', 'storage', env),
+    accessKey: resolveSecret(s, 'access_key', 'storage', secrets),
+    secretKey: resolveSecret(s, 'secret_key', 'storage', secrets),
   };
   if (storage.backend === 's3') {
     for (const key of ['endpoint', 'bucket'] as const) {
@@ -141,7 +147,7 @@ function parsePortEnv(value: string | undefined): number | undefined {
   return n;
 }
 
-function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.ProcessEnv, ecosystems: readonly EcosystemFacts[]): IndexConfig {
+function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSources, ecosystems: readonly EcosystemFacts[]): IndexConfig {
   const where = `index "${ix.name}" (index[${position}])`;
   const roles: IndexConfig['role'][] = [];
   if (ix.hosted) roles.push('hosted');
@@ -190,20 +196,20 @@ function resolveIndex(ix: IndexFileConfig, position: number, env: NodeJS.Process
     },
     webhooks: (ix.webhook ?? []).map((w, j) => ({
       ...webhookUrl(w.url, `${where}.webhook[${j}].url`),
-      secret: resolveSecret(w, 'secret', `${where}.webhook[${j}]`, env),
+      secret: resolveSecret(w, 'secret', `${where}.webhook[${j}]`, secrets),
       events: w.events,
     })),
   };
   switch (role) {
     case 'hosted':
-      return { ...base, role, uploadToken: resolveSecret(ix, 'upload_token', where, env), volatile: ix.volatile ?? false };
+      return { ...base, role, uploadToken: resolveSecret(ix, 'upload_token', where, secrets), volatile: ix.volatile ?? false };
     case 'cached':
       return {
         ...base,
         role,
         upstream: ix.cached!,
-        upstreamUsername: resolveSecret(ix, 'upstream_username', where, env),
-        upstreamPassword: resolveSecret(ix, 'upstream_password', where, env),
+        upstreamUsername: resolveSecret(ix, 'upstream_username', where, secrets),
+        upstreamPassword: resolveSecret(ix, 'upstream_password', where, secrets),
         upstreamConcurrency: ix.upstream_concurrency,
         cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
       };

@@ -9,13 +9,22 @@ import { Secret } from './secret.js';
 
 type SecretHolder = Record<string, unknown>;
 
+/** Where `_env` and `_file` secrets are read from: the process, or (the operator) a stand-in. */
+export interface SecretSources {
+  env: NodeJS.ProcessEnv;
+  /** Reads a `_file` secret; throws an errno-style error (`code`) when it cannot. */
+  readFile: (path: string) => string;
+}
+
+export const processSecretSources = (env: NodeJS.ProcessEnv = process.env): SecretSources => ({ env, readFile: (path) => readFileSync(path, 'utf8') });
+
 /** The three spellings (`x`, `x_env`, `x_file`) of each secret key. */
 export function secretSpellings<K extends string>(...keys: K[]): Array<K | `${K}_env` | `${K}_file`> {
   return keys.flatMap((k) => [k, `${k}_env` as const, `${k}_file` as const]);
 }
 
 /** Resolves `key`, `key_env` or `key_file` (exactly one may be set) into a Secret. */
-export function resolveSecret(holder: SecretHolder, key: string, where: string, env: NodeJS.ProcessEnv): Secret | undefined {
+export function resolveSecret(holder: SecretHolder, key: string, where: string, { env, readFile }: SecretSources): Secret | undefined {
   const inline = holder[key] as string | undefined;
   const envName = holder[`${key}_env`] as string | undefined;
   const filePath = holder[`${key}_file`] as string | undefined;
@@ -36,7 +45,7 @@ export function resolveSecret(holder: SecretHolder, key: string, where: string, 
   if (filePath !== undefined) {
     let value: string;
     try {
-      value = readFileSync(filePath, 'utf8').replace(/\r?\n$/, '');
+      value = readFile(filePath).replace(/\r?\n$/, '');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'unreadable';
       throw new ConfigError(`${where}.${key}_file`, `cannot read ${filePath} (${code})`, 'point it at a readable file holding the secret');

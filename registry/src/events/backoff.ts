@@ -7,6 +7,12 @@ export const MAX_DELAY_MS = 5 * 60_000;
 export const GIVE_UP_AFTER_MS = 24 * 60 * 60_000;
 /** Per attempt: connect, send and the response status. */
 export const ATTEMPT_TIMEOUT_MS = 10_000;
+/**
+ * How long a claimed delivery is left to its claimer (outbox.ts): an attempt plus the store
+ * writes around it, with room to spare, so a live sender always finishes inside its lease and only
+ * a dead one's delivery is taken over. Clocks of the processes must agree to well within the spare.
+ */
+export const LEASE_MS = 3 * ATTEMPT_TIMEOUT_MS;
 
 /** Delay before the next attempt, after `failures` failed attempts (1, 2, ...). */
 export function retryDelayMs(failures: number): number {

@@ -1,7 +1,8 @@
 /**
  * The background sender: keeps the due time of every pending delivery, wakes when the earliest
  * is due, and runs a bounded number of attempts at once. It holds no delivery data itself: the
- * outbox document is read at each attempt, so a restart only needs the list of ids and times.
+ * outbox document is read (and claimed) at each attempt, so a restart only needs the list of ids
+ * and times, and on a shared store every process may keep the same id: the claim decides who sends.
  */
 import type { AttemptDeps } from './attempt.js';
 import { attemptDelivery } from './attempt.js';
@@ -23,6 +24,11 @@ export class Dispatcher {
     if (this.#stop.signal.aborted) return;
     this.#due.set(id, at);
     this.#arm();
+  }
+
+  /** Whether `id` is waiting or being attempted here. */
+  knows(id: string): boolean {
+    return this.#due.has(id) || this.#inFlight.has(id);
   }
 
   run(): void {

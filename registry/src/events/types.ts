@@ -50,4 +50,13 @@ export interface StoredDelivery {
   nextAttemptAt: number;
   /** Last failure, short and free of secrets (a status code or an error code). */
   lastError?: string;
+  /** Set while one process sends it (outbox.ts `claim`); the others leave it alone until `until`. */
+  lease?: DeliveryLease;
+}
+
+export interface DeliveryLease {
+  /** The claiming process (`<host>:<pid>:<random>`): opaque, for logs and tests. */
+  owner: string;
+  /** Epoch milliseconds, by the claimer's clock. */
+  until: number;
 }

@@ -90,7 +90,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   });
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
-  const events = new EventBus(stores.meta, indexByName, app.log);
+  const events = new EventBus(stores.meta, indexByName, app.log, { shared: stores.shared });
   const archiveWalks = options.archiveWalks ?? new ArchiveWalks();
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();

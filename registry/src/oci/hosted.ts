@@ -2,12 +2,17 @@
  * The hosted role's repository state: tag maps, manifest records and referrer lists of one hosted
  * index, kept in the MetaStore with compare-and-swap updates. Manifest bytes are published to the
  * blob store before any document points at them, so a reader never sees a record without bytes.
+ * Two NameSets (storage/name-set.ts) spare the request paths a listing: the manifests of each
+ * repository (`_digests`, what the status summary counts) and the repositories of the index
+ * (`oci/<index>/catalog`, what `/v2/_catalog` serves). Both are added to after the manifest record
+ * commits and removed from after it is deleted.
  */
 import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
+import { NameSet } from '../storage/name-set.js';
 import { updateDoc } from '../storage/update.js';
 import { isManifestMediaType } from './manifest-check.js';
-import { keys, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
+import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
 import { repositoriesIn } from './repositories.js';
 
@@ -19,10 +24,14 @@ export interface FoundManifest {
 }
 
 export class HostedRepos {
+  readonly #catalog: NameSet;
+
   constructor(
     readonly index: IndexConfig,
     private readonly stores: Stores,
-  ) {}
+  ) {
+    this.#catalog = new NameSet(stores.meta, catalogKey(index), async () => (await repositoriesIn(stores.meta, index)).map((r) => r.join('/')));
+  }
 
   async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
     const found = await this.stores.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
@@ -41,9 +50,9 @@ export class HostedRepos {
     return record ? { hex, record, index: this.index } : null;
   }
 
-  /** The repositories that hold at least one manifest; read from the metadata keys, never the blobs. */
+  /** The repositories that hold at least one manifest: one read of the catalog document. */
   async repositories(): Promise<string[][]> {
-    return repositoriesIn(this.stores.meta, this.index);
+    return (await this.#catalog.read()).names.map((name) => name.split('/'));
   }
 
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
@@ -61,6 +70,8 @@ export class HostedRepos {
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
     const record = doc ?? pushed;
+    await this.#digests(repo).add(hex);
+    await this.#catalog.add(repo.join('/'));
     if (record.subject) {
       const subject = record.subject;
       await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
@@ -111,7 +122,25 @@ export class HostedRepos {
         return doc;
       });
     }
-    return this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+    const deleted = await this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+    await this.#digests(repo).remove(hex, async () => (await this.manifest(repo, hex)) !== null);
+    await this.#catalog.remove(repo.join('/'), async () => (await this.manifestCount(repo)) > 0);
+    return deleted;
+  }
+
+  /** How many manifests `repo` records: one read of its digest set. */
+  async manifestCount(repo: readonly string[]): Promise<number> {
+    return (await this.#digests(repo).read()).names.length;
+  }
+
+  #digests(repo: readonly string[]): NameSet {
+    const folder = `${repoPrefix(this.index, repo)}/_manifests`;
+    return new NameSet(this.stores.meta, keys.digests(this.index, repo), async () => {
+      // Built once for a repository stored before the set existed.
+      const hexes: string[] = [];
+      for await (const key of this.stores.meta.list(folder)) hexes.push(key.slice(folder.length + 1));
+      return hexes;
+    });
   }
 }
 

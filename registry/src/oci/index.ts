@@ -7,10 +7,14 @@ import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
 import { registerOciRoutes } from './routes.js';
 import { ociStatus } from './status.js';
-import { UploadSessions } from './upload-sessions.js';
+import { MemoryUploadSessions } from './memory-sessions.js';
+import { SharedUploadSessions } from './shared-sessions.js';
+import type { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
-  const sessions = new UploadSessions(ctx.stores.blobs);
+  // Sessions live where the blobs do: in the shared store when other processes share it.
+  const shared = ctx.stores.sharedStages;
+  const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
   const deps: OciDeps = {
     ctx,
     members: new Members(ctx),

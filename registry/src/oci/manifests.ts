@@ -139,9 +139,10 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   // The hold, then the bytes, then the documents that point at them.
   await holder.hold(hex);
   await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
-  await deps.members.hosted(hosted).putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
+  const repos = deps.members.hosted(hosted);
+  await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
   deps.ctx.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
-  await recordManifestWrite(deps.ctx, hosted, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
+  await recordManifestWrite(deps.ctx, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
   if (subject) reply.header('OCI-Subject', subject.digest);
@@ -160,6 +161,6 @@ export async function deleteManifest(call: OciCall, reference: string): Promise<
   const repos = deps.members.hosted(hosted);
   const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);
   if (!removed) throw new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
-  await recordManifestWrite(deps.ctx, hosted, target.repo, request.log);
+  await recordManifestWrite(deps.ctx, repos, target.repo, request.log);
   await reply.code(202).header('Content-Length', '0').send();
 }

@@ -5,6 +5,8 @@
  *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
  *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
  *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
+ *   oci/<index>/repos/<repo path>/_digests               the hex of every manifest recorded in the repository
+ *   oci/<index>/catalog                                  the names of the repositories with a manifest
  *
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
@@ -50,8 +52,15 @@ export function reposFolder(index: IndexConfig): string {
   return `oci/${index.name}/repos`;
 }
 
+/** The index's repository names (storage/name-set.ts): outside `reposFolder`, which it mirrors. */
+export function catalogKey(index: IndexConfig): string {
+  return `oci/${index.name}/catalog`;
+}
+
 export const keys = {
   tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,
   manifest: (index: IndexConfig, repo: readonly string[], hex: string) => `${repoPrefix(index, repo)}/_manifests/${hex}`,
   referrers: (index: IndexConfig, repo: readonly string[], subjectHex: string) => `${repoPrefix(index, repo)}/_referrers/${subjectHex}`,
+  /** A NameSet of the `_manifests` hexes (storage/name-set.ts): counted without a listing. */
+  digests: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_digests`,
 };

@@ -3,13 +3,15 @@
  * per-index summary current (observe/summary.ts). For counting, a repository is the project, a
  * blob (by digest) the file, a manifest GET/HEAD a page, and a manifest push the upload: the one
  * write that makes an image (or artifact) pullable; blob pushes before it are its parts. The
- * summary counts manifests per repository, read back from the store after each manifest write.
+ * summary counts manifests per repository, read back from the repository's digest set after each
+ * manifest write (one document read, no listing).
  */
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
 import type { ManifestRecord, TagsDoc } from './meta.js';
-import { repoPrefix, reposFolder } from './meta.js';
+import { reposFolder } from './meta.js';
+import type { HostedRepos } from './hosted.js';
 
 type Log = { warn(obj: object, msg: string): void };
 
@@ -56,22 +58,23 @@ async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<Sca
 /** Records one committed manifest push or delete of `hosted`'s repository `repo`. */
 export async function recordManifestWrite(
   ctx: ServerContext,
-  hosted: IndexConfig,
+  hosted: HostedRepos,
   repo: readonly string[],
   log: Log,
   pushed?: { hex: string; tag?: string; time: string },
 ): Promise<void> {
   const name = repo.join('/');
-  let manifests = 0;
+  const index = hosted.index.name;
+  let manifests: number;
   try {
-    for await (const _key of ctx.stores.meta.list(`${repoPrefix(hosted, repo)}/_manifests`)) manifests += 1;
+    manifests = await hosted.manifestCount(repo);
   } catch (err) {
-    log.warn({ index: hosted.name, repository: name, err: err instanceof Error ? err.message : String(err) }, 'status summary: manifests not counted');
-    await ctx.summaries.recordAfterCommit(hosted.name, {}, log);
+    log.warn({ index, repository: name, err: err instanceof Error ? err.message : String(err) }, 'status summary: manifests not counted');
+    await ctx.summaries.recordAfterCommit(index, {}, log);
     return;
   }
   const uploads: RecentUpload[] = pushed
-    ? [{ time: pushed.time, index: hosted.name, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}` }]
+    ? [{ time: pushed.time, index, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}` }]
     : [];
-  await ctx.summaries.recordAfterCommit(hosted.name, { projects: { [name]: manifests }, uploads }, log);
+  await ctx.summaries.recordAfterCommit(index, { projects: { [name]: manifests }, uploads }, log);
 }

@@ -1,95 +1,66 @@
 /**
- * Blob upload sessions: process memory only (the spec: lost on restart). Each session owns one
- * staged write of the store (`BlobStage`) that its chunks are appended to and hashed on the way in,
- * so a commit only compares digests and publishes the stage; no blob is ever held in memory. An
- * idle session expires and its stage is aborted. Stages of a previous process are the store's to
- * sweep (by age, when it opens).
+ * Blob upload sessions of the OCI API, behind one interface with two homes, chosen by
+ * `Stores.shared` (design.md §4):
+ *
+ * - `MemoryUploadSessions` (fs backend): process memory, lost on restart, as the spec says; each
+ *   session owns one of the process's own staged writes;
+ * - `SharedUploadSessions` (s3 backend): in the shared store (`storage/shared-stages.ts`), so
+ *   each verb of a chunked push may reach another process.
+ *
+ * Either way a chunk is hashed as it streams in, a commit compares digests and publishes, and no
+ * blob is held in memory. A request that fails midway, or a last chunk that leaves the session at
+ * another digest, leaves the session as it was.
  */
-import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { BlobStage, BlobStore, Sha256Hex } from '../storage/types.js';
+import type { Sha256Hex } from '../storage/types.js';
 
+/** A session as the request that read it saw it. */
 export interface UploadSession {
   readonly id: string;
   /** The hosted index the blob will be committed for, and the repository of the request. */
   readonly indexName: string;
   readonly repo: string;
-  readonly stage: BlobStage;
-  /**
-   * Bytes of the requests that completed. Not the stage's size, which grows while a chunk streams
-   * in: a status request during a PATCH must not report a chunk that may still be undone.
-   */
-  size: number;
-  lastUsed: number;
-  busy: boolean;
+  /** Bytes of the requests that completed (never a chunk still streaming in). */
+  readonly size: number;
 }
 
-export class UploadSessions {
-  readonly #sessions = new Map<string, UploadSession>();
-  readonly #timer: NodeJS.Timeout;
-
-  constructor(
-    private readonly blobs: BlobStore,
-    private readonly idleMs = 60 * 60 * 1000,
-  ) {
-    this.#timer = setInterval(() => void this.sweep(), Math.min(60_000, idleMs)).unref();
-  }
-
-  async open(indexName: string, repo: string): Promise<UploadSession> {
-    const stage = await this.blobs.stage();
-    const session: UploadSession = {
-      id: randomUUID(),
-      indexName,
-      repo,
-      stage,
-      size: 0,
-      lastUsed: Date.now(),
-      busy: false,
-    };
-    this.#sessions.set(session.id, session);
-    return session;
-  }
-
+export interface UploadSessions {
+  open(indexName: string, repo: string): Promise<UploadSession>;
   /** The session, if it exists and belongs to this index and repository. */
-  get(id: string, indexName: string, repo: string): UploadSession | undefined {
-    const s = this.#sessions.get(id);
-    if (!s || s.indexName !== indexName || s.repo !== repo) return undefined;
-    s.lastUsed = Date.now();
-    return s;
-  }
-
+  get(id: string, indexName: string, repo: string): Promise<UploadSession | undefined>;
+  /** Appends one request's chunk; returns the session after it. */
+  append(s: UploadSession, source: Readable): Promise<UploadSession>;
   /**
-   * Appends a chunk, hashing it on the way. A chunk that fails midway (client gone, disk full),
-   * or that leaves the session at another digest than `expect`, is undone: the session is as
-   * it was before the request.
+   * Appends `last` (if any), checks that the bytes hash to `expected` (`DigestMismatchError`
+   * otherwise, the session as before), runs `beforePublish` (the index's hold on the digest),
+   * publishes the blob and ends the session.
    */
-  async append(s: UploadSession, source: Readable, expect?: Sha256Hex): Promise<void> {
-    try {
-      await s.stage.append(source, expect === undefined ? {} : { expect });
-      s.size = s.stage.size;
-    } finally {
-      s.lastUsed = Date.now();
-    }
-  }
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: () => Promise<void>): Promise<void>;
+  /** Ends the session and discards its bytes. */
+  cancel(s: UploadSession): Promise<void>;
+  close(): Promise<void>;
+}
 
-  /** Hex digest of the bytes so far, leaving the session open for more. */
-  digest(s: UploadSession): string {
-    return s.stage.digest();
+/**
+ * Another request is using the session, or changed it since this one read it (two PATCHes at
+ * once, possibly on two processes). `current` is the session now: the spec's 416 reports its range.
+ */
+export class SessionBusyError extends Error {
+  constructor(readonly current: UploadSession) {
+    super(`upload ${current.id} is receiving another request`);
+    this.name = 'SessionBusyError';
   }
+}
 
-  /** Forgets a session and aborts its stage (harmless once committed). */
-  async discard(s: UploadSession): Promise<void> {
-    this.#sessions.delete(s.id);
-    await s.stage.abort();
+/** The session is gone: committed, cancelled or expired, possibly by another request meanwhile. */
+export class SessionGoneError extends Error {
+  constructor(readonly id: string) {
+    super(`upload ${id} is unknown (it may have been committed, cancelled or expired)`);
+    this.name = 'SessionGoneError';
   }
+}
 
-  async sweep(now = Date.now()): Promise<void> {
-    const expired = [...this.#sessions.values()].filter((s) => !s.busy && now - s.lastUsed > this.idleMs);
-    await Promise.all(expired.map((s) => this.discard(s)));
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.#timer);
-    await Promise.all([...this.#sessions.values()].map((s) => this.discard(s)));
-  }
+/** Runs an idle sweep every `everyMs`; a failed sweep (the store away) is simply tried again next time. */
+export function sweepEvery(sweep: () => Promise<unknown>, everyMs: number): NodeJS.Timeout {
+  return setInterval(() => void sweep().catch(() => undefined), everyMs).unref();
 }

@@ -8,7 +8,6 @@
  * behind would show the index the bytes as soon as any other index stored that digest, to a
  * caller who knew only the digest.
  */
-import type { Readable } from 'node:stream';
 import type { IndexConfig } from '../config/types.js';
 import { DigestMismatchError } from '../storage/types.js';
 import { authorizeWrite, resolveName } from './access.js';
@@ -16,7 +15,7 @@ import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
 import { parseContentRange } from './content-range.js';
-import type { UploadSession, UploadSessions } from './upload-sessions.js';
+import { SessionBusyError, SessionGoneError, type UploadSession } from './upload-sessions.js';
 
 export async function startUpload(call: OciCall): Promise<void> {
   const { deps, target, query, request, reply } = call;
@@ -34,15 +33,7 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
-    // Staged like a one-chunk session, so the digest is verified before the index holds it.
-    const s = await deps.sessions.open(hosted.name, target.name);
-    s.busy = true; // its id is never handed out; busy only keeps the idle sweep away
-    try {
-      await appendLast(deps.sessions, s, request.raw, hex);
-      await publishVerified(call, s, hex);
-    } finally {
-      await deps.sessions.discard(s);
-    }
+    await monolithic(call, hosted, hex);
     await blobCreated(call, hex);
     return;
   }
@@ -93,19 +84,21 @@ function digestMismatch(actual: string, hex: string): OciError {
   return new OciError('DIGEST_INVALID', `uploaded content has digest sha256:${actual}, not sha256:${hex}`);
 }
 
-/** Holds the digest of a verified session for its index, then commits the session's stage. */
-async function publishVerified(call: OciCall, s: UploadSession, hex: string): Promise<void> {
-  await call.deps.holds.of(s.indexName).hold(hex);
-  await s.stage.commit(hex);
-}
-
-/** Appends a session's last chunk, which must bring it to `hex`; a mismatch undoes the chunk. */
-async function appendLast(sessions: UploadSessions, s: UploadSession, body: Readable, hex: string): Promise<void> {
+/**
+ * The monolithic POST `?digest=`: one request, so the process's own staged write serves on every
+ * backend. The digest is verified before the index holds it.
+ */
+async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Promise<void> {
+  const stage = await call.deps.ctx.stores.blobs.stage();
   try {
-    await sessions.append(s, body, hex);
+    await stage.append(call.request.raw, { expect: hex });
+    await call.deps.holds.of(hosted.name).hold(hex);
+    await stage.commit(hex);
   } catch (err) {
     if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);
     throw err;
+  } finally {
+    await stage.abort();
   }
 }
 
@@ -120,25 +113,32 @@ async function blobCreated(call: OciCall, hex: string): Promise<void> {
 }
 
 /** The session of an authorised write, or BLOB_UPLOAD_UNKNOWN. */
-function sessionOf(call: OciCall, id: string): UploadSession {
+async function sessionOf(call: OciCall, id: string): Promise<UploadSession> {
   const { deps, target, request } = call;
   const hosted = authorizeWrite(deps.ctx, target.index, request);
-  const session = deps.sessions.get(id, hosted.name, target.name);
-  if (!session) throw new OciError('BLOB_UPLOAD_UNKNOWN', `upload ${id} is unknown (it may have been committed, cancelled or expired)`);
+  const session = await deps.sessions.get(id, hosted.name, target.name);
+  if (!session) throw unknownUpload(id);
   return session;
 }
 
-/** Runs `fn` with the session marked busy; a second request on a busy session is refused. */
-async function withSession(call: OciCall, id: string, fn: (s: UploadSession) => Promise<void>): Promise<void> {
-  const session = sessionOf(call, id);
-  if (session.busy) {
-    throw new OciStatusError(416, 'BLOB_UPLOAD_INVALID', `upload ${id} is receiving another request`, progressHeaders(call, session));
-  }
-  session.busy = true;
+function unknownUpload(id: string): OciError {
+  return new OciError('BLOB_UPLOAD_UNKNOWN', `upload ${id} is unknown (it may have been committed, cancelled or expired)`);
+}
+
+/**
+ * Runs a change of the session `id`. Another request using or changing the session at the same
+ * time gets the spec's 416 with the range the session has; one that ended it meanwhile, 404.
+ */
+async function changing(call: OciCall, id: string, fn: (s: UploadSession) => Promise<void>): Promise<void> {
+  const session = await sessionOf(call, id);
   try {
     await fn(session);
-  } finally {
-    session.busy = false;
+  } catch (err) {
+    if (err instanceof SessionBusyError) {
+      throw new OciStatusError(416, 'BLOB_UPLOAD_INVALID', `upload ${id} is receiving another request`, progressHeaders(call, err.current));
+    }
+    if (err instanceof SessionGoneError) throw unknownUpload(id);
+    throw err;
   }
 }
 
@@ -161,10 +161,10 @@ function checkContentRange(call: OciCall, s: UploadSession): void {
 }
 
 export async function patchUpload(call: OciCall, id: string): Promise<void> {
-  await withSession(call, id, async (s) => {
+  await changing(call, id, async (s) => {
     checkContentRange(call, s);
-    await call.deps.sessions.append(s, call.request.raw);
-    await call.reply.code(202).headers(progressHeaders(call, s)).header('Content-Length', '0').send();
+    const after = await call.deps.sessions.append(s, call.request.raw);
+    await call.reply.code(202).headers(progressHeaders(call, after)).header('Content-Length', '0').send();
   });
 }
 
@@ -173,35 +173,35 @@ export async function patchUpload(call: OciCall, id: string): Promise<void> {
  * session has committed, which excludes the chunk in flight until it completes.
  */
 export async function uploadStatus(call: OciCall, id: string): Promise<void> {
-  const s = sessionOf(call, id);
+  const s = await sessionOf(call, id);
   await call.reply.code(204).headers(progressHeaders(call, s)).send();
 }
 
 export async function cancelUpload(call: OciCall, id: string): Promise<void> {
-  await withSession(call, id, async (s) => {
-    await call.deps.sessions.discard(s);
+  await changing(call, id, async (s) => {
+    await call.deps.sessions.cancel(s);
     await call.reply.code(204).send();
   });
 }
 
 export async function commitUpload(call: OciCall, id: string): Promise<void> {
-  await withSession(call, id, async (s) => {
+  await changing(call, id, async (s) => {
     const { deps, query, request } = call;
     const digest = query.get('digest');
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
-    const sessions = deps.sessions;
-    // On a mismatch the session stays open as it was before this request, so the client can
-    // retry the PUT: the last chunk's append is undone by the stage.
-    if (hasBody(request)) {
-      checkContentRange(call, s);
-      await appendLast(sessions, s, request.raw, hex);
-    } else {
-      const actual = sessions.digest(s);
-      if (actual !== hex) throw digestMismatch(actual, hex);
+    const last = hasBody(request) ? request.raw : null;
+    if (last !== null) checkContentRange(call, s);
+    try {
+      // Verified first; the index holds the digest before the bytes are published (storage/holds.ts).
+      await deps.sessions.commit(s, hex, last, async () => {
+        await deps.holds.of(s.indexName).hold(hex);
+      });
+    } catch (err) {
+      // The session stays open as it was before this request, so the client can retry the PUT.
+      if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);
+      throw err;
     }
-    await publishVerified(call, s, hex);
-    await sessions.discard(s);
     await blobCreated(call, hex);
   });
 }

@@ -31,7 +31,7 @@ export function pythonStatus(ctx: ServerContext, lookup: SourceLookup, records: 
 async function scanPythonIndex(records: ProjectRecords, index: IndexConfig): Promise<ScannedSummary> {
   const projects: Record<string, number> = {};
   const recent: RecentUpload[] = [];
-  for (const normalized of await records.list(index.name)) {
+  for (const normalized of await records.listRecords(index.name)) {
     const found = await records.get(index.name, normalized);
     if (!found) continue;
     projects[normalized] = Object.keys(found.record.files).length;

@@ -4,6 +4,8 @@ import { FsBlobStore } from './fs/blob-store.js';
 import { FsMetaStore } from './fs/meta-store.js';
 import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
+import { S3ChunkStore } from './s3/chunks.js';
+import { SharedStages } from './shared-stages.js';
 import { connectS3, type ConnectOptions } from './s3/connect.js';
 import { S3MetaStore } from './s3/meta-store.js';
 import type { BlobStore, MetaStore } from './types.js';
@@ -16,10 +18,15 @@ export interface Stores {
   /** True when other processes may share the store (s3): state that must be shared lives in it. */
   shared: boolean;
   /**
+   * Staged writes kept in the store, which any process sharing it can continue (`shared-stages.ts`);
+   * only where the store is shared, null otherwise (a process's own `blobs.stage()` serves there).
+   */
+  sharedStages: SharedStages | null;
+  /**
    * Removes staged writes older than the stale-staging age: what a process killed mid-write
    * left (s3: staging objects and unfinished multipart uploads in the bucket; fs: files in the
    * staging folder). Live stages are younger and stay. Returns how many went. `sweeper.ts` runs
-   * it at start-up and then every hour.
+   * it at start-up and then every hour. (Shared stages have their own sweep, by idle time.)
    */
   sweep(): Promise<number>;
 }
@@ -53,11 +60,13 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs });
     const meta = new S3MetaStore(loc);
     await blobs.init();
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sweep: () => blobs.sweepStaging(staleMs) };
+    const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
+    const sharedStages = new SharedStages(meta, chunks, blobs);
+    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, sweep: () => blobs.sweepStaging(staleMs) };
   }
   const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
   const meta = new FsMetaStore(cfg.path);
   await blobs.init();
   await meta.init();
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sweep: () => blobs.sweepStale() };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null, sweep: () => blobs.sweepStale() };
 }

@@ -109,6 +109,33 @@ export interface BlobStage {
   abort(): Promise<void>;
 }
 
+/**
+ * Objects of a shared store that hold the pieces of a staged write several processes take part in
+ * (`shared-stages.ts`): named by the caller, never visible under a digest, each written whole or
+ * not at all. Only backends that other processes share (s3) have them.
+ */
+export interface ChunkStore {
+  /** Streams `source` into a new object `name`, which exists only once every byte landed. Returns the size. */
+  write(name: string, source: Readable): Promise<number>;
+  /** Streams a chunk; `null` when it is absent. */
+  read(name: string): Promise<Readable | null>;
+  /** Removes a chunk; absent is no error. */
+  remove(name: string): Promise<void>;
+  /**
+   * Publishes the concatenation of `chunks` as the blob `digest` inside the store (S3: a multipart
+   * upload whose parts are server-side copies), whole or not at all. False, with nothing done, when
+   * the store cannot (S3 needs every part but the last to be at least 5 MiB).
+   */
+  compose(chunks: readonly ChunkRef[], digest: Sha256Hex): Promise<boolean>;
+  /** Every chunk (its name) last written before `before` (ms since the epoch). */
+  listOlder(before: number): AsyncIterable<string>;
+}
+
+export interface ChunkRef {
+  name: string;
+  size: number;
+}
+
 export interface Versioned<T> {
   doc: T;
   /** Opaque; pass it back to `put` to detect concurrent changes. */

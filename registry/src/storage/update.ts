@@ -12,16 +12,17 @@ const backoffMs = (attempt: number) => Math.random() * Math.min(200, 5 * 2 ** Ma
 /**
  * Applies `change` to the current document (or `undefined` when absent) and stores the result.
  * `change` may return `undefined` to leave the document as it is. It must be free of side effects:
- * it runs again after a conflict.
+ * it runs again after a conflict. It may be async when it must read other documents (or list keys)
+ * to decide; what it read is read again on the next attempt.
  */
 export async function updateDoc<T>(
   store: MetaStore,
   key: string,
-  change: (current: T | undefined) => T | undefined,
+  change: (current: T | undefined) => T | undefined | Promise<T | undefined>,
 ): Promise<{ doc: T | undefined; changed: boolean }> {
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const current = await store.get<T>(key);
-    const next = change(current ? structuredClone(current.doc) : undefined);
+    const next = await change(current ? structuredClone(current.doc) : undefined);
     if (next === undefined) return { doc: current?.doc, changed: false };
     try {
       await store.put(key, next, current ? current.version : null);

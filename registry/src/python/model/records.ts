@@ -4,8 +4,14 @@
  * artifact bytes and core-metadata bytes are blobs in the shared BlobStore, addressed by sha256,
  * held by `PYTHON_HOLDER`. The document's store version changes on every write, so it doubles as the cache key of
  * rendered pages.
+ *
+ * The project names of an index are also kept in one document, `python/<index name>/names`
+ * (storage/name-set.ts), so the project list (`/simple/`) reads one document instead of listing
+ * the records: every committed record write adds its name (one read when it is there already).
+ * A record whose last file was deleted is removed (`dropIfEmpty`), and its name after it.
  */
-import type { MetaStore } from '../../storage/types.js';
+import { NameSet, type NameSetView } from '../../storage/name-set.js';
+import { ConflictError, type MetaStore } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
 
 /**
@@ -68,12 +74,24 @@ export class ProjectRecords {
     return found ? { record: found.doc, version: found.version } : null;
   }
 
-  /** Normalised names of every project of the index, sorted. */
-  async list(indexName: string): Promise<string[]> {
+  /**
+   * Normalised names of every project of the index, sorted, with the store version of the names
+   * document. One read; no listing except to build the document once when it is absent.
+   */
+  names(indexName: string): Promise<NameSetView> {
+    return this.#names(indexName).read();
+  }
+
+  /** Normalised names of every project, from a listing of the records (scans and repairs only). */
+  async listRecords(indexName: string): Promise<string[]> {
     const prefix = `python/${indexName}/projects`;
     const names: string[] = [];
     for await (const key of this.meta.list(prefix)) names.push(key.slice(prefix.length + 1));
     return names.sort();
+  }
+
+  #names(indexName: string): NameSet {
+    return new NameSet(this.meta, `python/${indexName}/names`, () => this.listRecords(indexName));
   }
 
   /**
@@ -81,11 +99,28 @@ export class ProjectRecords {
    * current record or undefined, returns the new one or undefined for no change; it may run
    * several times, so it must not have side effects.
    */
-  update(
+  async update(
     indexName: string,
     normalized: string,
     change: (current: ProjectRecord | undefined) => ProjectRecord | undefined,
   ): Promise<{ doc: ProjectRecord | undefined; changed: boolean }> {
-    return updateDoc<ProjectRecord>(this.meta, projectKey(indexName, normalized), change);
+    const result = await updateDoc<ProjectRecord>(this.meta, projectKey(indexName, normalized), change);
+    // Also when unchanged but present: heals a name left out by a writer that died after its record.
+    if (result.doc) await this.#names(indexName).add(normalized);
+    return result;
+  }
+
+  /** A project whose last file was deleted disappears from the list, unless an upload just refilled it. */
+  async dropIfEmpty(indexName: string, normalized: string): Promise<void> {
+    const key = projectKey(indexName, normalized);
+    const found = await this.meta.get<ProjectRecord>(key);
+    if (!found || Object.keys(found.doc.files).length > 0) return;
+    try {
+      await this.meta.delete(key, found.version);
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      return;
+    }
+    await this.#names(indexName).remove(normalized, async () => (await this.meta.get(key)) !== null);
   }
 }

@@ -70,7 +70,7 @@ export async function handleMutation(
 
   const hostedChanged =
     hostedInScope.length > 0 && action !== 'restore'
-      ? await mutateRecord(deps.records, deps.ctx.stores.meta, target.name, normalized, inScope, action, reason)
+      ? await mutateRecord(deps.records, target.name, normalized, inScope, action, reason)
       : [];
   const changed: string[] = [...hostedChanged];
   if (cachedInScope.length > 0) {

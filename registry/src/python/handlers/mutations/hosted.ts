@@ -5,9 +5,7 @@
  * indexes. Every change is one compare-and-swap update, so concurrent uploads and mutations of
  * the project never lose each other.
  */
-import type { MetaStore } from '../../../storage/types.js';
-import { ConflictError } from '../../../storage/types.js';
-import { projectKey, type FileRecord, type ProjectRecord, type ProjectRecords } from '../../model/records.js';
+import { type FileRecord, type ProjectRecord, type ProjectRecords } from '../../model/records.js';
 
 export type RecordAction = 'yank' | 'unyank' | 'delete';
 
@@ -33,7 +31,6 @@ export function changeRecord(
 
 export async function mutateRecord(
   records: ProjectRecords,
-  meta: MetaStore,
   indexName: string,
   normalized: string,
   inScope: (file: FileRecord) => boolean,
@@ -50,18 +47,7 @@ export async function mutateRecord(
     return changed.length > 0 ? current : undefined;
   });
   if (action === 'delete' && result.changed && result.doc && Object.keys(result.doc.files).length === 0) {
-    await dropIfEmpty(meta, projectKey(indexName, normalized));
+    await records.dropIfEmpty(indexName, normalized);
   }
   return changed;
-}
-
-/** A project whose last file was deleted disappears from the list, unless an upload just refilled it. */
-async function dropIfEmpty(meta: MetaStore, key: string): Promise<void> {
-  const found = await meta.get<ProjectRecord>(key);
-  if (!found || Object.keys(found.doc.files).length > 0) return;
-  try {
-    await meta.delete(key, found.version);
-  } catch (err) {
-    if (!(err instanceof ConflictError)) throw err;
-  }
 }

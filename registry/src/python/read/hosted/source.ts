@@ -1,5 +1,4 @@
 /** The project source of a hosted index: its project records and the blobs they name. */
-import { createHash } from 'node:crypto';
 import type { BlobStore } from '../../../storage/types.js';
 import { candidateProjects } from '../source/lookup.js';
 import type { FileRecord, ProjectRecords } from '../../model/records.js';
@@ -20,8 +19,9 @@ export class HostedSource implements IndexSource {
   }
 
   async names(): Promise<NameList> {
-    const names = await this.records.list(this.indexName);
-    return { names, version: createHash('sha256').update(names.join('\n')).digest('hex') };
+    // One document read (the index's names document), never a listing of the records.
+    const { names, version } = await this.records.names(this.indexName);
+    return { names, version: `names:${version}` };
   }
 
   async locate(sha256: string, filename: string): Promise<ListedFile | null> {

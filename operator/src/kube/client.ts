@@ -1,0 +1,102 @@
+/**
+ * The API calls the operator makes, in one place: typed reads of its resources, Secrets, Pods and
+ * Deployments; server-side apply of rendered objects under the operator's field manager; merge
+ * patches of the status subresource. @kubernetes/client-node 1.4 (2.x needs Node 22): methods take
+ * one object, and a patch needs its content type set explicitly.
+ */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type KubernetesObject,
+  type V1Deployment,
+  type V1Pod,
+} from '@kubernetes/client-node';
+import { FIELD_MANAGER, type ApplyObject } from '../render/objects.js';
+import { GROUP, VERSION, type PackageIndex, type PackageIndexStatus, type PackageRegistry, type PackageRegistryStatus } from '../resources/types.js';
+
+export const PLURAL = { PackageIndex: 'packageindexes', PackageRegistry: 'packageregistries' } as const;
+
+export interface Kube {
+  config: KubeConfig;
+  /** A custom resource list across namespaces, as an informer lists it. */
+  listAll(plural: string): Promise<{ metadata?: { resourceVersion?: string }; items: KubernetesObject[] }>;
+  listRegistries(namespace?: string): Promise<PackageRegistry[]>;
+  listIndexes(namespace?: string): Promise<PackageIndex[]>;
+  /** Secrets of a namespace: name → key → decoded value. */
+  secrets(namespace: string): Promise<Map<string, Record<string, string>>>;
+  pods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
+  deployment(namespace: string, name: string): Promise<V1Deployment | null>;
+  apply(obj: ApplyObject): Promise<void>;
+  patchStatus(kind: keyof typeof PLURAL, namespace: string, name: string, status: PackageIndexStatus | PackageRegistryStatus): Promise<void>;
+}
+
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault();
+  return kc;
+}
+
+interface ListOf<T> {
+  items: T[];
+}
+
+export function kubeClient(kc: KubeConfig): Kube {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const objects = KubernetesObjectApi.makeApiClient(kc);
+  const list = async <T>(plural: string, namespace?: string): Promise<T[]> => {
+    const res = (namespace
+      ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })
+      : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as ListOf<T>;
+    return res.items;
+  };
+  return {
+    config: kc,
+    listAll: async (plural) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: KubernetesObject[] },
+    listRegistries: (namespace) => list<PackageRegistry>(PLURAL.PackageRegistry, namespace),
+    listIndexes: (namespace) => list<PackageIndex>(PLURAL.PackageIndex, namespace),
+    async secrets(namespace) {
+      const res = await core.listNamespacedSecret({ namespace });
+      const out = new Map<string, Record<string, string>>();
+      for (const s of res.items) {
+        const name = s.metadata?.name;
+        if (!name) continue;
+        const data: Record<string, string> = {};
+        for (const [k, v] of Object.entries(s.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
+        for (const [k, v] of Object.entries(s.stringData ?? {})) data[k] = v;
+        out.set(name, data);
+      }
+      return out;
+    },
+    async pods(namespace, labelSelector) {
+      return (await core.listNamespacedPod({ namespace, labelSelector })).items;
+    },
+    async deployment(namespace, name) {
+      try {
+        return await apps.readNamespacedDeployment({ namespace, name });
+      } catch (err) {
+        if (isNotFound(err)) return null;
+        throw err;
+      }
+    },
+    async apply(obj) {
+      await objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    },
+    async patchStatus(kind, namespace, name, status) {
+      await custom.patchNamespacedCustomObjectStatus(
+        { group: GROUP, version: VERSION, namespace, plural: PLURAL[kind], name, body: { status }, fieldManager: FIELD_MANAGER },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
+  };
+}
+
+export function isNotFound(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: number }).code === 404;
+}

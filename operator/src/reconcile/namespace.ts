@@ -1,0 +1,165 @@
+/**
+ * One reconcile of one namespace: plan what each PackageRegistry serves, apply each registry's
+ * objects, ask its ready pods for `/+status`, and write every PackageIndex's and PackageRegistry's
+ * status where it changed. Idempotent: running it twice in a row writes nothing the second time.
+ *
+ * A registry whose config cannot be built (its storage Secret missing, say) keeps its objects as
+ * they are: pods already serving go on serving the last good config.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Kube } from '../kube/client.js';
+import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
+import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, renderObjects, selectorOf, type RenderOptions } from '../render/objects.js';
+import { REGISTRY_PORT } from '../render/registry-config.js';
+import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
+import { nextConditions, type ConditionInput } from '../status/conditions.js';
+import { refusedState, servedState, type PodReport, type PodStatusDoc } from '../status/merge.js';
+
+export interface ReconcileDeps {
+  kube: Kube;
+  render: RenderOptions;
+  /** Fetches a pod's `/+status` (tests and the e2e harness may reach pods another way). */
+  podStatus?: (pod: V1Pod) => Promise<PodStatusDoc>;
+  now?: () => Date;
+  log?: (msg: string, fields?: Record<string, unknown>) => void;
+}
+
+const POD_STATUS_TIMEOUT_MS = 3_000;
+
+export async function reconcileNamespace(namespace: string, deps: ReconcileDeps): Promise<void> {
+  const { kube } = deps;
+  const now = deps.now ?? (() => new Date());
+  const [registries, indexes, secrets] = await Promise.all([kube.listRegistries(namespace), kube.listIndexes(namespace), kube.secrets(namespace)]);
+  const plan = planNamespace(registries, indexes, secrets);
+
+  for (const rp of plan.registries.values()) {
+    if (rp.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+  }
+
+  const reportsByRegistry = new Map<string, PodReport[]>();
+  for (const rp of plan.registries.values()) reportsByRegistry.set(rp.registry.metadata.name, await podReports(rp, namespace, deps));
+
+  for (const ix of indexes) {
+    const registry = registryOf(ix);
+    const refusal = plan.refused.get(ix.metadata.name);
+    const rp = plan.registries.get(registry);
+    const state = refusal || !rp ? refusedState(registry, refusal ?? { reason: 'RegistryNotFound', message: `PackageRegistry "${registry}" does not exist` }) : servedState(ix, registry, indexUrl(ix, rp.registry), reportsByRegistry.get(registry) ?? []);
+    await writeStatus(deps, 'PackageIndex', ix, { ...state.status }, state.conditions, now());
+  }
+  for (const rp of plan.registries.values()) await writeRegistryStatus(deps, rp, reportsByRegistry.get(rp.registry.metadata.name) ?? [], secrets, now());
+}
+
+/** The Service's in-cluster base URL. */
+export function registryUrl(registry: PackageRegistry): string {
+  const port = registry.spec.service?.port ?? DEFAULT_SERVICE_PORT;
+  return `http://${registry.metadata.name}.${registry.metadata.namespace}.svc${port === 80 ? '' : `:${port}`}`;
+}
+
+/** Where a client points: a Simple root for Python, an image reference prefix for OCI. */
+export function indexUrl(ix: PackageIndex, registry: PackageRegistry): string {
+  const route = ix.spec.route.replace(/^\/+|\/+$/g, '');
+  if (ix.spec.ecosystem === 'oci') return `${registryUrl(registry).replace(/^http:\/\//, '')}/${route}`;
+  return `${registryUrl(registry)}/${route}/simple/`;
+}
+
+async function podReports(rp: RegistryPlan, namespace: string, deps: ReconcileDeps): Promise<PodReport[]> {
+  const selector = Object.entries(selectorOf(rp.registry)).map(([k, v]) => `${k}=${v}`).join(',');
+  const pods = (await deps.kube.pods(namespace, selector)).filter(isReady);
+  // Pods still on an older config count too: their /+status does not list a new index yet.
+  const fetchStatus = deps.podStatus ?? fetchPodStatus;
+  return Promise.all(
+    pods.map(async (pod): Promise<PodReport> => {
+      const name = pod.metadata?.name ?? '?';
+      try {
+        return { pod: name, doc: await fetchStatus(pod) };
+      } catch (err) {
+        return { pod: name, doc: null, error: err instanceof Error ? err.message : String(err) };
+      }
+    }),
+  );
+}
+
+function isReady(pod: V1Pod): boolean {
+  return !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+async function fetchPodStatus(pod: V1Pod): Promise<PodStatusDoc> {
+  const ip = pod.status?.podIP;
+  if (!ip) throw new Error('the pod has no IP');
+  const host = ip.includes(':') ? `[${ip}]` : ip;
+  const res = await fetch(`http://${host}:${REGISTRY_PORT}/+status`, { signal: AbortSignal.timeout(POD_STATUS_TIMEOUT_MS) });
+  if (!res.ok) throw new Error(`/+status answered ${res.status}`);
+  return (await res.json()) as PodStatusDoc;
+}
+
+async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, reports: PodReport[], secrets: ReadonlyMap<string, Record<string, string>>, now: Date): Promise<void> {
+  const registry = rp.registry;
+  const deployment = await deps.kube.deployment(registry.metadata.namespace, registry.metadata.name);
+  const ready = deployment?.status?.readyReplicas ?? 0;
+  const checksum = rp.config ? configChecksum(rp.config, secrets) : registry.status?.configChecksum;
+  const rolledOut = deployment?.spec?.template?.metadata?.annotations?.[CHECKSUM_ANNOTATION] === checksum && (deployment?.status?.updatedReplicas ?? 0) === (deployment?.spec?.replicas ?? 0);
+  let conditions: ConditionInput[];
+  if (rp.refusal) {
+    conditions = [
+      { type: 'Ready', status: 'False', reason: rp.refusal.reason, message: rp.refusal.message },
+      { type: 'Reconciling', status: 'False', reason: rp.refusal.reason, message: 'waiting for a change to the resources' },
+      { type: 'Stalled', status: 'True', reason: rp.refusal.reason, message: rp.refusal.message },
+    ];
+  } else if (ready === 0 || reports.every((r) => r.doc === null)) {
+    const message = `no ready pods${deployment ? ` (${deployment.status?.replicas ?? 0} of ${deployment.spec?.replicas ?? 0} running)` : ''}`;
+    conditions = [
+      { type: 'Ready', status: 'False', reason: 'NoReadyPods', message },
+      { type: 'Reconciling', status: 'True', reason: 'NoReadyPods', message },
+      { type: 'Stalled', status: 'False', reason: 'NoReadyPods', message: 'waiting for pods' },
+    ];
+  } else if (!rolledOut) {
+    conditions = [
+      { type: 'Ready', status: 'False', reason: 'RollingOut', message: `the pods are rolling to the new config (${ready} ready)` },
+      { type: 'Reconciling', status: 'True', reason: 'RollingOut', message: 'rolling out' },
+      { type: 'Stalled', status: 'False', reason: 'RollingOut', message: 'rolling out' },
+    ];
+  } else {
+    conditions = [
+      { type: 'Ready', status: 'True', reason: 'Serving', message: `${ready} ready pod${ready === 1 ? '' : 's'} at ${registryUrl(registry)}` },
+      { type: 'Reconciling', status: 'False', reason: 'Serving', message: 'up to date' },
+      { type: 'Stalled', status: 'False', reason: 'Serving', message: 'up to date' },
+    ];
+  }
+  const status: PackageRegistryStatus = {
+    replicas: deployment?.status?.replicas ?? 0,
+    readyReplicas: ready,
+    indexes: rp.served.length,
+    url: registryUrl(registry),
+    ...(checksum ? { configChecksum: checksum } : {}),
+  };
+  await writeStatus(deps, 'PackageRegistry', registry, status, conditions, now);
+}
+
+type Owner = PackageIndex | PackageRegistry;
+
+/** Writes status (with `observedGeneration` and merged conditions) only when it differs. */
+async function writeStatus(
+  deps: ReconcileDeps,
+  kind: 'PackageIndex' | 'PackageRegistry',
+  obj: Owner,
+  fields: Omit<PackageIndexStatus & PackageRegistryStatus, 'conditions'>,
+  wanted: ConditionInput[],
+  now: Date,
+): Promise<void> {
+  const generation = obj.metadata.generation;
+  const previous: Condition[] | undefined = obj.status?.conditions;
+  const status = { ...fields, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions: nextConditions(previous, wanted, generation, now) };
+  if (sameStatus(obj.status, status)) return;
+  await deps.kube.patchStatus(kind, obj.metadata.namespace, obj.metadata.name, status);
+  deps.log?.('status written', { kind, namespace: obj.metadata.namespace, name: obj.metadata.name, ready: status.conditions.find((c) => c.type === 'Ready')?.status });
+}
+
+function sameStatus(a: unknown, b: unknown): boolean {
+  return JSON.stringify(sortKeys(a ?? {})) === JSON.stringify(sortKeys(b));
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, x]) => [k, sortKeys(x)]));
+  return v;
+}

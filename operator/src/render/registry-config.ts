@@ -1,0 +1,109 @@
+/**
+ * A PackageRegistry and the PackageIndexes it serves, rendered as the registry's TOML config.
+ * Deterministic: the same resources give the same bytes (indexes by name, keys in a fixed order),
+ * so the checksum on the pod template changes only when the config does. Secrets never appear in
+ * the text: every credential is a `_file` key naming where the pod mounts its Secret.
+ */
+import { stringify } from 'smol-toml';
+import type { PackageIndex, PackageRegistry, SecretKeyRef } from '../resources/types.js';
+
+/** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
+export const SECRETS_DIR = '/var/run/velodex/secrets';
+/** The container's port and data dir (scratch space only: the pods keep no state). */
+export const REGISTRY_PORT = 8080;
+export const DATA_DIR = '/var/lib/velodex';
+
+export const DEFAULT_ACCESS_KEY_KEY = 'access-key';
+export const DEFAULT_SECRET_KEY_KEY = 'secret-key';
+
+export function secretPath(ref: SecretKeyRef): string {
+  return `${SECRETS_DIR}/${ref.name}/${ref.key}`;
+}
+
+export interface RenderedConfig {
+  toml: string;
+  /** Every Secret the config reads from, by name, sorted: the pod mounts each one. */
+  secrets: string[];
+  /** `secretPath` → the Secret key it names, to answer the registry's config check. */
+  secretFiles: Map<string, SecretKeyRef>;
+}
+
+/** The TOML for `registry` serving `indexes` (which must already belong to it and be valid). */
+export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[]): RenderedConfig {
+  const refs: SecretKeyRef[] = [];
+  const file = (ref: SecretKeyRef) => {
+    refs.push(ref);
+    return secretPath(ref);
+  };
+  const { storage, rateLimit, logLevel } = registry.spec;
+  const creds = storage.credentialsSecretRef;
+  const doc: Record<string, unknown> = {
+    host: '0.0.0.0',
+    port: REGISTRY_PORT,
+    data_dir: DATA_DIR,
+    ...(logLevel ? { log_level: logLevel } : {}),
+    storage: {
+      backend: 's3',
+      endpoint: storage.endpoint,
+      bucket: storage.bucket,
+      ...(storage.region ? { region: storage.region } : {}),
+      ...(storage.prefix ? { prefix: storage.prefix } : {}),
+      access_key_file: file({ name: creds.name, key: creds.accessKeyKey ?? DEFAULT_ACCESS_KEY_KEY }),
+      secret_key_file: file({ name: creds.name, key: creds.secretKeyKey ?? DEFAULT_SECRET_KEY_KEY }),
+    },
+  };
+  if (rateLimit) {
+    const classes = Object.fromEntries(
+      (['read', 'download', 'write', 'admin'] as const).flatMap((c) => {
+        const rc = rateLimit[c];
+        return rc ? [[c, { requests: rc.requests, window_secs: rc.windowSeconds }]] : [];
+      }),
+    );
+    doc.rate_limit = {
+      ...(rateLimit.enabled !== undefined ? { enabled: rateLimit.enabled } : {}),
+      ...(rateLimit.trustedProxies ? { trusted_proxies: rateLimit.trustedProxies } : {}),
+      ...classes,
+    };
+  }
+  doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
+  const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
+  return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
+}
+
+function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Record<string, unknown> {
+  const s = ix.spec;
+  const table: Record<string, unknown> = { name: ix.metadata.name, route: s.route, ecosystem: s.ecosystem };
+  switch (s.role) {
+    case 'hosted':
+      table.hosted = true;
+      break;
+    case 'cached':
+      table.cached = s.upstream;
+      if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
+      if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;
+      break;
+    case 'virtual':
+      table.members = s.members ?? [];
+      if (s.uploadTarget !== undefined) table.upload_target = s.uploadTarget;
+      break;
+  }
+  if (s.uploadTokenSecretRef) table.upload_token_file = file(s.uploadTokenSecretRef);
+  if (s.volatile !== undefined) table.volatile = s.volatile;
+  if (s.policy) {
+    const p = s.policy;
+    table.policy = {
+      ...(p.maxFileSize !== undefined ? { 'max-file-size': p.maxFileSize } : {}),
+      ...(p.denyProjects ? { 'deny-projects': p.denyProjects } : {}),
+      ...(p.allowProjects ? { 'allow-projects': p.allowProjects } : {}),
+      ...(p.minReleaseAge !== undefined ? { 'min-release-age': p.minReleaseAge } : {}),
+    };
+  }
+  if (s.webhooks?.length) {
+    table.webhook = s.webhooks.map((w) => ({
+      url: w.url,
+      ...(w.secretRef ? { secret_file: file(w.secretRef) } : {}),
+      ...(w.events ? { events: w.events } : {}),
+    }));
+  }
+  return table;
+}

@@ -1,0 +1,131 @@
+/**
+ * The two custom resources as the operator reads them (crds/*.yaml hold the schemas the API
+ * server enforces). Optional fields stay optional here: the CRDs have no defaults, the operator
+ * applies them (defaults.ts) and reports the effective values in status.
+ */
+
+export const GROUP = 'velodex.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+export interface ObjectMeta {
+  name: string;
+  namespace: string;
+  uid?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface SecretKeyRef {
+  name: string;
+  key: string;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface IndexPolicy {
+  maxFileSize?: number;
+  denyProjects?: string[];
+  allowProjects?: string[];
+  minReleaseAge?: string;
+}
+
+export interface IndexWebhook {
+  url: string;
+  events?: string[];
+  secretRef?: SecretKeyRef;
+}
+
+export interface PackageIndexSpec {
+  registry?: string;
+  route: string;
+  ecosystem: 'python' | 'oci';
+  role: 'hosted' | 'cached' | 'virtual';
+  upstream?: string;
+  upstreamConcurrency?: number;
+  cacheTtlSeconds?: number;
+  uploadTokenSecretRef?: SecretKeyRef;
+  volatile?: boolean;
+  members?: string[];
+  uploadTarget?: string;
+  policy?: IndexPolicy;
+  webhooks?: IndexWebhook[];
+}
+
+export interface PackageIndexStatus {
+  observedGeneration?: number;
+  registry?: string;
+  url?: string;
+  upstreamOffline?: boolean;
+  /** The index's change counter as its pods report it (the highest). */
+  serial?: number;
+  /** Ready pods of the registry, and how many of them serve this index. */
+  pods?: number;
+  servingPods?: number;
+  conditions?: Condition[];
+}
+
+export interface PackageIndex {
+  apiVersion: typeof API_VERSION;
+  kind: 'PackageIndex';
+  metadata: ObjectMeta;
+  spec: PackageIndexSpec;
+  status?: PackageIndexStatus;
+}
+
+export interface RateClass {
+  requests: number;
+  windowSeconds: number;
+}
+
+export interface PackageRegistrySpec {
+  replicas?: number;
+  image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  storage: {
+    endpoint: string;
+    bucket: string;
+    region?: string;
+    prefix?: string;
+    credentialsSecretRef: { name: string; accessKeyKey?: string; secretKeyKey?: string };
+  };
+  rateLimit?: {
+    enabled?: boolean;
+    trustedProxies?: string[];
+    read?: RateClass;
+    download?: RateClass;
+    write?: RateClass;
+    admin?: RateClass;
+  };
+  service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
+  resources?: Record<string, unknown>;
+  logLevel?: string;
+}
+
+export interface PackageRegistryStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  readyReplicas?: number;
+  indexes?: number;
+  url?: string;
+  configChecksum?: string;
+  conditions?: Condition[];
+}
+
+export interface PackageRegistry {
+  apiVersion: typeof API_VERSION;
+  kind: 'PackageRegistry';
+  metadata: ObjectMeta;
+  spec: PackageRegistrySpec;
+  status?: PackageRegistryStatus;
+}

@@ -1,0 +1,79 @@
+/**
+ * What the pods of a registry say about its indexes (`GET /+status` of each ready pod), merged
+ * into each PackageIndex's status. A pod still on an older config may not list a new index: the
+ * index is Ready only once every ready pod serves it (until then it is Reconciling).
+ */
+import type { Refusal } from '../plan/plan.js';
+import type { PackageIndex, PackageIndexStatus } from '../resources/types.js';
+import type { ConditionInput } from './conditions.js';
+
+/** The part of a pod's `/+status` document the operator reads. */
+export interface PodStatusDoc {
+  instance?: string;
+  indexes?: Array<{ name: string; route?: string; serial?: number; upstream?: { offline?: boolean } }>;
+}
+
+export interface PodReport {
+  pod: string;
+  /** null when the pod did not answer (its message says why). */
+  doc: PodStatusDoc | null;
+  error?: string;
+}
+
+export interface IndexState {
+  status: Omit<PackageIndexStatus, 'conditions' | 'observedGeneration'>;
+  conditions: ConditionInput[];
+}
+
+const TRUE = 'True' as const;
+const FALSE = 'False' as const;
+
+export function refusedState(registry: string, refusal: Refusal): IndexState {
+  return {
+    status: { registry },
+    conditions: [
+      { type: 'Ready', status: FALSE, reason: refusal.reason, message: refusal.message },
+      { type: 'Degraded', status: FALSE, reason: refusal.reason, message: 'not served' },
+      { type: 'Reconciling', status: FALSE, reason: refusal.reason, message: 'waiting for a change to the resources' },
+      { type: 'Stalled', status: TRUE, reason: refusal.reason, message: refusal.message },
+    ],
+  };
+}
+
+/** `url`: the index's base URL through the registry's Service. */
+export function servedState(ix: PackageIndex, registry: string, url: string, reports: readonly PodReport[]): IndexState {
+  const name = ix.metadata.name;
+  const answered = reports.filter((r) => r.doc !== null);
+  const entries = answered.flatMap((r) => (r.doc?.indexes ?? []).filter((e) => e.name === name));
+  const serving = answered.filter((r) => r.doc?.indexes?.some((e) => e.name === name)).length;
+  const offline = entries.some((e) => e.upstream?.offline === true);
+  const serial = entries.reduce((max, e) => Math.max(max, e.serial ?? 0), 0);
+  const status: IndexState['status'] = {
+    registry,
+    url,
+    ...(ix.spec.role === 'cached' ? { upstreamOffline: offline } : {}),
+    serial,
+    pods: reports.length,
+    servingPods: serving,
+  };
+  const notReady = (reason: string, message: string): IndexState => ({
+    status,
+    conditions: [
+      { type: 'Ready', status: FALSE, reason, message },
+      { type: 'Degraded', status: FALSE, reason, message: 'not serving yet' },
+      { type: 'Reconciling', status: TRUE, reason, message },
+      { type: 'Stalled', status: FALSE, reason, message: 'nothing to change: waiting for pods' },
+    ],
+  });
+  if (reports.length === 0) return notReady('NoReadyPods', `PackageRegistry "${registry}" has no ready pods`);
+  if (answered.length === 0) return notReady('NoReadyPods', `no ready pod of PackageRegistry "${registry}" answered /+status (${reports[0]?.error ?? 'no answer'})`);
+  if (serving < answered.length) return notReady('RollingOut', `${serving} of ${answered.length} ready pods serve this index; the others still run an older config`);
+  const ready: ConditionInput = { type: 'Ready', status: TRUE, reason: 'Serving', message: `served by ${serving} pod${serving === 1 ? '' : 's'} at ${url}` };
+  const degraded: ConditionInput = offline
+    ? { type: 'Degraded', status: TRUE, reason: 'UpstreamOffline', message: `the upstream ${ix.spec.upstream ?? ''} does not answer; cached data is served` }
+    : { type: 'Degraded', status: FALSE, reason: 'Serving', message: 'no impairment' };
+  return {
+    status,
+    conditions: [ready, degraded, { type: 'Reconciling', status: FALSE, reason: 'Serving', message: 'up to date' }, { type: 'Stalled', status: FALSE, reason: 'Serving', message: 'up to date' }],
+  };
+}

@@ -1,0 +1,203 @@
+/**
+ * The s3 section of `make bench`: velodex on a real MinIO beside velodex on the filesystem (the
+ * same data, pushed and uploaded the same way) and beside the Distribution registry on the same
+ * MinIO through its own s3 storage driver (redirects off, so it serves the bytes itself as
+ * velodex does). Then the peak resident memory of each server while a 1 GiB layer is pushed and
+ * pulled through it: the s3 backend streams, so velodex's RSS must stay far below the layer.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { startMinio, type Minio } from '../support/minio.js';
+import { freePort } from '../support/pypiserver.js';
+import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
+import { DISTRIBUTION, launchServer, startVelodexBench, type Server } from './servers.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export interface S3Scenario {
+  name: string;
+  load: Load;
+  /** The scenario on velodex over fs, and the path (below the server's URL) on every server. */
+  fs: Target;
+  /** The same on the Distribution registry (OCI only), as a path below its URL. */
+  distribution?: Target;
+  byThroughput?: boolean;
+}
+
+export interface S3Bench {
+  minio: Minio;
+  velodex: Server;
+  distribution?: Server;
+  stop(): Promise<void>;
+}
+
+/** MinIO, velodex on one prefix of its bucket and the Distribution registry on another bucket. */
+export async function startS3Servers(work: string, logs: string, token: string, withDistribution: boolean, progress: (m: string) => void): Promise<S3Bench> {
+  progress('starting MinIO, velodex on s3 and the Distribution registry on s3');
+  const minio = await startMinio();
+  const storage = [
+    '[storage]',
+    'backend = "s3"',
+    `endpoint = "${minio.endpoint}"`,
+    `bucket = "${minio.bucket}"`,
+    'prefix = "velodex"',
+    `access_key = "${minio.accessKey}"`,
+    `secret_key = "${minio.secretKey}"`,
+    '',
+  ].join('\n');
+  // The fs velodex's upload token, so one twine and crane login serve both.
+  const velodexData = join(work, 'velodex-s3-data');
+  mkdirSync(velodexData);
+  writeFileSync(join(velodexData, 'upload-token'), `${token}\n`, { mode: 0o600 });
+  const velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-s3.log'), storage);
+  let distribution: Server | undefined;
+  if (withDistribution) {
+    const bucket = await minio.makeBucket('distribution');
+    distribution = await startDistributionS3(minio, bucket, join(work, 'distribution-s3.yml'), join(logs, 'distribution-s3.log'));
+  }
+  return {
+    minio,
+    velodex,
+    distribution,
+    async stop() {
+      await velodex.stop();
+      await distribution?.stop();
+      await minio.stop();
+    },
+  };
+}
+
+/** The Distribution registry's s3 driver on MinIO: path-style, no TLS, redirects off. */
+async function startDistributionS3(minio: Minio, bucket: string, configFile: string, logFile: string): Promise<Server> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  writeFileSync(
+    configFile,
+    [
+      'version: 0.1',
+      'log:',
+      '  level: error',
+      '  accesslog:',
+      '    disabled: true',
+      'storage:',
+      '  s3:',
+      `    accesskey: ${JSON.stringify(minio.accessKey)}`,
+      `    secretkey: ${JSON.stringify(minio.secretKey)}`,
+      '    region: us-east-1',
+      `    regionendpoint: ${minio.endpoint}`,
+      `    bucket: ${bucket}`,
+      '    secure: false',
+      '    forcepathstyle: true',
+      '  redirect:',
+      '    disable: true',
+      '  cache:',
+      '    blobdescriptor: inmemory',
+      'http:',
+      `  addr: 127.0.0.1:${port}`,
+      '',
+    ].join('\n'),
+  );
+  return launchServer({ name: 'distribution (s3)', cmd: DISTRIBUTION, args: ['serve', configFile], env: { OTEL_TRACES_EXPORTER: 'none' }, logFile, url, ready: `${url}/v2/` });
+}
+
+const rebase = (t: Target, base: string): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, base) });
+
+/** Measures each scenario on velodex fs, velodex s3 and (OCI) the Distribution registry on s3. */
+export async function measureS3(servers: S3Bench, fsUrl: string, scenarios: S3Scenario[], progress: (m: string) => void): Promise<string> {
+  const lines = [
+    '### s3 backend: velodex on MinIO vs velodex on fs, and vs the Distribution registry on the same MinIO',
+    '',
+    '| scenario | velodex fs | velodex s3 | distribution s3 | velodex s3 / fs | velodex s3 / distribution s3 |',
+    '|---|--:|--:|--:|--:|--:|',
+  ];
+  for (const s of scenarios) {
+    const how = s.byThroughput ? measureDownload : measure;
+    const rate = (m: Measured) => (s.byThroughput ? m.bytesPerSec / MiB : m.reqPerSec);
+    const unit = s.byThroughput ? ' MiB/s' : ' req/s';
+    progress(`${s.name}: velodex fs`);
+    const fs = rate(await how(rebase(s.fs, fsUrl), s.load));
+    progress(`${s.name}: velodex s3`);
+    const s3 = rate(await how(rebase(s.fs, servers.velodex.url), s.load));
+    let dist: number | undefined;
+    if (s.distribution && servers.distribution) {
+      progress(`${s.name}: distribution s3`);
+      dist = rate(await how(rebase(s.distribution, servers.distribution.url), s.load));
+    }
+    const fmt = (n: number) => `${Math.round(n).toLocaleString('en-US')}${unit}`;
+    lines.push(
+      `| ${s.name} | ${fmt(fs)} | ${fmt(s3)} | ${dist === undefined ? 'n/a' : fmt(dist)} | ${(s3 / fs).toFixed(2)}x | ${dist === undefined ? 'n/a' : `${(s3 / dist).toFixed(2)}x`} |`,
+    );
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+/** 1 GiB of bytes that do not compress (a 1 MiB random block, each copy stamped with its index). */
+function gibStream(): Readable {
+  const block = createHash('sha512').update('velodex-bench-gib').digest();
+  const chunk = Buffer.alloc(MiB);
+  for (let i = 0; i < MiB; i += block.length) block.copy(chunk, i);
+  let sent = 0;
+  return new Readable({
+    read() {
+      if (sent === 1024) return this.push(null);
+      const copy = Buffer.from(chunk);
+      copy.writeUInt32BE(sent, 0);
+      sent++;
+      this.push(copy);
+    },
+  });
+}
+
+async function gibDigest(): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const c of gibStream()) hash.update(c as Buffer);
+  return `sha256:${hash.digest('hex')}`;
+}
+
+/** Peak resident memory (VmHWM) of a process, in bytes. */
+function peakRss(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m?.[1]) throw new Error(`no VmHWM for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+/**
+ * Pushes a 1 GiB blob (monolithic POST + PUT, streamed from this process) to `repo` on each server,
+ * pulls it back whole (checking its digest), and reports each server's peak RSS before and after.
+ */
+export async function gibLayerRss(servers: { label: string; server: Server; repo: string; auth?: string }[], progress: (m: string) => void): Promise<string> {
+  const digest = await gibDigest();
+  const lines = ['### peak RSS while a 1 GiB layer is pushed and pulled (VmHWM of the server process)', '', '| server | before | after push + pull |', '|---|--:|--:|'];
+  for (const { label, server, repo, auth } of servers) {
+    const before = peakRss(server.pid);
+    progress(`1 GiB layer through ${label}`);
+    const headers: Record<string, string> = auth ? { authorization: auth } : {};
+    const start = await fetch(`${server.url}/v2/${repo}/blobs/uploads/`, { method: 'POST', headers });
+    await start.arrayBuffer();
+    const location = start.headers.get('location');
+    if (start.status !== 202 || !location) throw new Error(`${label}: upload POST answered ${start.status}`);
+    const put = new URL(location, server.url);
+    put.searchParams.set('digest', digest);
+    const res = await fetch(put, {
+      method: 'PUT',
+      headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(GiB) },
+      body: Readable.toWeb(gibStream()) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    const text = await res.text();
+    if (res.status !== 201) throw new Error(`${label}: upload PUT answered ${res.status}: ${text.slice(0, 300)}`);
+    const got = await fetch(`${server.url}/v2/${repo}/blobs/${digest}`, { headers });
+    if (!got.ok || !got.body) throw new Error(`${label}: blob GET answered ${got.status}`);
+    const hash = createHash('sha256');
+    for await (const c of got.body) hash.update(c);
+    if (`sha256:${hash.digest('hex')}` !== digest) throw new Error(`${label}: the 1 GiB blob came back with another digest`);
+    const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
+    lines.push(`| ${label} | ${mib(before)} | ${mib(peakRss(server.pid))} |`);
+  }
+  lines.push('');
+  return lines.join('\n');
+}

@@ -1,0 +1,81 @@
+/**
+ * The image `make image` builds, run as a user runs it: imported into a private containerd with
+ * `ctr images import` and started with `ctr run` (runc, the host's network namespace, its own
+ * port); then the registry inside answers, takes an upload and serves it, and the same image
+ * starts the operator binary. Also: the same sources build the same digest.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startContainerd, type Containerd } from '../support/containerd.js';
+import { REPO } from '../support/paths.js';
+import { freePort } from '../support/pypiserver.js';
+import { basicAuth, tempDir } from '../support/velodex.js';
+
+const NAME = 'docker.io/velodex/velodex:test';
+let work: string;
+let archive: string;
+let containerd: Containerd;
+
+function buildImage(out: string): string {
+  execFileSync(process.execPath, ['--import', 'tsx', join(REPO, 'hack', 'image', 'build.ts'), '--out', out, '--name', NAME], { cwd: REPO, stdio: 'pipe' });
+  return createHash('sha256').update(readFileSync(out)).digest('hex');
+}
+
+beforeAll(async () => {
+  work = tempDir('velodex-image-');
+  archive = join(work, 'velodex.oci.tar');
+  buildImage(archive);
+  containerd = await startContainerd(work);
+}, 600_000);
+
+afterAll(async () => {
+  await containerd?.ctr(['tasks', 'kill', '-s', 'SIGKILL', 'registry'], { allowFailure: true });
+  await containerd?.stop();
+});
+
+describe('make image', () => {
+  it('builds the same archive from the same sources', () => {
+    const first = createHash('sha256').update(readFileSync(archive)).digest('hex');
+    expect(buildImage(join(work, 'again.oci.tar'))).toBe(first);
+  });
+
+  it('imports into containerd and runs the registry as an unprivileged user; the operator starts from it too', async () => {
+    const imported = await containerd.ctr(['images', 'import', archive]);
+    expect(imported.stdout + imported.stderr).toContain(NAME);
+    const port = await freePort();
+    const token = 'image-test-token';
+    const task = containerd.ctr(
+      ['run', '--rm', '--net-host', '--env', `VELODEX_UPLOAD_TOKEN=${token}`, NAME, 'registry', '/usr/local/bin/node', '/app/registry/dist/cli.js', 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', '/tmp/velodex'],
+      { allowFailure: true, timeoutMs: 120_000 },
+    );
+    const url = `http://127.0.0.1:${port}`;
+    let healthy = false;
+    for (let i = 0; i < 200 && !healthy; i++) {
+      healthy = await fetch(`${url}/healthz`).then((r) => r.ok, () => false);
+      if (!healthy) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(healthy).toBe(true);
+    const status = (await (await fetch(`${url}/+status`)).json()) as { indexes: { route: string }[] };
+    expect(status.indexes.map((i) => i.route).sort()).toEqual(['root/hosted', 'root/oci']);
+    // The process runs as 65532, not root.
+    const ps = await containerd.ctr(['tasks', 'exec', '--exec-id', 'id', 'registry', '/usr/local/bin/node', '-e', 'process.stdout.write(String(process.getuid()))']);
+    expect(ps.stdout).toBe('65532');
+    // An OCI blob push and pull through the registry in the container.
+    const blob = Buffer.from('hello from the image test');
+    const digest = `sha256:${createHash('sha256').update(blob).digest('hex')}`;
+    const auth = { authorization: basicAuth(token) };
+    const put = await fetch(`${url}/v2/root/oci/t/blobs/uploads/?digest=${digest}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/octet-stream' }, body: blob });
+    expect(put.status).toBe(201);
+    expect(Buffer.from(await (await fetch(`${url}/v2/root/oci/t/blobs/${digest}`)).arrayBuffer()).equals(blob)).toBe(true);
+    await containerd.ctr(['tasks', 'kill', '-s', 'SIGTERM', 'registry']);
+    await task;
+
+    // The operator binary is in the image; without a cluster it says so and exits non-zero.
+    const operator = await containerd.ctr(['run', '--rm', '--net-host', '--env', 'VELODEX_IMAGE=x', NAME, 'operator', '/usr/local/bin/node', '/app/operator/dist/main.js'], { allowFailure: true, timeoutMs: 60_000 });
+    expect(operator.code).not.toBe(0);
+    expect(operator.stdout + operator.stderr).toMatch(/operator failed to start.*cannot reach the Kubernetes API/);
+  });
+});

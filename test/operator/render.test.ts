@@ -1,0 +1,81 @@
+/**
+ * The registry config the operator renders: the registry's own check accepts it, the same
+ * resources give the same bytes in any order, and no credential is ever in the text.
+ */
+import { describe, expect, it } from 'vitest';
+import { checkConfigText } from '../../registry/src/config-check.js';
+import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
+import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
+
+const registry: PackageRegistry = {
+  apiVersion: API_VERSION,
+  kind: 'PackageRegistry',
+  metadata: { name: 'default', namespace: 'team' },
+  spec: {
+    storage: { endpoint: 'http://minio.storage.svc:9000', bucket: 'velodex', credentialsSecretRef: { name: 's3-creds' } },
+    rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
+  },
+};
+
+const index = (name: string, spec: PackageIndexSpec): PackageIndex => ({ apiVersion: API_VERSION, kind: 'PackageIndex', metadata: { name, namespace: 'team' }, spec });
+
+const indexes = [
+  index('hosted', { route: 'team/hosted', ecosystem: 'python', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'hosted' }, policy: { denyProjects: ['evil'] } }),
+  index('pypi', { route: 'team/pypi', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', upstreamConcurrency: 8 }),
+  index('all', {
+    route: 'team/all',
+    ecosystem: 'python',
+    role: 'virtual',
+    members: ['hosted', 'pypi'],
+    uploadTarget: 'hosted',
+    webhooks: [{ url: 'https://ci.example/hook', secretRef: { name: 'hooks', key: 'ci' }, events: ['upload'] }],
+  }),
+  index('images', { route: 'team/images', ecosystem: 'oci', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'images' } }),
+];
+
+const secretData: Record<string, Record<string, string>> = {
+  's3-creds': { 'access-key': 'AKIA-not-in-config', 'secret-key': 'very-secret-not-in-config' },
+  tokens: { hosted: 'token-hosted-not-in-config', images: 'token-images-not-in-config' },
+  hooks: { ci: 'hook-secret-not-in-config' },
+};
+
+describe('registry config rendering', () => {
+  it('renders a config the registry accepts, reading every credential from a mounted Secret file', () => {
+    const rendered = renderRegistryConfig(registry, indexes);
+    const config = checkConfigText(rendered.toml, 'rendered', (path) => {
+      const ref = rendered.secretFiles.get(path);
+      const value = ref && secretData[ref.name]?.[ref.key];
+      if (value === undefined) throw Object.assign(new Error('absent'), { code: 'ENOENT' });
+      return value;
+    });
+    expect(config.indexes.map((ix) => `${ix.name} ${ix.role} ${ix.ecosystem} ${ix.route}`)).toEqual([
+      'all virtual python team/all',
+      'hosted hosted python team/hosted',
+      'images hosted oci team/images',
+      'pypi cached python team/pypi',
+    ]);
+    expect(config.storage.backend).toBe('s3');
+    expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
+    expect(rendered.secrets).toEqual(['hooks', 's3-creds', 'tokens']);
+    for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
+  });
+
+  it('gives the same bytes whatever order the resources come in', () => {
+    const a = renderRegistryConfig(registry, indexes).toml;
+    const b = renderRegistryConfig(registry, [...indexes].reverse()).toml;
+    expect(b).toBe(a);
+  });
+
+  it('is refused by the registry check when a Secret key is missing, naming the key and the path', () => {
+    const rendered = renderRegistryConfig(registry, indexes);
+    const withoutS3Keys = (path: string) => {
+      const ref = rendered.secretFiles.get(path);
+      const value = ref && ref.name !== 's3-creds' ? secretData[ref.name]?.[ref.key] : undefined;
+      if (value === undefined) throw Object.assign(new Error('absent'), { code: 'ENOENT' });
+      return value;
+    };
+    expect(() => checkConfigText(rendered.toml, 'rendered', withoutS3Keys)).toThrow(
+      /storage\.access_key_file: cannot read \/var\/run\/velodex\/secrets\/s3-creds\/access-key \(ENOENT\)/,
+    );
+  });
+});
