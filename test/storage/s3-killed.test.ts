@@ -143,7 +143,7 @@ it('kill -9 mid-commit: nothing partial visible, the retry on another process su
   expect((await reg.fetch(`/v2/team/images/big/blobs/sha256:${hex}`, { method: 'HEAD' })).status).toBe(404);
   expect(await probe.staged()).toEqual(staged);
 
-  // A live chunked upload on B, across the sweep below: two parts in the bucket already.
+  // A live chunked upload on B, across the sweep below: its first 16 MiB already in the bucket.
   const session = await reg.openUpload('team/images/live');
   const live = Buffer.concat(Array.from({ length: 24 }, (_, i) => block(99, i)));
   const first = await reg.fetch(session, { method: 'PATCH', body: live.subarray(0, 16 * MiB), headers: { 'content-type': 'application/octet-stream', 'content-range': `0-${16 * MiB - 1}` } });
