@@ -6,6 +6,7 @@ import { buildApp } from './http/app.js';
 import { startupLines } from './observe/banner.js';
 import { join } from 'node:path';
 import { openStores } from './storage/index.js';
+import { startSweeper } from './storage/sweeper.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -17,6 +18,12 @@ export interface RunningServer {
 export async function startServer(config: Config, notes: Record<string, string> = {}): Promise<RunningServer> {
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch') });
   const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems);
+  const stopSweeper = startSweeper(stores, {
+    onSwept: (removed) => {
+      if (removed > 0) app.log.info({ event: 'staging_swept', removed }, 'removed stale staged writes left by stopped processes');
+    },
+    onError: (err) => app.log.warn({ err }, 'sweeping stale staged writes failed; the next sweep tries again'),
+  });
   await app.listen({ host: config.host, port: config.port });
   await events.start();
   const addr = app.server.address();
@@ -38,6 +45,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     app,
     url,
     async close() {
+      stopSweeper();
       await app.close();
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.

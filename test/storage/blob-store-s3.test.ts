@@ -125,6 +125,26 @@ describe('s3 BlobStore', () => {
     expect(peak - before).toBeLessThan(48 * 1024 * 1024);
   }, 120_000);
 
+  it('publishes a blob above the single-copy limit by a multipart copy (limits lowered: S3 allows one CopyObject up to 5 GiB)', async () => {
+    const MiB = 1024 * 1024;
+    const prefix = `t-${randomUUID()}`;
+    const scratch = tempDir('velodex-scratch-');
+    const store = new S3BlobStore(s3Location(s3Config(minio, prefix)), { scratchDir: scratch, copyLimits: { singleCopyMax: MiB, partSize: 5 * MiB } });
+    await store.init();
+    // 5 + 5 + 2 MiB (+ 7 bytes): three UploadPartCopy requests, the last one short.
+    const size = 12 * MiB + 7;
+    const expected = await hashOf(generated(size));
+    expect(await store.put(generated(size), expected.digest)).toEqual(expected);
+    // Read back whole, so verified on the way: every range landed in its place.
+    expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+    expect(await keys(`${prefix}/`)).toEqual([`${prefix}/blobs/sha256/${expected.digest.slice(0, 2)}/${expected.digest}`]);
+    // Made of three parts (a multipart object's ETag ends in -<parts>), not by one CopyObject.
+    expect((await minio.client.statObject(minio.bucket, store.key(expected.digest))).etag).toMatch(/-3$/);
+    // The multipart copy left no unfinished upload on the blob's key.
+    expect((await minio.client.listIncompleteUploadsQuery(minio.bucket, store.key(expected.digest), '', '', '')).uploads).toEqual([]);
+    rmSync(scratch, { recursive: true, force: true });
+  }, 120_000);
+
   describe('parts sent while appends go on', () => {
     const MiB = 1024 * 1024;
     /** Unfinished multipart uploads to exactly `key` (MinIO lists them by exact key only). */

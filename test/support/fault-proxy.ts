@@ -24,7 +24,8 @@ export interface SeenRequest {
   range: string | undefined;
 }
 
-export type PathMatch = string | RegExp | ((path: string) => boolean);
+/** A function also sees the method, to single out one verb on a path (a PUT, not the GET). */
+export type PathMatch = string | RegExp | ((path: string, method: string) => boolean);
 
 interface Rule {
   match: PathMatch;
@@ -46,18 +47,25 @@ export class FaultProxy {
   #stallWatchers: Array<{ n: number; resolve: () => void }> = [];
   #stalledTotal = 0;
 
-  private constructor(server: http.Server, target: URL) {
+  readonly #keepHost: boolean;
+
+  private constructor(server: http.Server, target: URL, keepHost: boolean) {
     this.#server = server;
     this.#target = target;
+    this.#keepHost = keepHost;
     const { port } = server.address() as AddressInfo;
     this.url = `http://127.0.0.1:${port}`;
   }
 
-  /** Starts a proxy on a free 127.0.0.1 port in front of `target` (an origin URL). */
-  static async start(target: string): Promise<FaultProxy> {
+  /**
+   * Starts a proxy on a free 127.0.0.1 port in front of `target` (an origin URL). `keepHost`
+   * forwards the client's Host header unchanged, for an upstream that checks signatures over it
+   * (S3's SigV4 signs the Host the client sent: the proxy's).
+   */
+  static async start(target: string, opts: { keepHost?: boolean } = {}): Promise<FaultProxy> {
     const server = http.createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const proxy = new FaultProxy(server, new URL(target));
+    const proxy = new FaultProxy(server, new URL(target), opts.keepHost ?? false);
     server.on('request', (req, res) => {
       proxy.#handle(req, res).catch(() => res.destroy());
     });
@@ -104,16 +112,17 @@ export class FaultProxy {
   }
 
   async close(): Promise<void> {
-    this.release();
+    // Connections first: a request still stalled is dropped, not sent on to the upstream.
     this.#server.closeAllConnections();
+    this.release();
     this.#agent.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
-  #action(path: string): FaultAction {
+  #action(path: string, method: string): FaultAction {
     for (let i = this.#rules.length - 1; i >= 0; i--) {
       const rule = this.#rules[i]!;
-      if (!matches(rule.match, path)) continue;
+      if (!matches(rule.match, path, method)) continue;
       if (rule.remaining !== undefined) {
         if (rule.remaining <= 0) continue;
         rule.remaining--;
@@ -146,7 +155,7 @@ export class FaultProxy {
     this.#counts.set(path, this.count(path) + 1);
     this.#log.push(`${req.method} ${path}`);
     this.#seen.push({ method: req.method ?? 'GET', path, range: req.headers.range });
-    const action = this.#action(path);
+    const action = this.#action(path, req.method ?? 'GET');
     if (action.kind === 'status') {
       req.resume();
       res.writeHead(action.status, { 'content-type': 'text/plain' }).end(action.body ?? `fault proxy: ${action.status}\n`);
@@ -189,7 +198,7 @@ export class FaultProxy {
   }
 
   #forward(req: IncomingMessage): Promise<IncomingMessage> {
-    const headers = { ...req.headers, host: this.#target.host };
+    const headers = this.#keepHost ? req.headers : { ...req.headers, host: this.#target.host };
     return new Promise((resolve, reject) => {
       const out = http.request(
         { host: this.#target.hostname, port: this.#target.port, method: req.method, path: req.url, headers, agent: this.#agent },
@@ -201,10 +210,10 @@ export class FaultProxy {
   }
 }
 
-function matches(match: PathMatch, path: string): boolean {
+function matches(match: PathMatch, path: string, method: string): boolean {
   if (typeof match === 'string') return match === path;
   if (match instanceof RegExp) return match.test(path);
-  return match(path);
+  return match(path, method);
 }
 
 /** Writes `chunk`, resolving once the response can take more (or has gone away). */

@@ -6,7 +6,7 @@
  * reads. What no store interface answers (which blobs exist at all, what is still staged) is
  * asked of the backend in one place, `layout` below.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { buildConfig } from '../../registry/src/config/load.js';
@@ -110,4 +110,23 @@ function s3Layout(storage: StorageConfig): Pick<StoreProbe, 'blobs' | 'staged'> 
       return [...(await names(staging)).map((n) => n.slice(staging.length)), ...uploads].sort();
     },
   };
+}
+
+/**
+ * Replaces the bytes stored under `hex` with `bytes`, behind the server's back, as disk rot or a
+ * person editing the bucket would: the one write the probe module does, for the tests of the
+ * digest check on reads. The blob must exist.
+ */
+export async function overwriteBlob(dataDir: string, hex: Sha256Hex, bytes: Buffer): Promise<void> {
+  const storage = storageOf(dataDir);
+  const rel = `blobs/sha256/${hex.slice(0, 2)}/${hex}`;
+  if (storage.backend === 's3') {
+    const { client, bucket, prefix } = s3Location(storage);
+    await client.statObject(bucket, `${prefix}${rel}`);
+    await client.putObject(bucket, `${prefix}${rel}`, bytes, bytes.length);
+    return;
+  }
+  const path = join(storage.path, rel);
+  if (!existsSync(path)) throw new Error(`no blob ${hex} in ${storage.path}`);
+  writeFileSync(path, bytes);
 }

@@ -72,6 +72,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   app.setErrorHandler((err, request, reply) => {
     const answer = err instanceof HttpError ? err : neutralAnswer(err);
     if (answer) {
+      // A 5xx the server answers on purpose (store or upstream down) still belongs in the log, with its cause.
+      if (answer.status >= 500) request.log.warn({ err }, 'request failed');
       reply.headers(answer.headers);
       return reply.code(answer.status).type('application/json').send(answer.body ?? errorBody(answer.status, answer.message));
     }

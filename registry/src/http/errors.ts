@@ -1,5 +1,9 @@
 import { SlotsBusyError } from '../limits/slots.js';
 import { CachedBytesLostError, UpstreamUnavailableError } from '../roles/errors.js';
+import { StoreUnavailableError } from '../storage/types.js';
+
+/** What a 503 for an unavailable store suggests: a restarting object store is back within seconds. */
+const STORE_RETRY_AFTER_SECS = 5;
 
 /** An error with an HTTP status and a message meant for the person behind the client. */
 export class HttpError extends Error {
@@ -31,6 +35,7 @@ const REASONS: Record<number, string> = {
   499: 'Client Closed Request',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
+  503: 'Service Unavailable',
 };
 
 export function reasonPhrase(status: number): string {
@@ -49,5 +54,7 @@ export function errorBody(status: number, message: string): { statusCode: number
 export function neutralAnswer(err: unknown): HttpError | undefined {
   if (err instanceof SlotsBusyError) return new HttpError(429, err.message, { 'Retry-After': String(err.retryAfterSecs) });
   if (err instanceof UpstreamUnavailableError || err instanceof CachedBytesLostError) return new HttpError(502, err.message);
+  // The cause (endpoint, error code) is for the server's log, not for clients.
+  if (err instanceof StoreUnavailableError) return new HttpError(503, 'the storage backend is not answering; retry later', { 'Retry-After': String(STORE_RETRY_AFTER_SECS) });
   return undefined;
 }

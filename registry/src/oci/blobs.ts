@@ -8,6 +8,7 @@ import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
+import { reportRejectedRead } from '../http/verified-read.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../http/range.js';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
@@ -41,6 +42,7 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const repo = call.target.repo.join('/');
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   counters.add('bytes', length, repo, `sha256:${hex}`);
+  reportRejectedRead(stream, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
   await reply.send(stream);
 }
 

@@ -73,7 +73,15 @@ export function sendError(reply: FastifyReply, err: OciError | OciStatusError): 
 }
 
 /** The distribution-spec code of a status that some neutral part of the server answered. */
-const CODE_OF_STATUS: Record<number, string> = { 400: 'REQUEST_INVALID', 404: 'NOT_FOUND', 413: 'SIZE_INVALID', 429: 'TOOMANYREQUESTS', 502: 'UNKNOWN' };
+const CODE_OF_STATUS: Record<number, string> = {
+  400: 'REQUEST_INVALID',
+  404: 'NOT_FOUND',
+  413: 'SIZE_INVALID',
+  429: 'TOOMANYREQUESTS',
+  502: 'UNKNOWN',
+  // The distribution registry's code for 503 (its errcode ErrorCodeUnavailable): the store is down.
+  503: 'UNAVAILABLE',
+};
 
 /**
  * The `/v2/` answer to a failure raised outside the OCI code: the neutral roles' and limits'
@@ -83,6 +91,6 @@ const CODE_OF_STATUS: Record<number, string> = { 400: 'REQUEST_INVALID', 404: 'N
 export function ociAnswerOf(err: unknown): OciError | OciStatusError | undefined {
   if (err instanceof SlotsBusyError) return new OciError('TOOMANYREQUESTS', err.message, { 'Retry-After': String(err.retryAfterSecs) });
   const http = err instanceof HttpError ? err : neutralAnswer(err);
-  if (!http || http.status >= 500 && http.status !== 502) return undefined;
+  if (!http || (http.status >= 500 && http.status !== 502 && http.status !== 503)) return undefined;
   return new OciStatusError(http.status, CODE_OF_STATUS[http.status] ?? 'REQUEST_INVALID', http.message, http.headers);
 }

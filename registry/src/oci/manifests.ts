@@ -16,6 +16,7 @@ import { parseReference, type Reference } from './names.js';
 import type { Holder } from '../storage/holds.js';
 import type { BlobStore } from '../storage/types.js';
 import { recordManifestWrite } from './status.js';
+import { reportIfRejected } from '../http/verified-read.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** Blobs of one manifest checked at once. */
@@ -39,14 +40,19 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   if (!found) throw unknown();
   // As for blobs: bytes the recording index no longer holds (its blob was DELETEd) are not
   // served, even when another index or ecosystem keeps the same bytes alive.
-  const [bytes, held] = await Promise.all([deps.manifestBytes.get(found.hex), deps.holds.of(found.index.name).isHeld(found.hex)]);
+  const counters = deps.ctx.counters.index(target.index.route);
+  const stored = deps.manifestBytes.get(found.hex).catch((err: unknown) => {
+    reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, target.repo.join('/'), `sha256:${found.hex}`));
+    throw err;
+  });
+  const [bytes, held] = await Promise.all([stored, deps.holds.of(found.index.name).isHeld(found.hex)]);
   if (!bytes || !held) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)
     .header('Content-Length', String(found.record.size));
   // A manifest is the registry's page: what a pull asks for first.
-  if (!head) deps.ctx.counters.index(target.index.route).add('pages', 1, target.repo.join('/'));
+  if (!head) counters.add('pages', 1, target.repo.join('/'));
   await reply.send(head ? undefined : bytes);
 }
 

@@ -118,6 +118,8 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
       }
       const answer = err instanceof OciError || err instanceof OciStatusError ? err : ociAnswerOf(err);
       if (answer) {
+        // A 5xx answered on purpose (store or upstream down) still belongs in the log, with its cause.
+        if (answer.status >= 500) request.log.warn({ err }, 'OCI request failed');
         if (isWriteRefusal(answer)) await beforeRefusal(request, reply);
         return sendError(reply, answer);
       }

@@ -22,6 +22,13 @@ export interface Stores {
    * only where the store is shared, null otherwise (a process's own `blobs.stage()` serves there).
    */
   sharedStages: SharedStages | null;
+  /**
+   * Removes staged writes older than the stale-staging age: what a process killed mid-write
+   * left (s3: staging objects and unfinished multipart uploads in the bucket; fs: files in the
+   * staging folder). Live stages are younger and stay. Returns how many went. `sweeper.ts` runs
+   * it at start-up and then every hour. (Shared stages have their own sweep, by idle time.)
+   */
+  sweep(): Promise<number>;
 }
 
 export interface OpenOptions {
@@ -32,24 +39,34 @@ export interface OpenOptions {
   scratchDir: string;
   /** s3: timeouts of the start-up checks and of each request. */
   s3?: ConnectOptions;
+  /** Age above which `sweep` removes a staged write; a day by default (`STALE_STAGING_MS`). */
+  staleStagingMs?: number;
 }
+
+/**
+ * A day: far above the longest live stage (an idle upload session expires after an hour, a
+ * commit takes seconds), so a sweep by any process never touches another's live work.
+ */
+export const STALE_STAGING_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Opens the stores the config names. With s3 the bucket is checked first (reachable, keys
  * accepted, bucket present, conditional writes honoured): a `ConfigError` stops start-up.
  */
 export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise<Stores> {
+  const staleMs = opts.staleStagingMs ?? STALE_STAGING_MS;
   if (cfg.backend === 's3') {
     const loc = await connectS3(cfg, opts.s3);
-    const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir });
+    const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs });
     const meta = new S3MetaStore(loc);
     await blobs.init();
     const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages: new SharedStages(meta, chunks, blobs) };
+    const sharedStages = new SharedStages(meta, chunks, blobs);
+    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, sweep: () => blobs.sweepStaging(staleMs) };
   }
-  const blobs = new FsBlobStore(cfg.path);
+  const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
   const meta = new FsMetaStore(cfg.path);
   await blobs.init();
   await meta.init();
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null, sweep: () => blobs.sweepStale() };
 }

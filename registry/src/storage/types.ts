@@ -31,6 +31,11 @@ export interface BlobStore {
    * fanned out before they are published, or that arrive over several requests.
    */
   stage(opts?: StageOptions): Promise<BlobStage>;
+  /**
+   * Streams a blob, or null when absent. A whole read is verified on the way (`verify.ts`): bytes
+   * that do not hash to `digest` (changed in the store behind its back) end the stream with
+   * `DigestMismatchError` instead of its last chunk. A ranged read cannot be verified and is not.
+   */
   get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null>;
   stat(digest: Sha256Hex): Promise<BlobInfo | null>;
   /** Returns false when the blob did not exist. */

@@ -18,18 +18,21 @@
  * here holds a whole blob in memory. A store that does not answer, or answers with a 5xx, gives
  * `StoreUnavailableError` (errors.ts), whose message names the endpoint, never a key.
  *
- * Limit: the server-side copy is one CopyObject, which S3 allows up to 5 GiB per object.
+ * The server-side copy is one CopyObject up to 5 GiB (S3's limit for it), and above that a
+ * multipart copy (UploadPartCopy of 1 GiB ranges, `copy.ts`).
  */
 import { mkdir } from 'node:fs/promises';
+import { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { CopyDestinationOptions, CopySourceOptions } from 'minio';
 import { STAGE_PREFIX } from '../fs/stage.js';
 import { sweepStaleFiles } from '../fs/sweep.js';
 import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
 import type { S3Location } from './connect.js';
+import { copyObject, type CopyLimits } from './copy.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { S3Stage } from './stage.js';
 import { putByStage } from '../put-by-stage.js';
+import { VerifiedVersions } from '../verify.js';
 
 /** Keys per listing page; S3's maximum. */
 const LIST_PAGE = 1000;
@@ -43,6 +46,8 @@ export interface S3BlobStoreOptions {
    */
   staleScratchMs?: number;
   now?: () => number;
+  /** Where the server-side copy switches to a multipart copy, and its part size (tests lower them). */
+  copyLimits?: CopyLimits;
 }
 
 const DEFAULT_STALE_SCRATCH_MS = 24 * 60 * 60 * 1000;
@@ -54,8 +59,11 @@ export class S3BlobStore implements BlobStore {
   readonly #staleScratchMs: number;
   readonly #blobs: string;
   readonly #staging: string;
+  readonly #copyLimits: CopyLimits | undefined;
+  readonly #verified = new VerifiedVersions();
 
   constructor(loc: S3Location, opts: S3BlobStoreOptions) {
+    this.#copyLimits = opts.copyLimits;
     this.#loc = loc;
     this.#scratch = opts.scratchDir;
     this.#now = opts.now ?? Date.now;
@@ -92,14 +100,13 @@ export class S3BlobStore implements BlobStore {
       loc: this.#loc,
       stagingKey: (id) => this.stagingKey(id),
       has: async (digest) => (await this.stat(digest)) !== null,
-      publish: (from, digest) => this.#copy(from, digest),
+      publish: (from, digest, size) => this.#copy(from, digest, size),
     });
   }
 
-  async #copy(from: string, digest: Sha256Hex): Promise<void> {
-    const { client, bucket } = this.#loc;
+  async #copy(from: string, digest: Sha256Hex, size: number): Promise<void> {
     try {
-      await client.copyObject(new CopySourceOptions({ Bucket: bucket, Object: from }), new CopyDestinationOptions({ Bucket: bucket, Object: this.key(digest) }));
+      await copyObject(this.#loc, from, this.key(digest), size, this.#copyLimits);
     } catch (err) {
       throw asUnavailable(err, this.#loc.endpoint, `publishing ${digest}`);
     }
@@ -109,7 +116,13 @@ export class S3BlobStore implements BlobStore {
     const { client, bucket } = this.#loc;
     const key = this.key(digest);
     try {
-      return range ? await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1) : await client.getObject(bucket, key);
+      if (range) return await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1);
+      // A whole read is checked against its digest on the way (verify.ts): an object changed in
+      // the bucket behind the store's back ends in an error, never in wrong bytes. An object
+      // already verified, unchanged since (same ETag), is not hashed again.
+      const body = await client.getObject(bucket, key);
+      const etag = body instanceof IncomingMessage && typeof body.headers.etag === 'string' ? body.headers.etag : undefined;
+      return this.#verified.read(body, digest, etag);
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `reading ${digest}`);

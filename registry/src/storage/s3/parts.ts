@@ -3,7 +3,8 @@
  * written: `advance(stable)` uploads, in the background, every whole part below `stable` (bytes
  * that will not change: an append can only undo itself, never what came before it); `finish`
  * uploads the rest and completes the upload. So a commit waits only for the last part, not for
- * the whole blob, and at most one part per upload is in memory.
+ * the whole blob, and at most one part per upload is in memory, and `MAX_PARTS_IN_FLIGHT` in the
+ * whole process.
  *
  * Background uploads are an optimisation, never a source of failure: if one fails (the store
  * went away for a moment), `finish` discards the upload and sends the whole file again from the
@@ -12,6 +13,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import type { S3Location } from './connect.js';
 import { asUnavailable } from './errors.js';
+import { PartSlots } from './part-slots.js';
 
 /**
  * Bytes per uploaded part, and so per upload in memory: above S3's 5 MiB minimum for all parts
@@ -19,6 +21,15 @@ import { asUnavailable } from './errors.js';
  * 10 000 parts (S3's maximum) of it are 80 GiB.
  */
 export const PART_SIZE = 8 * 1024 * 1024;
+
+/**
+ * Parts in memory at once in this process, across every upload: 6 x 8 MiB = 48 MiB, a fifth of
+ * the 256 MiB a process should stay under however many uploads run (`part-slots.ts`).
+ */
+export const MAX_PARTS_IN_FLIGHT = 6;
+
+/** Shared by every uploader of the process. */
+export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT, PART_SIZE);
 
 export class PartUploader {
   #uploadId: string | undefined;
@@ -60,10 +71,13 @@ export class PartUploader {
 
   async #uploadPart(length: number): Promise<void> {
     const { client, bucket } = this.loc;
-    this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {});
-    const body = await this.#read(this.#uploaded, length);
+    const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
-    const { etag } = await client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: this.#uploadId, partNumber: part, headers: {} }, body);
+    // The part's buffer exists only while it holds a slot.
+    const { etag } = await partSlots.run(async (buffer) => {
+      const body = await this.#read(buffer, this.#uploaded, length);
+      return client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: uploadId, partNumber: part, headers: {} }, body);
+    });
     this.#etags.push({ part, etag });
     this.#uploaded += length;
   }
@@ -98,7 +112,7 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      await this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(0, size), size);
+      await partSlots.run(async (buffer) => this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(buffer, 0, size), size));
       return;
     }
     while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
@@ -124,10 +138,11 @@ export class PartUploader {
     this.#failed = false;
   }
 
-  async #read(position: number, length: number): Promise<Buffer> {
+  /** Reads `length` bytes at `position` of the local copy into the start of `into`; returns that part of it. */
+  async #read(into: Buffer, position: number, length: number): Promise<Buffer> {
     const fh: FileHandle = await open(this.path, 'r');
     try {
-      const buf = Buffer.allocUnsafe(length);
+      const buf = into.subarray(0, length);
       let off = 0;
       while (off < length) {
         const { bytesRead } = await fh.read(buf, off, length - off, position + off);

@@ -26,8 +26,8 @@ import { PartUploader } from './parts.js';
 export interface StageTarget {
   loc: S3Location;
   stagingKey(id: string): string;
-  /** Makes the staging object at `from` visible under `digest` (and removes nothing). */
-  publish(from: string, digest: Sha256Hex): Promise<void>;
+  /** Makes the staging object at `from` (`size` bytes) visible under `digest` (and removes nothing). */
+  publish(from: string, digest: Sha256Hex, size: number): Promise<void>;
   /** True when `digest` is already stored: the commit then uploads nothing. */
   has(digest: Sha256Hex): Promise<boolean>;
 }
@@ -106,7 +106,7 @@ export class S3Stage implements BlobStage {
       this.#stagingLeft = true;
       try {
         await this.#parts.finish(this.size);
-        await this.target.publish(key, digest);
+        await this.target.publish(key, digest, this.size);
       } finally {
         await this.#removeStaging().catch(() => undefined);
       }

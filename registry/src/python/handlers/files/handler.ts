@@ -8,6 +8,7 @@ import type { IndexConfig } from '../../../config/types.js';
 import type { IndexRequest } from '../../../http/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { isSha256Hex, type BlobStore } from '../../../storage/types.js';
+import { reportRejectedRead } from '../../../http/verified-read.js';
 import { answeredNotModified } from '../../../http/conditional.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../../../http/range.js';
 import type { ProjectSource } from '../project-source.js';
@@ -39,7 +40,7 @@ export async function serveFile(source: ProjectSource, blobs: BlobStore, req: In
   const { project } = listed;
   if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
   if (body.kind === 'blob') {
-    const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType);
+    const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
     source.count(req.index.name, 'bytes', sent, project, artifact);
   } else {
     sendStream(req, body, wanted.contentType);
@@ -88,7 +89,7 @@ function sendStream(req: IndexRequest, body: Extract<FileBody, { kind: 'stream' 
 }
 
 /** Sends a stored blob; resolves to the number of body bytes sent. */
-async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string): Promise<number> {
+async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string, onRejected: () => void): Promise<number> {
   const { request, reply } = req;
   const etag = `"${digest}"`;
   reply.headers({
@@ -113,6 +114,7 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
   }
   const stream = await blobs.get(digest, part);
   if (!stream) throw new HttpError(404, `blob ${digest} vanished`);
+  reportRejectedRead(stream, request.log, onRejected);
   void reply.send(stream);
   return length;
 }

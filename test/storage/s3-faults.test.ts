@@ -1,0 +1,311 @@
+/**
+ * The s3 backend under faults of the object store, against a real MinIO this file starts (so it
+ * runs on every run, whatever VELODEX_TEST_STORAGE says) and real clients:
+ *
+ * - MinIO stopped mid-download and mid-upload, and while clients push and install: a download
+ *   already streaming breaks (never ends short as if complete), a request answers 503 in the
+ *   ecosystem's error shape, nothing partial becomes visible, the process stays up, and the same
+ *   process serves again as soon as MinIO is back;
+ * - MinIO answering slowly (a fault proxy between velodex and MinIO): requests still complete; a
+ *   store that stops answering gives a 503 once the response timeout passes, not a hung client.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stringify } from 'smol-toml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Registry } from '../oci/api-support.js';
+import { PROJECT_ENV } from '../python/fixtures/clients.js';
+import { buildProject } from '../python/fixtures/projects.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { startMinio, type Minio } from '../support/minio.js';
+import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
+import { tool } from '../support/paths.js';
+import { run, type RunResult } from '../support/run.js';
+import { storeProbe } from '../support/store-probe.js';
+import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+
+const TOKEN = 's3-faults-token-2b7e';
+const MiB = 1024 * 1024;
+let minio: Minio;
+let work: string;
+
+beforeAll(async () => {
+  minio = await startMinio();
+  work = tempDir('velodex-s3-faults-');
+});
+
+afterAll(async () => {
+  await minio?.stop();
+});
+
+/** A config on MinIO at `endpoint` (MinIO itself, or a proxy in front of it), with a Python and an OCI index. */
+function config(endpoint: string, prefix: string): string {
+  const storage = stringify({
+    storage: { backend: 's3', endpoint, bucket: minio.bucket, prefix, access_key: minio.accessKey, secret_key: minio.secretKey },
+  });
+  return `${storage}
+[[index]]
+name = "py"
+route = "team/py"
+hosted = true
+upload_token = "${TOKEN}"
+
+[[index]]
+name = "images"
+route = "team/images"
+ecosystem = "oci"
+hosted = true
+upload_token = "${TOKEN}"
+`;
+}
+
+const auth = `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`;
+
+function sha256(bytes: Buffer): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
+
+/** A curl that runs in the background; `bytes()` tells how much has arrived so far. */
+function backgroundCurl(args: string[], out: string): { done: Promise<RunResult & { status: number }>; bytes(): number } {
+  const done = run(tool('curl'), ['-sS', '-o', out, '-w', '%{http_code}', ...args], { allowFailure: true }).then((r) => ({ ...r, status: Number(r.stdout.trim()) }));
+  return { done, bytes: () => (existsSync(out) ? statSync(out).size : 0) };
+}
+
+async function until(what: string, test: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Bytes the server's stages hold in its scratch folder: a sign that an upload is under way. */
+function scratchBytes(server: Velodex): number {
+  const dir = join(server.dataDir, 'scratch');
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('stage-'))
+    .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+}
+
+async function ociError(res: Response): Promise<string | undefined> {
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  return ((await res.json()) as { errors: { code: string }[] }).errors[0]?.code;
+}
+
+function twine(server: Velodex, file: string): Promise<RunResult> {
+  return run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${server.url}/team/py/`, '-u', '__token__', '-p', TOKEN, file], {
+    allowFailure: true,
+    env: { NO_COLOR: '1', COLUMNS: '200' },
+  });
+}
+
+/** `requirement`: a name and version, or a file's URL. */
+function pipDownload(server: Velodex, requirement: string, dest: string): Promise<RunResult> {
+  return run(tool('pip'), ['download', '--no-deps', '--no-cache-dir', '--retries', '0', '--index-url', `${server.url}/team/py/simple/`, '-d', dest, requirement], {
+    allowFailure: true,
+    env: PROJECT_ENV,
+  });
+}
+
+function crane(args: string[], input?: string): Promise<RunResult> {
+  return run(tool('crane'), [...args, '--insecure'], { env: { HOME: work, DOCKER_CONFIG: join(work, 'docker') }, input, allowFailure: true, timeoutMs: 180_000 });
+}
+
+describe('MinIO stopped', () => {
+  let server: Velodex;
+  let reg: Registry;
+
+  beforeAll(async () => {
+    server = await startVelodex({ config: config(minio.endpoint, 'stopped') });
+    reg = new Registry(server.url, auth);
+    expect((await crane(['auth', 'login', `127.0.0.1:${server.port}`, '-u', '__token__', '--password-stdin'], TOKEN)).code).toBe(0);
+  });
+
+  afterAll(async () => {
+    await minio.start();
+    await server?.stop();
+  });
+
+  it('mid-download: the transfer breaks, never ends short as if complete; once MinIO is back the same process serves it', async () => {
+    const bytes = pseudoRandom('faults/download', 32 * MiB);
+    const hex = await reg.pushBlob('team/images/app', bytes);
+    const url = `${server.url}/v2/team/images/app/blobs/sha256:${hex}`;
+    const out = join(work, 'download-cut');
+    const curl = backgroundCurl(['--limit-rate', '1M', url], out);
+    await until('the first MiB to arrive', () => curl.bytes() >= MiB);
+    await minio.pause();
+    try {
+      const cut = await curl.done;
+      // 18: transfer closed with bytes remaining; 56: failure receiving data (connection reset).
+      expect([18, 56], `curl exit ${cut.code}: ${cut.stderr}`).toContain(cut.code);
+      expect(cut.status).toBe(200);
+      expect(statSync(out).size).toBeLessThan(bytes.length);
+
+      // While MinIO is away: the process is up, and a new download is a clear 503.
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+      const down = await fetch(url);
+      expect(down.status).toBe(503);
+      expect(down.headers.get('retry-after')).toBe('5');
+      expect(await ociError(down)).toBe('UNAVAILABLE');
+    } finally {
+      await minio.start();
+    }
+    const again = await fetch(url);
+    expect(again.status).toBe(200);
+    expect(sha256(Buffer.from(await again.arrayBuffer()))).toBe(hex);
+    expect(server.logs()).toMatch(/"msg":"OCI request failed"/);
+  });
+
+  it('mid-upload: a 503 in the OCI error shape, nothing visible, and the same upload succeeds once MinIO is back', async () => {
+    const bytes = pseudoRandom('faults/upload', 24 * MiB);
+    const hex = sha256(bytes);
+    const file = join(work, 'upload.bin');
+    writeFileSync(file, bytes);
+    const url = `${server.url}/v2/team/images/app/blobs/uploads/?digest=sha256:${hex}`;
+    const out = join(work, 'upload-answer');
+    // 4 MB/s: six seconds of body, so MinIO goes away while the bytes still arrive.
+    const curl = backgroundCurl(['--limit-rate', '4M', '-X', 'POST', '-H', 'content-type: application/octet-stream', '-u', `__token__:${TOKEN}`, '--data-binary', `@${file}`, url], out);
+    await until('the upload to be under way', () => scratchBytes(server) >= 2 * MiB);
+    await minio.pause();
+    let answer: RunResult & { status: number };
+    try {
+      answer = await curl.done;
+    } finally {
+      await minio.start();
+    }
+    expect(answer.status, answer.stderr).toBe(503);
+    expect((JSON.parse(readFileSync(out, 'utf8')) as { errors: { code: string }[] }).errors[0]?.code).toBe('UNAVAILABLE');
+    const probe = await storeProbe(server.dataDir);
+    expect(await probe.blobs()).not.toContain(hex);
+    expect(await probe.staged()).toEqual([]);
+    expect((await fetch(`${server.url}/v2/team/images/app/blobs/sha256:${hex}`, { method: 'HEAD' })).status).toBe(404);
+
+    const retry = await run(tool('curl'), ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', '-H', 'content-type: application/octet-stream', '-u', `__token__:${TOKEN}`, '--data-binary', `@${file}`, url]);
+    expect(retry.stdout).toBe('201');
+    const got = await fetch(`${server.url}/v2/team/images/app/blobs/sha256:${hex}`);
+    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(hex);
+  });
+
+  it('twine upload and pip download while MinIO is down fail with a 503; both work once it is back', async () => {
+    const alpha = await buildProject('alpha', '1.0', { variant: 's3-faults' });
+    await minio.pause();
+    let upload: RunResult;
+    try {
+      upload = await twine(server, alpha.wheel);
+    } finally {
+      await minio.start();
+    }
+    expect(upload.code).not.toBe(0);
+    expect(upload.stdout + upload.stderr).toMatch(/503/);
+    expect(await (await storeProbe(server.dataDir)).blobs()).not.toContain(sha256(readFileSync(alpha.wheel)));
+
+    const ok = await twine(server, alpha.wheel);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+
+    const listing = await fetch(`${server.url}/team/py/simple/alpha/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } });
+    const fileUrl = new URL(((await listing.json()) as { files: { url: string }[] }).files[0]!.url, `${server.url}/team/py/simple/alpha/`).toString();
+    await minio.pause();
+    let down: RunResult;
+    try {
+      // By the file's URL: pip reports a failed download; a failed index page it only turns into "no matching distribution".
+      down = await pipDownload(server, fileUrl, join(work, 'pip-down'));
+      const page = await fetch(`${server.url}/team/py/simple/alpha/`);
+      expect(page.status).toBe(503);
+      expect(await page.json()).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    } finally {
+      await minio.start();
+    }
+    expect(down.code).not.toBe(0);
+    expect(down.stdout + down.stderr).toMatch(/503/);
+    expect(existsSync(join(work, 'pip-down', alpha.wheelFilename))).toBe(false);
+    const dest = join(work, 'pip-up');
+    const up = await pipDownload(server, 'alpha==1.0', dest);
+    expect(up.code, up.stdout + up.stderr).toBe(0);
+    expect(readFileSync(join(dest, alpha.wheelFilename)).equals(readFileSync(alpha.wheel))).toBe(true);
+  });
+
+  it('crane push and pull while MinIO is down fail; both work once it is back', async () => {
+    const image = buildImage({ seed: 's3-faults-crane', layers: 2 });
+    const src = writeLayout(join(work, 'crane-src'), [{ tag: 'v1', item: image }]);
+    const ref = `127.0.0.1:${server.port}/team/images/crane:v1`;
+    await minio.pause();
+    let push: RunResult;
+    try {
+      push = await crane(['push', src, ref]);
+    } finally {
+      await minio.start();
+    }
+    expect(push.code).not.toBe(0);
+    expect(push.stderr).toMatch(/UNAVAILABLE|503/);
+    const pushed = await crane(['push', src, ref]);
+    expect(pushed.code, pushed.stderr).toBe(0);
+
+    await minio.pause();
+    let pull: RunResult;
+    try {
+      pull = await crane(['pull', '--format', 'oci', ref, join(work, 'crane-pull-down')]);
+    } finally {
+      await minio.start();
+    }
+    expect(pull.code).not.toBe(0);
+    const pulled = await crane(['pull', '--format', 'oci', ref, join(work, 'crane-pull')]);
+    expect(pulled.code, pulled.stderr).toBe(0);
+    expect(existsSync(join(work, 'crane-pull', 'blobs', 'sha256', image.layers[1]!.descriptor.digest.slice(7)))).toBe(true);
+  });
+});
+
+describe('MinIO answering slowly', () => {
+  let proxy: FaultProxy;
+  let server: Velodex;
+  let reg: Registry;
+
+  beforeAll(async () => {
+    proxy = await FaultProxy.start(minio.endpoint, { keepHost: true });
+    server = await startVelodex({ config: config(proxy.url, 'slow') });
+    reg = new Registry(server.url, auth);
+  });
+
+  afterAll(async () => {
+    await server?.stop();
+    await proxy?.close();
+  });
+
+  it('with every MinIO answer held back and a body stalled midway, pushes and pulls still complete', async () => {
+    proxy.on(() => true, { kind: 'stall', ms: 200 });
+    const bytes = pseudoRandom('faults/slow', 12 * MiB);
+    const hex = await reg.pushBlob('team/images/slow', bytes);
+    // The object's body stops for 3 s after its first MiB: slower than any request, but answering.
+    proxy.on((path, method) => method === 'GET' && path.endsWith(`/${hex}`), { kind: 'stall', ms: 3000, afterBytes: MiB });
+    const got = await fetch(`${server.url}/v2/team/images/slow/blobs/sha256:${hex}`);
+    expect(got.status).toBe(200);
+    expect(sha256(Buffer.from(await got.arrayBuffer()))).toBe(hex);
+    proxy.clear();
+  });
+
+  it('a store that stops answering gives a 503 once the response timeout passes, and serves again when it answers', async () => {
+    const bytes = pseudoRandom('faults/hung', 100_000);
+    const hex = await reg.pushBlob('team/images/hung', bytes);
+    proxy.on(() => true, { kind: 'stall' });
+    try {
+      // The client would wait far longer than the store's 30 s response timeout.
+      const [res, page] = await Promise.all([
+        fetch(`${server.url}/v2/team/images/hung/blobs/sha256:${hex}`, { signal: AbortSignal.timeout(120_000) }),
+        fetch(`${server.url}/team/py/simple/`, { signal: AbortSignal.timeout(120_000) }),
+      ]);
+      expect(res.status).toBe(503);
+      expect(await ociError(res)).toBe('UNAVAILABLE');
+      expect(page.status).toBe(503);
+      expect(await page.json()).toMatchObject({ statusCode: 503, error: 'Service Unavailable' });
+    } finally {
+      proxy.clear();
+      proxy.release();
+    }
+    const again = await fetch(`${server.url}/v2/team/images/hung/blobs/sha256:${hex}`);
+    expect(again.status).toBe(200);
+    expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(server.logs()).toMatch(/ETIMEDOUT/);
+  }, 240_000);
+});

@@ -1,0 +1,181 @@
+/**
+ * A velodex process killed (SIGKILL) in the middle of a 200 MiB blob upload on the s3 backend,
+ * at the worst moment: its staging object is complete in the bucket and the server-side copy that
+ * would publish it is under way (held by a fault proxy between that process and MinIO). Nothing
+ * partial is ever visible under the digest; the client's retry on another process over the same
+ * bucket succeeds; and the staging object the killed process left is swept by age, by a store
+ * opened as a restarted process opens it, while another process's upload session stays live and
+ * completes afterwards.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync } from 'node:fs';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stringify } from 'smol-toml';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { openStores } from '../../registry/src/storage/index.js';
+import { Registry } from '../oci/api-support.js';
+import { FaultProxy } from '../support/fault-proxy.js';
+import { startMinio, type Minio } from '../support/minio.js';
+import { storageOf, storeProbe } from '../support/store-probe.js';
+import { startVelodex, type Velodex } from '../support/velodex.js';
+
+const TOKEN = 's3-killed-token-7d1a';
+const MiB = 1024 * 1024;
+const SIZE = 200 * MiB;
+const PREFIX = 'killed';
+const auth = `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`;
+
+let minio: Minio;
+let proxy: FaultProxy;
+const running: Velodex[] = [];
+
+beforeAll(async () => {
+  minio = await startMinio();
+  proxy = await FaultProxy.start(minio.endpoint, { keepHost: true });
+});
+
+afterAll(async () => {
+  for (const s of running) await s.stop();
+  await proxy?.close();
+  await minio?.stop();
+});
+
+function config(endpoint: string): string {
+  const storage = stringify({
+    storage: { backend: 's3', endpoint, bucket: minio.bucket, prefix: PREFIX, access_key: minio.accessKey, secret_key: minio.secretKey },
+  });
+  return `${storage}
+[[index]]
+name = "images"
+route = "team/images"
+ecosystem = "oci"
+hosted = true
+upload_token = "${TOKEN}"
+`;
+}
+
+async function start(endpoint: string, dataDir?: string): Promise<Velodex> {
+  const server = await startVelodex({ config: config(endpoint), ...(dataDir ? { dataDir } : {}) });
+  running.push(server);
+  return server;
+}
+
+/** Block `i` (1 MiB) of the reproducible stream `seed`: the client never holds the 200 MiB blob. */
+function block(seed: number, i: number): Buffer {
+  return Buffer.from(createHash('sha256').update(`${seed}/${i}`).digest('hex').repeat(MiB / 64));
+}
+
+function digestOf(seed: number, size: number): string {
+  const h = createHash('sha256');
+  for (let i = 0; i < size / MiB; i++) h.update(block(seed, i));
+  return h.digest('hex');
+}
+
+/** A monolithic `POST ?digest=` streamed from the generator; resolves with the status, or the error that cut it. */
+function postBlob(server: Velodex, seed: number, size: number, hex: string): Promise<number | Error> {
+  const url = new URL(`${server.url}/v2/team/images/big/blobs/uploads/?digest=sha256:${hex}`);
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path: `${url.pathname}${url.search}`,
+        headers: { authorization: auth, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', (err) => resolve(err));
+      },
+    );
+    req.on('error', (err) => resolve(err));
+    const gen = (function* () {
+      for (let i = 0; i < size / MiB; i++) yield block(seed, i);
+    })();
+    pipeline(Readable.from(gen), req).catch((err: Error) => resolve(err));
+  });
+}
+
+/** The sha256 of a blob as one server streams it whole (verified on its way out too). */
+async function servedDigest(server: Velodex, hex: string): Promise<{ status: number; digest: string; size: number }> {
+  const res = await fetch(`${server.url}/v2/team/images/big/blobs/sha256:${hex}`);
+  const h = createHash('sha256');
+  let size = 0;
+  if (res.body) {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      h.update(chunk);
+      size += chunk.length;
+    }
+  }
+  return { status: res.status, digest: h.digest('hex'), size };
+}
+
+it('kill -9 mid-commit: nothing partial visible, the retry on another process succeeds, the leftover is swept by age, a live session is untouched', async () => {
+  // A reaches MinIO through the proxy, which holds the copy that publishes a blob (a PUT to a
+  // blob key; parts and staging objects go through). B reaches MinIO directly; same bucket, same prefix.
+  proxy.on((path, method) => method === 'PUT' && path.includes(`/${PREFIX}/blobs/sha256/`), { kind: 'stall' });
+  const a = await start(proxy.url);
+  const b = await start(minio.endpoint);
+  const reg = new Registry(b.url, auth);
+  const probe = await storeProbe(b.dataDir);
+
+  const seed = 7;
+  const hex = digestOf(seed, SIZE);
+  const upload = postBlob(a, seed, SIZE, hex);
+  await proxy.stalled();
+  // The whole blob is in the bucket as a staging object now; A is copying it under its digest.
+  const staged = await probe.staged();
+  expect(staged).toHaveLength(1);
+  process.kill(a.pid, 'SIGKILL');
+  const outcome = await upload;
+  expect(outcome).toBeInstanceOf(Error);
+  // The copy A sent stays held (and is dropped when the proxy closes): it never reaches MinIO,
+  // as if A had died before sending it. Later requests through the proxy pass.
+  proxy.clear();
+
+  // Nothing under the digest, through any process or in the bucket.
+  expect(await probe.blobs()).not.toContain(hex);
+  expect((await reg.fetch(`/v2/team/images/big/blobs/sha256:${hex}`, { method: 'HEAD' })).status).toBe(404);
+  expect(await probe.staged()).toEqual(staged);
+
+  // A live chunked upload on B, across the sweep below: its first 16 MiB already in the bucket.
+  const session = await reg.openUpload('team/images/live');
+  const live = Buffer.concat(Array.from({ length: 24 }, (_, i) => block(99, i)));
+  const first = await reg.fetch(session, { method: 'PATCH', body: live.subarray(0, 16 * MiB), headers: { 'content-type': 'application/octet-stream', 'content-range': `0-${16 * MiB - 1}` } });
+  expect(first.status).toBe(202);
+
+  // The client retries on B: the blob is published whole, and streams back verified.
+  expect(await postBlob(b, seed, SIZE, hex)).toBe(201);
+  expect(await servedDigest(b, hex)).toEqual({ status: 200, digest: hex, size: SIZE });
+
+  // A restarts on its data dir: its start-up sweep (a day's age) leaves the young leftover alone.
+  const restarted = await start(proxy.url, a.dataDir);
+  await sleep(1000);
+  expect(await probe.staged()).toEqual(staged);
+  // The same sweep with a small age, from a store opened as a restarted process opens it.
+  await sleep(3000);
+  const stores = await openStores(storageOf(restarted.dataDir), { scratchDir: join(restarted.dataDir, 'scratch'), staleStagingMs: 2000 });
+  expect(await stores.sweep()).toBeGreaterThanOrEqual(1);
+  expect(await probe.staged()).toEqual([]);
+  // The killed process's local copy went with it.
+  const scratch = join(restarted.dataDir, 'scratch');
+  expect(existsSync(scratch) ? readdirSync(scratch).filter((f) => f.startsWith('stage-')) : []).toEqual([]);
+
+  // B's session was not touched: it takes its last chunk and commits.
+  const liveHex = createHash('sha256').update(live).digest('hex');
+  const last = await reg.fetch(`${session}${session.includes('?') ? '&' : '?'}digest=sha256:${liveHex}`, {
+    method: 'PUT',
+    body: live.subarray(16 * MiB),
+    headers: { 'content-type': 'application/octet-stream', 'content-range': `${16 * MiB}-${live.length - 1}` },
+  });
+  expect(last.status, await last.text()).toBe(201);
+  const got = await reg.fetch(`/v2/team/images/live/blobs/sha256:${liveHex}`);
+  expect(createHash('sha256').update(Buffer.from(await got.arrayBuffer())).digest('hex')).toBe(liveHex);
+  // And the restarted A serves the blob B published.
+  expect(await servedDigest(restarted, hex)).toEqual({ status: 200, digest: hex, size: SIZE });
+}, 300_000);
