@@ -15,6 +15,11 @@ import { freePort } from '../support/pypiserver.js';
 import { basicAuth, tempDir } from '../support/velodex.js';
 
 const NAME = 'docker.io/velodex/velodex:test';
+// runc keeps container state in one folder per containerd namespace for the whole machine: ids
+// unique to this run never meet a container another run left behind.
+const RUN = `${process.pid}-${Date.now().toString(36)}`;
+const REGISTRY = `velodex-registry-${RUN}`;
+const OPERATOR = `velodex-operator-${RUN}`;
 let work: string;
 let archive: string;
 let containerd: Containerd;
@@ -32,7 +37,10 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  await containerd?.ctr(['tasks', 'kill', '-s', 'SIGKILL', 'registry'], { allowFailure: true });
+  for (const id of [REGISTRY, OPERATOR]) {
+    await containerd?.ctr(['tasks', 'kill', '-s', 'SIGKILL', id], { allowFailure: true });
+    await containerd?.ctr(['containers', 'delete', id], { allowFailure: true });
+  }
   await containerd?.stop();
 });
 
@@ -48,7 +56,7 @@ describe('make image', () => {
     const port = await freePort();
     const token = 'image-test-token';
     const task = containerd.ctr(
-      ['run', '--rm', '--net-host', '--env', `VELODEX_UPLOAD_TOKEN=${token}`, NAME, 'registry', '/usr/local/bin/node', '/app/registry/dist/cli.js', 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', '/tmp/velodex'],
+      ['run', '--rm', '--net-host', '--env', `VELODEX_UPLOAD_TOKEN=${token}`, NAME, REGISTRY, '/usr/local/bin/node', '/app/registry/dist/cli.js', 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', '/tmp/velodex'],
       { allowFailure: true, timeoutMs: 120_000 },
     );
     const url = `http://127.0.0.1:${port}`;
@@ -61,7 +69,7 @@ describe('make image', () => {
     const status = (await (await fetch(`${url}/+status`)).json()) as { indexes: { route: string }[] };
     expect(status.indexes.map((i) => i.route).sort()).toEqual(['root/hosted', 'root/oci']);
     // The process runs as 65532, not root.
-    const ps = await containerd.ctr(['tasks', 'exec', '--exec-id', 'id', 'registry', '/usr/local/bin/node', '-e', 'process.stdout.write(String(process.getuid()))']);
+    const ps = await containerd.ctr(['tasks', 'exec', '--exec-id', 'id', REGISTRY, '/usr/local/bin/node', '-e', 'process.stdout.write(String(process.getuid()))']);
     expect(ps.stdout).toBe('65532');
     // An OCI blob push and pull through the registry in the container.
     const blob = Buffer.from('hello from the image test');
@@ -70,11 +78,11 @@ describe('make image', () => {
     const put = await fetch(`${url}/v2/root/oci/t/blobs/uploads/?digest=${digest}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/octet-stream' }, body: blob });
     expect(put.status).toBe(201);
     expect(Buffer.from(await (await fetch(`${url}/v2/root/oci/t/blobs/${digest}`)).arrayBuffer()).equals(blob)).toBe(true);
-    await containerd.ctr(['tasks', 'kill', '-s', 'SIGTERM', 'registry']);
+    await containerd.ctr(['tasks', 'kill', '-s', 'SIGTERM', REGISTRY]);
     await task;
 
     // The operator binary is in the image; without a cluster it says so and exits non-zero.
-    const operator = await containerd.ctr(['run', '--rm', '--net-host', '--env', 'VELODEX_IMAGE=x', NAME, 'operator', '/usr/local/bin/node', '/app/operator/dist/main.js'], { allowFailure: true, timeoutMs: 60_000 });
+    const operator = await containerd.ctr(['run', '--rm', '--net-host', '--env', 'VELODEX_IMAGE=x', NAME, OPERATOR, '/usr/local/bin/node', '/app/operator/dist/main.js'], { allowFailure: true, timeoutMs: 60_000 });
     expect(operator.code).not.toBe(0);
     expect(operator.stdout + operator.stderr).toMatch(/operator failed to start.*cannot reach the Kubernetes API/);
   });
