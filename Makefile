@@ -33,8 +33,10 @@ image: build
 
 # The suites that start servers run a second time on the s3 backend (a real MinIO that
 # test/support/s3-global.ts starts; every server gets its own prefix of one bucket). The storage
-# suites test both backends themselves and core has no server's store to switch.
+# suites test both backends themselves and core has no server's store to switch; the suites that
+# start several processes on a MinIO of their own ran on s3 already in the first pass.
 S3_SUITES := test/python test/oci test/roles test/discovery test/events test/observe test/limits test/archive
+S3_OWN_MINIO := --exclude '**/multiprocess.test.ts' --exclude '**/sessions-shared.test.ts'
 
 # Lint and typecheck first: they are cheap and fail fast.
 test: build typecheck lint tools test-only
@@ -47,7 +49,7 @@ test-fs:
 	npx vitest run
 
 test-s3:
-	VELODEX_TEST_STORAGE=s3 npx vitest run $(S3_SUITES)
+	VELODEX_TEST_STORAGE=s3 npx vitest run $(S3_SUITES) $(S3_OWN_MINIO)
 
 # velodex beside its peers (pypiserver; the Distribution registry) in one run; prints ratios, never
 # fails on speed. bench-tools builds the optional peers `make test` does not need (hack/go-tools.sh).

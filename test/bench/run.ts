@@ -23,7 +23,7 @@ import { buildProject, type BuiltProject } from '../python/fixtures/projects.js'
 import { buildImage, writeLayout, MT, type Blob } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { buildBigWheel } from './big-wheel.js';
+import { buildBigWheel } from '../python/fixtures/big-wheel.js';
 import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {

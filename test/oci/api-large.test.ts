@@ -8,10 +8,10 @@ import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { block, blocks, digestOfBlocks, MiB } from '../support/pseudo-random-stream.js';
 import { basicAuth, defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
 import { Registry } from './api-support.js';
 
-const MiB = 1024 * 1024;
 const TOTAL = 1024 * MiB;
 const CHUNK = 10 * MiB;
 const RSS_LIMIT = 256 * MiB;
@@ -28,30 +28,6 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Block `i` (1 MiB) of the pseudo-random stream `seed`: xorshift32, reproducible per block. */
-function block(seed: number, i: number): Buffer {
-  const words = new Uint32Array(MiB / 4);
-  let x = (seed * 0x9e3779b1 + i * 0x85ebca6b + 1) >>> 0 || 1;
-  for (let k = 0; k < words.length; k++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    words[k] = x;
-  }
-  return Buffer.from(words.buffer);
-}
-
-function* blocks(seed: number): Generator<Buffer> {
-  for (let i = 0; i < TOTAL / MiB; i++) yield block(seed, i);
-}
-
-function digestOfStream(seed: number): string {
-  const h = createHash('sha256');
-  for (const b of blocks(seed)) h.update(b);
-  return h.digest('hex');
-}
 
 /** Checks size and the last MiB of a stored blob against the generator. */
 async function expectStored(hex: string, seed: number): Promise<void> {
@@ -67,7 +43,7 @@ it('pushes a 1 GiB layer in 10 MiB chunks within bounded memory', async () => {
   const seed = 1;
   const loc = await reg.openUpload('root/oci/big');
   const hash = createHash('sha256');
-  const gen = blocks(seed);
+  const gen = blocks(seed, TOTAL);
   for (let start = 0; start < TOTAL; start += CHUNK) {
     const parts: Buffer[] = [];
     for (let n = 0; n < CHUNK / MiB && start + n * MiB < TOTAL; n++) parts.push(gen.next().value as Buffer);
@@ -90,7 +66,7 @@ it('pushes a 1 GiB layer in 10 MiB chunks within bounded memory', async () => {
 
 it('pushes a 1 GiB layer as one streamed POST ?digest= within bounded memory', async () => {
   const seed = 2;
-  const hex = digestOfStream(seed);
+  const hex = digestOfBlocks(seed, TOTAL);
   const url = new URL(`${server.url}/v2/root/oci/big/blobs/uploads/?digest=sha256:${hex}`);
   const status = await new Promise<number>((resolve, reject) => {
     const req = request(
@@ -107,7 +83,7 @@ it('pushes a 1 GiB layer as one streamed POST ?digest= within bounded memory', a
       },
     );
     req.on('error', reject);
-    pipeline(Readable.from(blocks(seed)), req).catch(reject);
+    pipeline(Readable.from(blocks(seed, TOTAL)), req).catch(reject);
   });
   expect(status).toBe(201);
   await expectStored(hex, seed);

@@ -5,13 +5,15 @@
  * through two processes at once has exactly one winner, and the status summary loses no write.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBigWheel } from './fixtures/big-wheel.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
 import { postUpload, sha256File } from './fixtures/upload-client.js';
 import { detail, get, listed, write, type Detail } from './mutations-client.js';
 import { startCluster, type Cluster } from '../support/cluster.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { serverStores } from '../support/store-probe.js';
+import { s3StorageToml } from '../support/backend.js';
+import { serverStores, storeProbe } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
 const TOKEN = 'mp-python-token-9a2e';
@@ -175,6 +177,39 @@ describe('three processes on one bucket', () => {
     expect((await write('DELETE', `${c.url}/root/dev/mp-upstream/1.0/`, { token: TOKEN })).status).toBe(200);
     const page = await get(`${url(b)}mp-upstream/`);
     expect(page.status === 404 ? [] : (page.json as unknown as Detail).files).toEqual([]);
+  });
+
+  it('kill -9 of the process receiving an upload: nothing of it is visible, and twine through another process then succeeds', async () => {
+    const wheel = await buildBigWheel(tempDir('velodex-mp-big-'), 40 * 1024 * 1024);
+    // A fourth process on the same store, to be killed.
+    const victim = await startVelodex({ config: `${s3StorageToml(cluster.minio, 'cluster')}\n[[index]]\nname = "rel"\nroute = "root/rel"\nhosted = true\nvolatile = true\nupload_token = "${TOKEN}"\n` });
+    const before = (await storeProbe(a.dataDir)).blobs();
+    let killed = false;
+    const upload = postUpload({
+      url: `${victim.url}/root/rel/`,
+      token: TOKEN,
+      file: wheel.path,
+      onSent: async (sent) => {
+        if (killed || sent < 16 * 1024 * 1024) return;
+        killed = true;
+        // Let the bytes so far reach the server's stage, then kill it mid-body.
+        await new Promise((r) => setTimeout(r, 300));
+        process.kill(victim.pid, 'SIGKILL');
+      },
+    }).then(
+      (res) => `answered ${res.status}`,
+      (err: Error) => `failed: ${err.message}`,
+    );
+    expect(await upload).toMatch(/^failed: (socket hang up|read ECONNRESET|write EPIPE|write ECONNRESET)/);
+    await victim.stop();
+    // Nothing of it anywhere: no file on any process, no new blob in the store.
+    for (const node of [a, b, c]) expect((await get(`${simple(node)}bigwheel/`)).status).toBe(404);
+    expect(await (await storeProbe(a.dataDir)).blobs()).toEqual(await before);
+    // The user's retry, through another process, succeeds and installs from a third.
+    await twine(b, [wheel.path]);
+    const page = await detail(simple(c), 'bigwheel');
+    expect(page?.files.map((f) => f.filename)).toEqual([wheel.filename]);
+    expect(page?.files[0]?.hashes.sha256).toBe(await sha256File(wheel.path));
   });
 
   it('an index stored without the names document (an earlier version) still lists every project', async () => {

@@ -11,13 +11,13 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { blocks, digestOfBlocks, MiB } from '../support/pseudo-random-stream.js';
 import { Registry } from '../oci/api-support.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { storeProbe } from '../support/store-probe.js';
 import { startVelodex, type Velodex } from '../support/velodex.js';
 
 const TOKEN = 's3-memory-token-4f0c';
-const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 const RSS_LIMIT = 256 * MiB;
 const auth = `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`;
@@ -49,30 +49,6 @@ afterAll(async () => {
   await minio?.stop();
 });
 
-/** Block `i` (1 MiB) of the stream `seed`: xorshift32, reproducible per block. */
-function block(seed: number, i: number): Buffer {
-  const words = new Uint32Array(MiB / 4);
-  let x = (seed * 0x9e3779b1 + i * 0x85ebca6b + 1) >>> 0 || 1;
-  for (let k = 0; k < words.length; k++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    words[k] = x;
-  }
-  return Buffer.from(words.buffer);
-}
-
-function* blocks(seed: number, size: number): Generator<Buffer> {
-  for (let i = 0; i < size / MiB; i++) yield block(seed, i);
-}
-
-function digestOf(seed: number, size: number): string {
-  const h = createHash('sha256');
-  for (const b of blocks(seed, size)) h.update(b);
-  return h.digest('hex');
-}
 
 /** A monolithic `POST ?digest=` streamed from the generator; resolves with the status. */
 function postBlob(repo: string, seed: number, size: number, hex: string): Promise<number> {
@@ -137,7 +113,7 @@ it('a 1 GiB layer pushed in 16 MiB PATCHes and as one upload, and pulled whole, 
 
   // Monolithic: one streamed POST ?digest=.
   const monoSeed = 2;
-  const monoHex = digestOf(monoSeed, GiB);
+  const monoHex = digestOfBlocks(monoSeed, GiB);
   expect(await postBlob('team/images/big', monoSeed, GiB, monoHex)).toBe(201);
 
   // Pulled whole (and verified on its way out by the server).
@@ -152,7 +128,7 @@ it('a 1 GiB layer pushed in 16 MiB PATCHes and as one upload, and pulled whole, 
 it('32 concurrent 16 MiB uploads (256 MiB of parts without the cap) stay within 256 MiB', async () => {
   const seeds = Array.from({ length: 32 }, (_, i) => 100 + i);
   const size = 16 * MiB;
-  const hexes = seeds.map((s) => digestOf(s, size));
+  const hexes = seeds.map((s) => digestOfBlocks(s, size));
   const statuses = await Promise.all(seeds.map((s, i) => postBlob(`team/images/many${i}`, s, size, hexes[i]!)));
   expect(statuses).toEqual(seeds.map(() => 201));
   const probe = await storeProbe(server.dataDir);
