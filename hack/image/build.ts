@@ -17,78 +17,18 @@
  * Usage: node --import tsx hack/image/build.ts [--out FILE] [--name REF]
  */
 import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, lstatSync, rmSync, writeFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
-import { gzipSync, constants as zlib } from 'node:zlib';
-import { pack } from 'tar-stream';
+import { dirname, join, resolve } from 'node:path';
+import { imageArchive, layer, tree, type Entry } from './oci-archive.js';
 
 const NODE_VERSION = '20.20.2';
 const REPO = resolve(dirname(new URL(import.meta.url).pathname), '..', '..');
 const USER = 65532;
 
-interface Entry {
-  path: string;
-  /** File bytes, or a symlink target, or nothing for a directory. */
-  data?: Buffer;
-  link?: string;
-  mode: number;
-}
-
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(name);
   return i === -1 ? fallback : (process.argv[i + 1] ?? fallback);
-}
-
-/** A reproducible gzipped tar of `entries` (sorted; parents first; root-owned; time 0). */
-async function layer(entries: Entry[]): Promise<{ gz: Buffer; diffId: string }> {
-  const all = new Map<string, Entry>();
-  for (const e of entries) {
-    const parts = e.path.split('/');
-    for (let i = 1; i < parts.length; i++) {
-      const dir = parts.slice(0, i).join('/');
-      if (!all.has(dir)) all.set(dir, { path: dir, mode: 0o755 });
-    }
-    all.set(e.path, e);
-  }
-  const t = pack();
-  const chunks: Buffer[] = [];
-  t.on('data', (c: Buffer) => chunks.push(c));
-  const done = new Promise((r) => t.on('end', r));
-  for (const e of [...all.values()].sort((a, b) => (a.path < b.path ? -1 : 1))) {
-    const header = { name: e.path, mode: e.mode, uid: 0, gid: 0, uname: '', gname: '', mtime: new Date(0) };
-    if (e.link !== undefined) t.entry({ ...header, type: 'symlink', linkname: e.link });
-    else if (e.data !== undefined) t.entry({ ...header, type: 'file', size: e.data.length }, e.data);
-    else t.entry({ ...header, type: 'directory' });
-  }
-  t.finalize();
-  await done;
-  const tarBytes = Buffer.concat(chunks);
-  return { gz: gzipSync(tarBytes, { level: zlib.Z_BEST_COMPRESSION }), diffId: `sha256:${sha(tarBytes)}` };
-}
-
-const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
-
-/** Every file below `dir` as entries under `prefix` (symlinks kept as links). */
-function tree(dir: string, prefix: string, skip: (rel: string) => boolean = () => false): Entry[] {
-  const out: Entry[] = [];
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const full = join(d, name);
-      const rel = relative(dir, full);
-      if (skip(rel)) continue;
-      const st = lstatSync(full);
-      const path = `${prefix}/${rel}`;
-      if (st.isSymbolicLink()) out.push({ path, link: readlinkSync(full), mode: 0o777 });
-      else if (st.isDirectory()) {
-        out.push({ path, mode: 0o755 });
-        walk(full);
-      } else out.push({ path, data: readFileSync(full), mode: st.mode & 0o111 ? 0o755 : 0o644 });
-    }
-  };
-  walk(dir);
-  return out;
 }
 
 function nodeBinary(cache: string): Buffer {
@@ -153,58 +93,22 @@ async function main(): Promise<void> {
       ...tree(join(REPO, 'operator', 'dist'), 'app/operator/dist', (rel) => rel.endsWith('.map') || rel.endsWith('.tsbuildinfo')),
     ]);
 
-    const layers = [base, modules, app];
-    const config = Buffer.from(
-      JSON.stringify({
-        architecture: 'amd64',
-        os: 'linux',
-        config: {
-          User: `${USER}:${USER}`,
-          Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
-          Entrypoint: ['/usr/local/bin/node', '/app/registry/dist/cli.js'],
-          Cmd: ['serve', '--host', '0.0.0.0', '--port', '8080', '--data-dir', '/tmp/velodex'],
-          WorkingDir: '/app',
-          ExposedPorts: { '8080/tcp': {} },
-          Labels: { 'org.opencontainers.image.source': 'velodex', 'org.opencontainers.image.title': 'velodex' },
-        },
-        rootfs: { type: 'layers', diff_ids: layers.map((l) => l.diffId) },
-        history: layers.map(() => ({ created_by: 'hack/image/build.ts' })),
-      }),
-    );
-    const manifest = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${sha(config)}`, size: config.length },
-        layers: layers.map((l) => ({ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: `sha256:${sha(l.gz)}`, size: l.gz.length })),
-      }),
-    );
-    const tag = name.split(':').pop() ?? 'dev';
-    const index = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.index.v1+json',
-        manifests: [
-          {
-            mediaType: 'application/vnd.oci.image.manifest.v1+json',
-            digest: `sha256:${sha(manifest)}`,
-            size: manifest.length,
-            annotations: { 'io.containerd.image.name': name, 'org.opencontainers.image.ref.name': tag },
-          },
-        ],
-      }),
-    );
-    const blobs = [config, manifest, ...layers.map((l) => l.gz)];
-    const archive = await layer([
-      { path: 'oci-layout', data: Buffer.from('{"imageLayoutVersion":"1.0.0"}'), mode: 0o644 },
-      { path: 'index.json', data: index, mode: 0o644 },
-      ...blobs.map((b) => ({ path: `blobs/sha256/${sha(b)}`, data: b, mode: 0o644 })),
-    ]);
-    // An image archive is a plain tar: undo the gzip of `layer`.
-    const { gunzipSync } = await import('node:zlib');
+    const { tar, digest } = await imageArchive({
+      layers: [base, modules, app],
+      name,
+      config: {
+        User: `${USER}:${USER}`,
+        Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
+        Entrypoint: ['/usr/local/bin/node', '/app/registry/dist/cli.js'],
+        Cmd: ['serve', '--host', '0.0.0.0', '--port', '8080', '--data-dir', '/tmp/velodex'],
+        WorkingDir: '/app',
+        ExposedPorts: { '8080/tcp': {} },
+        Labels: { 'org.opencontainers.image.source': 'velodex', 'org.opencontainers.image.title': 'velodex' },
+      },
+    });
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, gunzipSync(archive.gz));
-    process.stdout.write(`${out}\n${name} sha256:${sha(manifest)} (${(statSync(out).size / 1024 / 1024).toFixed(1)} MiB)\n`);
+    writeFileSync(out, tar);
+    process.stdout.write(`${out}\n${name} ${digest} (${(statSync(out).size / 1024 / 1024).toFixed(1)} MiB)\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
