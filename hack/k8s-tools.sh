@@ -6,6 +6,7 @@
 #   kubelet kube-proxy (install_k8s_node_tools, for the end-to-end cluster)           v1.34.2
 #   etcd                                                                              v3.6.6
 #   helm                                                                              $HELM_VERSION
+#   coredns (install_k8s_node_tools)                                                  $COREDNS_VERSION
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod replaces every k8s.io/*
 # staging module with ./staging/src/k8s.io/<name>. A scratch module that requires it and replaces
@@ -17,6 +18,8 @@ KUBERNETES_VERSION=v1.34.2
 KUBERNETES_STAGING_VERSION=v0.34.2
 ETCD_VERSION=v3.6.6
 HELM_VERSION=v3.19.2
+# The test cluster's DNS (no image can be pulled: it is packed from this binary).
+COREDNS_VERSION=v1.12.4
 
 k8s_log() { if type -t log >/dev/null; then log "$@"; else printf '[k8s-tools] %s\n' "$*" >&2; fi; }
 
@@ -108,6 +111,15 @@ install_k8s_node_tools() {
     kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
     kubelet=k8s.io/kubernetes/cmd/kubelet \
     kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
+  if ! k8s_current "$dir" coredns "$COREDNS_VERSION"; then
+    k8s_log "go install github.com/coredns/coredns@$COREDNS_VERSION"
+    local tmpbin
+    tmpbin=$(mktemp -d)
+    GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "github.com/coredns/coredns@$COREDNS_VERSION"
+    mv -f "$tmpbin/coredns" "$dir/coredns"
+    rm -rf "$tmpbin"
+    echo "$COREDNS_VERSION" > "$dir/.coredns.version"
+  fi
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -5,8 +5,12 @@
 #   skopeo           Debian package
 #   containerd, ctr  Debian package (the ctr suite starts its own private daemon)
 #   lua5.4, cjson    Debian packages (the Argo CD health checks of docs/gitops.md run on them)
-#   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm
+#   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm, CoreDNS
 #                    (Go module proxy, hack/k8s-tools.sh; 15-25 min cold, seconds warm)
+#   CNI plugins, iptables, iproute2, openssl, gcc
+#                    Debian packages (the end-to-end cluster: pod network, kube-proxy, its
+#                    certificates, the pause binary)
+#   .tools/images    pause, MinIO and CoreDNS images for that cluster (hack/cluster/images.ts)
 # A tool that cannot be installed stops this script with an error: the suites never skip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +40,7 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo containerd lua5.4 lua-cjson
+apt_install skopeo containerd lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh
@@ -47,5 +51,14 @@ install_go_tools "$TOOLS/bin"
 # shellcheck source=hack/k8s-tools.sh
 source hack/k8s-tools.sh
 install_k8s_tools "$TOOLS/bin"
+install_k8s_node_tools "$TOOLS/bin"
+
+# --- Images of the end-to-end cluster (pause, MinIO, CoreDNS), packed without a registry --------
+want_images=$(cat hack/cluster/images.ts hack/image/oci-archive.ts "$TOOLS/bin/.minio.version" "$TOOLS/bin/.coredns.version" | sha256sum | cut -c1-16)
+if [ "$(cat "$TOOLS/images/.stamp" 2>/dev/null)" != "$want_images" ]; then
+  log "cluster images: pause, minio, coredns"
+  node --import tsx hack/cluster/images.ts "$TOOLS/images"
+  echo "$want_images" > "$TOOLS/images/.stamp"
+fi
 
 log "all tools present"

@@ -18,6 +18,8 @@ import { KeyedQueue } from './reconcile/queue.js';
 import { reconcileNamespace } from './reconcile/namespace.js';
 import { GROUP, VERSION } from './resources/types.js';
 
+const EVENT_GRACE_MS = 1000;
+
 const log = (msg: string, fields: Record<string, unknown> = {}) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg, ...fields })}\n`);
 
 function env(name: string, fallback?: string): string {
@@ -52,7 +54,9 @@ async function main(): Promise<void> {
     const ns = obj.metadata?.namespace;
     if (!ns || (!always && !known.has(ns))) return;
     known.add(ns);
-    queue.add(ns);
+    // A second's grace gathers the events of one `kubectl apply -f` of many resources into one
+    // reconcile, so the pods are not rolled once per resource as they arrive.
+    queue.addAfter(ns, EVENT_GRACE_MS);
   };
 
   const core = kc.makeApiClient(CoreV1Api);

@@ -16,7 +16,7 @@ export class KeyedQueue {
   readonly #running = new Set<string>();
   readonly #dirty = new Set<string>();
   readonly #failures = new Map<string, number>();
-  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #timers = new Map<string, { timer: NodeJS.Timeout; due: number }>();
   readonly #concurrency: number;
   readonly #base: number;
   readonly #max: number;
@@ -42,16 +42,22 @@ export class KeyedQueue {
     this.#pump();
   }
 
-  /** Adds `key` after `ms` (a periodic resync, or a backoff). */
+  /**
+   * Adds `key` after `ms` (a periodic resync, a backoff, a grace period for a burst of events).
+   * A key waits on one timer: the earliest asked for wins, so an event is never held back by a
+   * resync due later, and a burst of events within `ms` becomes one run.
+   */
   addAfter(key: string, ms: number): void {
-    if (this.#stopped || this.#timers.has(key)) return;
-    this.#timers.set(
-      key,
-      setTimeout(() => {
-        this.#timers.delete(key);
-        this.add(key);
-      }, ms).unref(),
-    );
+    if (this.#stopped) return;
+    const due = Date.now() + ms;
+    const existing = this.#timers.get(key);
+    if (existing && existing.due <= due) return;
+    if (existing) clearTimeout(existing.timer);
+    const timer = setTimeout(() => {
+      this.#timers.delete(key);
+      this.add(key);
+    }, ms).unref();
+    this.#timers.set(key, { timer, due });
   }
 
   /** Resolves once nothing is pending or running (timers aside). */
@@ -62,7 +68,7 @@ export class KeyedQueue {
 
   stop(): void {
     this.#stopped = true;
-    for (const t of this.#timers.values()) clearTimeout(t);
+    for (const t of this.#timers.values()) clearTimeout(t.timer);
     this.#timers.clear();
     this.#pending.clear();
   }
