@@ -5,6 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     exclude: ['test/bench/**', 'node_modules/**'],
     globalSetup: ['test/support/s3-global.ts'],
+    setupFiles: ['test/support/cleanup.ts'],
     testTimeout: 300_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -109,6 +109,39 @@ describe('a platform team on a real cluster', () => {
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
   });
 
+  it('rolls the pods for an index edit while a polling client sees no failed request', async () => {
+    const url = `http://${service}/team/hosted/simple/e2e-demo/`;
+    let ok = 0;
+    const failures: string[] = [];
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        try {
+          const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+          await res.arrayBuffer();
+          if (res.status === 200) ok++;
+          else failures.push(`status ${res.status}`);
+        } catch (err) {
+          failures.push(String((err as Error).cause ?? err));
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const before = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
+    await k(['patch', 'pidx', 'pypi', '-n', NS, '--type=merge', '-p', '{"spec":{"upstreamConcurrency":5}}']);
+    await until('the edit in the ConfigMap', async () => {
+      const now = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
+      return now !== before && now.includes('upstream_concurrency = 5') ? true : undefined;
+    });
+    await until('the roll to start', async () => ((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.status.updatedReplicas}/{.status.replicas}'])).stdout !== '2/2' ? true : undefined), 60_000).catch(() => undefined);
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await new Promise((r) => setTimeout(r, 2000));
+    polling = false;
+    await poller;
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(20);
+  });
+
   it('rolls the pods when the upload token rotates: the old token is refused, the new one accepted', async () => {
     const before = (await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}'])).stdout;
     const secret = (await k(['create', 'secret', 'generic', 'upload-tokens', '-n', NS, `--from-literal=hosted=${TOKEN_TWO}`, '--dry-run=client', '-o', 'yaml'])).stdout;

@@ -3,13 +3,15 @@
  * user would, and stops it. The server's stdout (JSON log lines) is kept for assertions.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFor } from './backend.js';
+import { tempDir } from './temp-dirs.js';
 import { CLI, REPO } from './paths.js';
 import { stopChild } from './stop-child.js';
+
+export { tempDir };
 
 export interface Velodex {
   url: string;
@@ -41,9 +43,6 @@ export interface StartOptions {
   storage?: string;
 }
 
-export function tempDir(prefix = 'velodex-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
 
 export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
   const dataDir = opts.dataDir ?? tempDir();

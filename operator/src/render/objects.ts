@@ -89,6 +89,9 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
         metadata: { labels: labelsOf(registry), annotations: { [CHECKSUM_ANNOTATION]: checksum } },
         spec: {
           automountServiceAccountToken: false,
+          // A pod told to stop keeps serving while the endpoints that still name it are updated
+          // (preStop sleep), then finishes its requests in flight (SIGTERM closes gracefully).
+          terminationGracePeriodSeconds: 30,
           enableServiceLinks: false,
           securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
           containers: [
@@ -99,6 +102,7 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
               args: ['serve', '--config', `${CONFIG_DIR}/${CONFIG_KEY}`],
               ports: [{ name: 'http', containerPort: REGISTRY_PORT, protocol: 'TCP' }],
               env: [{ name: 'TMPDIR', value: `${DATA_DIR}/tmp` }],
+              lifecycle: { preStop: { sleep: { seconds: 5 } } },
               readinessProbe: probe('/healthz', 2),
               livenessProbe: { ...probe('/healthz', 10), failureThreshold: 6 },
               ...(spec.resources ? { resources: spec.resources } : {}),
