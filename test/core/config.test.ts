@@ -2,8 +2,7 @@
  * The config as a user meets it: through the `velodex` command. Every bad config stops with a
  * message that names the key and the index; a good one lists what would be served.
  */
-import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../support/paths.js';
@@ -11,7 +10,7 @@ import { run } from '../support/run.js';
 import { freePort, startVelodex, tempDir } from '../support/velodex.js';
 
 function configFile(text: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'velodex-config-'));
+  const dir = tempDir('velodex-config-');
   const path = join(dir, 'velodex.toml');
   writeFileSync(path, text);
   return path;
@@ -19,7 +18,7 @@ function configFile(text: string): string {
 
 /** A token file holding only white space and a newline, as an editor might leave it. */
 function blankFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'velodex-config-')), 'token');
+  const path = join(tempDir('velodex-config-'), 'token');
   writeFileSync(path, '  \n');
   return path;
 }

@@ -1,7 +1,7 @@
 /** The configuration a user copies from the docs must be one velodex accepts. */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../support/temp-dirs.js';
 import { expect, it } from 'vitest';
 import { CLI, REPO } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -11,7 +11,7 @@ it('accepts the complete example of docs/configuration.md', async () => {
   const section = doc.slice(doc.indexOf('## A complete example'));
   const toml = /```toml\n([\s\S]*?)```/.exec(section)?.[1];
   expect(toml).toBeDefined();
-  const dir = mkdtempSync(join(tmpdir(), 'velodex-docs-'));
+  const dir = tempDir('velodex-docs-');
   writeFileSync(join(dir, 'token'), 'a-token\n');
   const path = join(dir, 'velodex.toml');
   writeFileSync(path, (toml ?? '').replaceAll('/run/secrets/hosted/token', join(dir, 'token')));

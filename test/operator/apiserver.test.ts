@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
+import { until as untilSeen } from '../support/until.js';
 import { startKubeApi, type KubeApi } from '../support/kube-apiserver.js';
 import { REPO, tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
@@ -39,20 +40,9 @@ function startOperator(identity: string): ChildProcess {
   return child;
 }
 
-/** Polls until `check` returns a value (not undefined), or fails with the last state seen. */
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error(`timed out waiting for ${what} (${String(last)})\noperator logs:\n${operatorLogs.join('\n---\n').slice(-6000)}`);
+/** Polls until the operator has done something, with its logs when it never does. */
+function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  return untilSeen(what, check, { timeoutMs, context: () => `operator logs:\n${operatorLogs.join('\n---\n').slice(-6000)}` });
 }
 
 interface Cond {

@@ -10,6 +10,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
+import { until as untilSeen } from '../support/until.js';
 import { startKubeNode, type KubeNode } from '../support/kube-node.js';
 import { REPO, TOOLS, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -27,20 +28,10 @@ let project: BuiltProject;
 
 const k = (args: string[], input?: string) => node.kubectl(args, { input });
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  const state = (await node.kubectl(['get', 'pods,pidx,packageregistry', '-A', '-o', 'wide'], { allowFailure: true })).stdout;
-  throw new Error(`timed out waiting for ${what} (${String(last)})\n${state}\n${node.logs().slice(-4000)}`);
+/** Polls until the cluster has done something, with its state when it never does. */
+function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 180_000): Promise<T> {
+  const context = async () => `${(await node.kubectl(['get', 'pods,pidx,packageregistry', '-A', '-o', 'wide'], { allowFailure: true })).stdout}\n${node.logs().slice(-4000)}`;
+  return untilSeen(what, check, { timeoutMs, intervalMs: 1000, context });
 }
 
 function twine(token: string, files: string[], allowFailure = false) {

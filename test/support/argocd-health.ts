@@ -4,9 +4,9 @@
  * lua-cjson; Argo CD embeds gopher-lua, a Lua 5.1 dialect: the checks use only what both share).
  * Argo CD gives the script the resource as the global `obj` and reads the table it returns.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from './temp-dirs.js';
 import { REPO } from './paths.js';
 import { run } from './run.js';
 
@@ -30,7 +30,7 @@ export function healthCheckOf(kind: 'PackageIndex' | 'PackageRegistry'): string 
 }
 
 export async function argoHealth(kind: 'PackageIndex' | 'PackageRegistry', obj: unknown): Promise<Health> {
-  const dir = mkdtempSync(join(tmpdir(), 'velodex-argo-'));
+  const dir = tempDir('velodex-argo-');
   const check = join(dir, 'check.lua');
   writeFileSync(check, healthCheckOf(kind));
   const wrapper = [
