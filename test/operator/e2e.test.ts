@@ -34,6 +34,14 @@ function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs =
   return untilSeen(what, check, { timeoutMs, intervalMs: 1000, context });
 }
 
+/** Every pod of the registry runs the Deployment's current template, and none is terminating. */
+async function untilOnlyNewPods(): Promise<void> {
+  await until('only pods of the current template', async () => {
+    const pods = JSON.parse((await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '-o', 'json'])).stdout) as { items: { metadata: { deletionTimestamp?: string } }[] };
+    return pods.items.length === 2 && pods.items.every((p) => !p.metadata.deletionTimestamp) ? true : undefined;
+  });
+}
+
 function twine(token: string, files: string[], allowFailure = false) {
   return run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `http://${service}/team/hosted/`, '-u', '__token__', '-p', token, ...files], { allowFailure, env: { NO_COLOR: '1' } });
 }
@@ -143,6 +151,9 @@ describe('a platform team on a real cluster', () => {
     });
     await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
     await k(['wait', '--for=condition=Ready', 'pidx/hosted', '-n', NS, '--timeout=120s']);
+    // The roll is over when the old pods are gone: a terminating pod keeps serving (with the old
+    // token) for its preStop sleep while the endpoints that name it are withdrawn.
+    await untilOnlyNewPods();
     const other = await buildProject('e2e-rotated', '1.0');
     const refused = await twine(TOKEN_ONE, [other.wheel], true);
     expect(refused.code).not.toBe(0);
