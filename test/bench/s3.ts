@@ -10,9 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { startMinio, type Minio } from '../support/minio.js';
-import { freePort } from '../support/pypiserver.js';
 import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
-import { DISTRIBUTION, launchServer, startVelodexBench, type Server } from './servers.js';
+import { startDistribution, startVelodexBench, type Server } from './servers.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -71,36 +70,20 @@ export async function startS3Servers(work: string, logs: string, token: string, 
 }
 
 /** The Distribution registry's s3 driver on MinIO: path-style, no TLS, redirects off. */
-async function startDistributionS3(minio: Minio, bucket: string, configFile: string, logFile: string): Promise<Server> {
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  writeFileSync(
-    configFile,
-    [
-      'version: 0.1',
-      'log:',
-      '  level: error',
-      '  accesslog:',
-      '    disabled: true',
-      'storage:',
-      '  s3:',
-      `    accesskey: ${JSON.stringify(minio.accessKey)}`,
-      `    secretkey: ${JSON.stringify(minio.secretKey)}`,
-      '    region: us-east-1',
-      `    regionendpoint: ${minio.endpoint}`,
-      `    bucket: ${bucket}`,
-      '    secure: false',
-      '    forcepathstyle: true',
-      '  redirect:',
-      '    disable: true',
-      '  cache:',
-      '    blobdescriptor: inmemory',
-      'http:',
-      `  addr: 127.0.0.1:${port}`,
-      '',
-    ].join('\n'),
-  );
-  return launchServer({ name: 'distribution (s3)', cmd: DISTRIBUTION, args: ['serve', configFile], env: { OTEL_TRACES_EXPORTER: 'none' }, logFile, url, ready: `${url}/v2/` });
+function startDistributionS3(minio: Minio, bucket: string, configFile: string, logFile: string): Promise<Server> {
+  const driver = [
+    '  s3:',
+    `    accesskey: ${JSON.stringify(minio.accessKey)}`,
+    `    secretkey: ${JSON.stringify(minio.secretKey)}`,
+    '    region: us-east-1',
+    `    regionendpoint: ${minio.endpoint}`,
+    `    bucket: ${bucket}`,
+    '    secure: false',
+    '    forcepathstyle: true',
+    '  redirect:',
+    '    disable: true',
+  ];
+  return startDistribution('', configFile, logFile, driver, 'distribution (s3)');
 }
 
 const rebase = (t: Target, base: string): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, base) });

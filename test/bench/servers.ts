@@ -132,12 +132,14 @@ export async function startPypiserverBench(dir: string, logFile: string): Promis
 }
 
 /**
- * The Distribution registry on the filesystem driver, with the in-memory blob-descriptor cache its
- * own example configuration ships, no authentication and the access log off.
+ * The Distribution registry with the in-memory blob-descriptor cache its own example configuration
+ * ships, no authentication and the access log off. `storage`: the lines of its storage driver
+ * (indented under `storage:`); by default the filesystem driver under `rootDir`.
  */
-export async function startDistribution(rootDir: string, configFile: string, logFile: string): Promise<Server> {
+export async function startDistribution(rootDir: string, configFile: string, logFile: string, storage?: string[], name = 'distribution'): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  const driver = storage ?? ['  filesystem:', `    rootdirectory: ${JSON.stringify(rootDir)}`];
   writeFileSync(
     configFile,
     [
@@ -147,8 +149,7 @@ export async function startDistribution(rootDir: string, configFile: string, log
       '  accesslog:',
       '    disabled: true',
       'storage:',
-      '  filesystem:',
-      `    rootdirectory: ${JSON.stringify(rootDir)}`,
+      ...driver,
       '  cache:',
       '    blobdescriptor: inmemory',
       'http:',
@@ -157,7 +158,7 @@ export async function startDistribution(rootDir: string, configFile: string, log
     ].join('\n'),
   );
   return launchServer({
-    name: 'distribution',
+    name,
     cmd: DISTRIBUTION,
     args: ['serve', configFile],
     env: { OTEL_TRACES_EXPORTER: 'none' },
