@@ -80,10 +80,12 @@ async function main(): Promise<void> {
     });
   }
 
-  let ready = false;
+  // Ready means this process reached the API server and runs its election: a standby replica is
+  // Ready too (readiness tied to leadership would hold a two-replica rollout, and `helm --wait`,
+  // forever). Who leads is the Lease's holderIdentity.
   const health = createServer((req, res) => {
-    const ok = req.url === '/healthz' || (req.url === '/readyz' && ready);
-    res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not ready\n');
+    const ok = req.url === '/healthz' || req.url === '/readyz';
+    res.writeHead(ok ? 200 : 404, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not found\n');
   });
   health.listen(port);
 
@@ -93,7 +95,6 @@ async function main(): Promise<void> {
     identity,
     log,
     onStart: () => {
-      ready = true;
       // Registries and indexes first: they decide which namespaces Secret and Pod events concern.
       void (async () => {
         for (const inf of informers) await inf.start();

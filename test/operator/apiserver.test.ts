@@ -143,10 +143,11 @@ describe('the operator', () => {
     expect(await until('elsewhere status', () => readyOf('elsewhere'))).toMatchObject({ status: 'False', reason: 'RegistryNotFound' });
     const table = (await kubectl(['get', 'packageindex', '-n', NS])).stdout;
     expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+AGE$/);
-    expect(table).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+False\s+https:\/\/pypi\.org\/simple\//);
+    // No pod has reported on the upstream yet.
+    expect(table).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+False\s+\d+s/);
     const wide = (await kubectl(['get', 'pidx', 'clash', '-n', NS, '-o', 'wide'])).stdout;
-    expect(wide.split('\n')[0]).toMatch(/URL\s+MESSAGE$/);
-    expect(wide).toContain('already served by the older PackageIndex');
+    expect(wide.split('\n')[0]).toMatch(/URL\s+REASON\s+MESSAGE$/);
+    expect(wide).toMatch(/RouteConflict\s+route "team\/hosted" is already served by the older PackageIndex "hosted"/);
     // kstatus: a spec a person must fix is Stalled.
     await kubectl(['wait', '--for=condition=Stalled', 'pidx/clash', '-n', NS, '--timeout=30s']);
   });

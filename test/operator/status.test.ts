@@ -29,7 +29,7 @@ describe('servedState', () => {
     expect(cond(s, 'Ready')).toMatchObject({ status: 'True', reason: 'Serving', message: `served by 2 pods at ${URL}` });
     expect(cond(s, 'Degraded')?.status).toBe('False');
     expect(cond(s, 'Reconciling')?.status).toBe('False');
-    expect(s.status).toMatchObject({ url: URL, serial: 7, pods: 2, servingPods: 2, upstreamOffline: false });
+    expect(s.status).toMatchObject({ url: URL, serial: 7, pods: 2, servingPods: 2, upstreamOffline: false, upstream: 'online' });
   });
 
   it('is RollingOut (Reconciling) while some ready pods run a config without it', () => {
@@ -43,10 +43,12 @@ describe('servedState', () => {
     const s = servedState(pypi, 'default', URL, [pod('a', [{ name: 'pypi' }]), pod('b', [{ name: 'pypi', offline: true }])]);
     expect(cond(s, 'Ready')?.status).toBe('True');
     expect(cond(s, 'Degraded')).toMatchObject({ status: 'True', reason: 'UpstreamOffline' });
-    expect(s.status.upstreamOffline).toBe(true);
+    expect(cond(s, 'Ready')?.message).toBe(`served by 2 pods at ${URL}; UpstreamOffline: cached data only`);
+    expect(s.status).toMatchObject({ upstreamOffline: true, upstream: 'offline' });
   });
 
   it('is NoReadyPods without ready pods, or when none answers, naming the error', () => {
+    expect(servedState(pypi, 'default', URL, []).status.upstream).toBeUndefined();
     expect(cond(servedState(pypi, 'default', URL, []), 'Ready')).toMatchObject({ status: 'False', reason: 'NoReadyPods', message: 'PackageRegistry "default" has no ready pods' });
     const silent = servedState(pypi, 'default', URL, [{ pod: 'a', doc: null, error: 'connect ECONNREFUSED' }]);
     expect(cond(silent, 'Ready')?.message).toContain('connect ECONNREFUSED');

@@ -67,6 +67,8 @@ export interface PackageIndexStatus {
   registry?: string;
   url?: string;
   upstreamOffline?: boolean;
+  /** The same fact for the UPSTREAM printer column (a boolean column would read as "no upstream"). */
+  upstream?: 'online' | 'offline';
   /** The index's change counter as its pods report it (the highest). */
   serial?: number;
   /** Ready pods of the registry, and how many of them serve this index. */

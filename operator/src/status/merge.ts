@@ -51,7 +51,8 @@ export function servedState(ix: PackageIndex, registry: string, url: string, rep
   const status: IndexState['status'] = {
     registry,
     url,
-    ...(ix.spec.role === 'cached' ? { upstreamOffline: offline } : {}),
+    // Unknown until a pod has reported on it.
+    ...(ix.spec.role === 'cached' && entries.length > 0 ? { upstreamOffline: offline, upstream: offline ? 'offline' : 'online' } : {}),
     serial,
     pods: reports.length,
     servingPods: serving,
@@ -68,7 +69,8 @@ export function servedState(ix: PackageIndex, registry: string, url: string, rep
   if (reports.length === 0) return notReady('NoReadyPods', `PackageRegistry "${registry}" has no ready pods`);
   if (answered.length === 0) return notReady('NoReadyPods', `no ready pod of PackageRegistry "${registry}" answered /+status (${reports[0]?.error ?? 'no answer'})`);
   if (serving < answered.length) return notReady('RollingOut', `${serving} of ${answered.length} ready pods serve this index; the others still run an older config`);
-  const ready: ConditionInput = { type: 'Ready', status: TRUE, reason: 'Serving', message: `served by ${serving} pod${serving === 1 ? '' : 's'} at ${url}` };
+  const served = `served by ${serving} pod${serving === 1 ? '' : 's'} at ${url}`;
+  const ready: ConditionInput = { type: 'Ready', status: TRUE, reason: 'Serving', message: offline ? `${served}; UpstreamOffline: cached data only` : served };
   const degraded: ConditionInput = offline
     ? { type: 'Degraded', status: TRUE, reason: 'UpstreamOffline', message: `the upstream ${ix.spec.upstream ?? ''} does not answer; cached data is served` }
     : { type: 'Degraded', status: FALSE, reason: 'Serving', message: 'no impairment' };
