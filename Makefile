@@ -3,7 +3,7 @@
 
 NPM_STAMP := node_modules/.package-lock.json
 
-.PHONY: run build install tools image test test-only test-fs test-s3 lint typecheck bench bench-tools clean
+.PHONY: run build install tools image kind-e2e test test-only test-fs test-s3 lint typecheck bench bench-tools clean
 
 run: build
 	node registry/dist/cli.js serve
@@ -30,6 +30,11 @@ tools:
 # ctr, crane push and kind load image-archive take (hack/image/build.ts; the Dockerfile is its twin).
 image: build
 	node --import tsx hack/image/build.ts --out .tools/images/velodex.oci.tar
+
+# The end-to-end flow of docs/kubernetes.md on a kind cluster, for a machine with a Docker engine
+# that can pull kind's node image (the suites run the same flow on a cluster of their own).
+kind-e2e: build
+	bash hack/kind-e2e.sh
 
 # The suites that start servers run a second time on the s3 backend (a real MinIO that
 # test/support/s3-global.ts starts; every server gets its own prefix of one bucket). The storage

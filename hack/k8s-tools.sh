@@ -97,7 +97,30 @@ install_k8s_tools() {
     kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
     kubectl=k8s.io/kubernetes/cmd/kubectl
   k8s_scratch_build "$dir" "$ETCD_VERSION" go.etcd.io/etcd/server/v3 "" etcd=go.etcd.io/etcd/server/v3
+  install_k8s_clients "$dir"
+}
+
+# The clients alone (make kind-e2e): kubectl and helm.
+install_k8s_clients() {
+  local dir=$1
+  mkdir -p "$dir"
+  command -v go >/dev/null || { echo "go is required to build kubectl and helm" >&2; return 1; }
+  k8s_current "$dir" kubectl "$KUBERNETES_VERSION+version-flags" || k8s_scratch_build "$dir" "$KUBERNETES_VERSION" k8s.io/kubernetes "$(k8s_replaces)" kubectl=k8s.io/kubernetes/cmd/kubectl
   k8s_scratch_build "$dir" "$HELM_VERSION" helm.sh/helm/v3 "" helm=helm.sh/helm/v3/cmd/helm
+}
+
+# kind, for `make kind-e2e` on a machine with Docker (the suites here never use it).
+KIND_VERSION=v0.30.0
+install_kind() {
+  local dir=$1 tmpbin
+  mkdir -p "$dir"
+  k8s_current "$dir" kind "$KIND_VERSION" && return 0
+  k8s_log "go install sigs.k8s.io/kind@$KIND_VERSION"
+  tmpbin=$(mktemp -d)
+  GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "sigs.k8s.io/kind@$KIND_VERSION"
+  mv -f "$tmpbin/kind" "$dir/kind"
+  rm -rf "$tmpbin"
+  echo "$KIND_VERSION" > "$dir/.kind.version"
 }
 
 # The rest of a single-node cluster (controller manager, scheduler, kubelet, kube-proxy), for the

@@ -21,13 +21,9 @@ mkdir -p "$TOOLS/bin"
 log() { printf '[tools] %s\n' "$*" >&2; }
 
 # --- Python clients --------------------------------------------------------------------------
-want_py=$(sha256sum hack/python-tools.txt | cut -c1-16)
-if [ ! -x "$TOOLS/venv/bin/twine" ] || [ "$(cat "$TOOLS/venv/.stamp" 2>/dev/null)" != "$want_py" ]; then
-  log "python venv: pip, uv, twine, build"
-  python3 -m venv "$TOOLS/venv"
-  "$TOOLS/venv/bin/python" -m pip install --quiet --disable-pip-version-check -r hack/python-tools.txt
-  echo "$want_py" > "$TOOLS/venv/.stamp"
-fi
+# shellcheck source=hack/python-tools.sh
+source hack/python-tools.sh
+install_python_tools "$TOOLS/venv"
 
 # --- Debian packages -------------------------------------------------------------------------
 apt_install() {

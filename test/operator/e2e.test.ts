@@ -1,17 +1,22 @@
 /**
  * End to end on a real single-node cluster (test/support/kube-node.ts) with real pods: the Helm
  * chart installs the operator and a trial MinIO, a PackageRegistry and four PackageIndexes are
- * applied with kubectl, `kubectl wait --for=condition=Ready` returns, and twine, pip and crane
- * work through the registry's Service. Then the things a platform team does and breaks: a token
- * rotated (the pods roll; the old token is refused, the new one accepted), a registry pod killed
- * (replaced, nothing lost), the registry scaled to zero (NoReadyPods) and back.
+ * applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
+ * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane work through the
+ * registry's Service. Then the things a platform team does and breaks: an index edited while a
+ * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
+ * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
+ * taken; an invalid spec refused at apply time), two operators with the leader killed
+ * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
+ * nothing lost), the registry scaled to zero (NoReadyPods) and back.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
 import { until as untilSeen } from '../support/until.js';
-import { startKubeNode, type KubeNode } from '../support/kube-node.js';
+import { NODE_IP, startKubeNode, type KubeNode } from '../support/kube-node.js';
+import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { REPO, TOOLS, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
@@ -25,6 +30,10 @@ let node: KubeNode;
 let work: string;
 let service: string;
 let project: BuiltProject;
+/** Only the upstream has it: pip finds it through the cached index and the virtual one. */
+let upstreamProject: BuiltProject;
+let upstreamDir: string;
+let upstream: PypiServer;
 
 const k = (args: string[], input?: string) => node.kubectl(args, { input });
 
@@ -46,8 +55,8 @@ function twine(token: string, files: string[], allowFailure = false) {
   return run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `http://${service}/team/hosted/`, '-u', '__token__', '-p', token, ...files], { allowFailure, env: { NO_COLOR: '1' } });
 }
 
-function pip(args: string[]) {
-  return run(tool('pip'), [...args, '--trusted-host', service.split(':')[0] ?? service, '--index-url', `http://${service}/team/all/simple/`], { env: { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
+function pip(args: string[], route = 'team/all') {
+  return run(tool('pip'), [...args, '--trusted-host', service.split(':')[0] ?? service, '--index-url', `http://${service}/${route}/simple/`], { env: { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
 }
 
 beforeAll(async () => {
@@ -55,29 +64,45 @@ beforeAll(async () => {
   const image = join(work, 'velodex.oci.tar');
   await run(process.execPath, ['--import', 'tsx', join(REPO, 'hack', 'image', 'build.ts'), '--out', image, '--name', 'docker.io/velodex/velodex:e2e'], { timeoutMs: 300_000 });
   project = await buildProject('e2e-demo', '1.0');
+  upstreamProject = await buildProject('e2e-upstream', '2.0');
   node = await startKubeNode();
   await node.importImage(image);
   await node.importImage(join(TOOLS, 'images', 'minio.tar'));
-  const helm = await run(
-    tool('helm'),
-    ['install', 'velodex', join(REPO, 'charts', 'velodex'), '-n', 'velodex-system', '--create-namespace', '--set', 'image.tag=e2e', '--set', 'image.pullPolicy=Never', '--set', 'minio.enabled=true', '--set', 'minio.secretKey=e2e-minio-secret', '--set', 'minio.image=docker.io/velodex/minio:e2e', '--set', 'operator.resyncSeconds=3'],
-    { env: node.env, timeoutMs: 120_000 },
-  );
-  expect(helm.stdout).toContain('STATUS: deployed');
-  await k(['rollout', 'status', 'deployment/velodex-operator', 'deployment/velodex-minio', '-n', 'velodex-system', '--timeout=180s']);
-  await k(['wait', '--for=condition=complete', 'job/velodex-minio-bucket', '-n', 'velodex-system', '--timeout=180s']);
+  // The cached index's upstream: on the bridge, where the pods reach the host.
+  upstreamDir = join(work, 'upstream');
+  mkdirSync(upstreamDir);
+  copyFileSync(upstreamProject.wheel, join(upstreamDir, upstreamProject.wheelFilename));
+  upstream = await startPypiserver(upstreamDir, { host: NODE_IP });
 }, 900_000);
 
 afterAll(async () => {
+  await upstream?.stop();
   await node?.stop();
 });
 
 describe('a platform team on a real cluster', () => {
-  it('declares a registry and its indexes with kubectl; kubectl wait says Ready; kubectl get shows them served', async () => {
-    await k(['create', 'namespace', NS]);
-    await k(['create', 'secret', 'generic', 's3', '-n', NS, '--from-literal=access-key=velodex', '--from-literal=secret-key=e2e-minio-secret']);
-    await k(['create', 'secret', 'generic', 'upload-tokens', '-n', NS, `--from-literal=hosted=${TOKEN_ONE}`]);
-    await k(['apply', '-f', join(REPO, 'docs', 'examples', 'team.yaml')]);
+  it('installs with helm and declares the team example as docs/kubernetes.md does; twine, pip and crane work through a port-forward (the flow make kind-e2e runs on kind)', async () => {
+    const flow = await run('bash', [join(REPO, 'hack', 'e2e-flow.sh')], {
+      env: {
+        ...node.env,
+        PATH: `${join(TOOLS, 'bin')}:${join(TOOLS, 'venv', 'bin')}:${process.env.PATH ?? ''}`,
+        VELODEX_IMAGE_TAG: 'e2e',
+        MINIO_IMAGE: 'docker.io/velodex/minio:e2e',
+        // The example's PyPI cache pointed at the local upstream.
+        PYPI_UPSTREAM: `${upstream.url}/simple/`,
+        HELM_EXTRA: '--set operator.resyncSeconds=3',
+        UPLOAD_TOKEN: TOKEN_ONE,
+        WORK: tempDir('velodex-e2e-flow-'),
+      },
+      timeoutMs: 600_000,
+    }).catch(async (err: Error) => {
+      const state = (await node.kubectl(['get', 'pods,pidx,events', '-A', '-o', 'wide'], { allowFailure: true })).stdout;
+      throw new Error(`${err.message}\n${state}`);
+    });
+    expect(flow.stderr).toContain('== done: twine, pip and crane worked through velodex on this cluster');
+  });
+
+  it('has every index Ready, in kubectl wait, kubectl get and the Argo CD health check', async () => {
     await k(['wait', '--for=condition=Ready', 'pidx/hosted', 'pidx/all', 'pidx/images', 'pidx/pypi', '-n', NS, '--timeout=240s']);
     // Ready: every ready pod serves them. The registry is Ready once its pods all run this config.
     await k(['wait', '--for=condition=Ready', 'packageregistry/default', '-n', NS, '--timeout=240s']);
@@ -93,6 +118,15 @@ describe('a platform team on a real cluster', () => {
     const dest = join(work, 'pip-1');
     await pip(['download', '--no-deps', '-d', dest, 'e2e-demo==1.0']);
     expect(readFileSync(join(dest, project.wheelFilename)).equals(readFileSync(project.wheel))).toBe(true);
+    // Through the virtual index to the cached member and its upstream.
+    await pip(['download', '--no-deps', '-d', dest, 'e2e-upstream==2.0']);
+    expect(readFileSync(join(dest, upstreamProject.wheelFilename)).equals(readFileSync(upstreamProject.wheel))).toBe(true);
+    // pip read the wheel's metadata first (ranged reads of the upstream file), then the wheel:
+    // a second download is served from the bucket without the upstream.
+    const fetched = upstream.count(`/packages/${upstreamProject.wheelFilename}`);
+    expect(fetched).toBeGreaterThan(0);
+    await pip(['download', '--no-deps', '-d', join(work, 'pip-1b'), 'e2e-upstream==2.0']);
+    expect(upstream.count(`/packages/${upstreamProject.wheelFilename}`)).toBe(fetched);
 
     const img = buildImage({ seed: 'e2e' });
     const layout = writeLayout(join(work, 'layout'), [{ tag: 'v1', item: img }]);
@@ -159,6 +193,88 @@ describe('a platform team on a real cluster', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain('401 Unauthorized');
     await twine(TOKEN_TWO, [other.wheel]);
+  });
+
+  it('says in kubectl get why an index is not served; the older index keeps its route; an invalid spec never gets in', async () => {
+    const index = (name: string, spec: string) => `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n${spec}`;
+    const invalid = await node.kubectl(['apply', '-f', '-'], { input: index('broken', '  route: team/broken\n  ecosystem: python\n  role: cached\n'), allowFailure: true });
+    expect(invalid.code).not.toBe(0);
+    expect(invalid.stderr).toContain('a cached index needs spec.upstream');
+    const checksum = (await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}'])).stdout;
+    await k(
+      ['apply', '-f', '-'],
+      [
+        index('clash', '  route: team/hosted\n  ecosystem: python\n  role: hosted\n'),
+        index('nosecret', '  route: team/nosecret\n  ecosystem: python\n  role: hosted\n  uploadTokenSecretRef: { name: absent, key: token }\n'),
+        index('elsewhere', '  registry: other\n  route: team/elsewhere\n  ecosystem: python\n  role: hosted\n'),
+      ].join('---\n'),
+    );
+    const wide = await until('the three reasons in kubectl get', async () => {
+      const out = (await k(['get', 'pidx', 'clash', 'nosecret', 'elsewhere', '-n', NS, '-o', 'wide'])).stdout;
+      return ['RouteConflict', 'SecretNotFound', 'RegistryNotFound'].every((r) => out.includes(r)) ? out : undefined;
+    });
+    expect(wide).toMatch(/clash\s+team\/hosted\s+python\s+hosted\s+default\s+False\s+.*RouteConflict\s+route "team\/hosted" is already served by the older PackageIndex "hosted"/);
+    expect(wide).toMatch(/nosecret\s+team\/nosecret\s+python\s+hosted\s+default\s+False\s+.*SecretNotFound\s+.*Secret "absent" does not exist/);
+    expect(wide).toMatch(/elsewhere\s+team\/elsewhere\s+python\s+hosted\s+other\s+False\s+.*RegistryNotFound\s+PackageRegistry "other" does not exist/);
+    // The older index still serves its route, from pods that never rolled for the refused ones.
+    await pip(['download', '--no-deps', '-d', join(work, 'pip-clash'), 'e2e-demo==1.0'], 'team/hosted');
+    expect((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}'])).stdout).toBe(checksum);
+    await k(['delete', 'pidx', 'clash', 'nosecret', 'elsewhere', '-n', NS]);
+  });
+
+  it('runs two operators, one leading; the leader killed mid-reconcile, the other finishes the work and nothing is written twice', async () => {
+    const helm = await run(tool('helm'), ['upgrade', 'velodex', join(REPO, 'charts', 'velodex'), '-n', 'velodex-system', '--reuse-values', '--set', 'operator.replicas=2'], { env: node.env, timeoutMs: 120_000 });
+    expect(helm.stdout).toContain('has been upgraded');
+    await k(['rollout', 'status', 'deployment/velodex-operator', '-n', 'velodex-system', '--timeout=180s']);
+    const holder = async () => (await k(['get', 'lease', 'velodex-operator', '-n', 'velodex-system', '-o', 'jsonpath={.spec.holderIdentity}'])).stdout.trim();
+    const operatorPods = async () => (await k(['get', 'pods', '-n', 'velodex-system', '-l', 'app.kubernetes.io/component=operator', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim().split(/\s+/);
+    const leader = await until('a leader among the two operators', async () => {
+      const [h, pods] = [await holder(), await operatorPods()];
+      return pods.length === 2 && pods.includes(h) ? h : undefined;
+    });
+    const generation = async () => Number((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.metadata.generation}'])).stdout);
+    const before = await generation();
+    // A new index changes the config: one roll. The leader is killed while it works on it.
+    await k(['apply', '-f', '-'], `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: late\n  namespace: ${NS}\nspec:\n  route: team/late\n  ecosystem: oci\n  role: hosted\n`);
+    await new Promise((r) => setTimeout(r, 1200));
+    await k(['delete', 'pod', leader, '-n', 'velodex-system', '--grace-period=0', '--force']);
+    await k(['wait', '--for=condition=Ready', 'pidx/late', '-n', NS, '--timeout=240s']);
+    const next = await holder();
+    expect(next).not.toBe(leader);
+    expect(await operatorPods()).toContain(next);
+    // However far the killed leader got, the new one applied the same objects: one new template.
+    expect(await generation()).toBe(before + 1);
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+  });
+
+  it('is Degraded with UpstreamOffline while the upstream is down, still serving what it cached, and recovers', async () => {
+    const miss = (n: number) => fetch(`http://${service}/team/pypi/simple/e2e-probe-${n}/`, { signal: AbortSignal.timeout(60_000) }).then(async (r) => (await r.arrayBuffer(), r.status));
+    const degraded = async () => JSON.parse((await k(['get', 'pidx', 'pypi', '-n', NS, '-o', 'jsonpath={.status.conditions[?(@.type=="Degraded")]}'])).stdout || '{}') as { status?: string; reason?: string };
+    expect(await degraded()).toMatchObject({ status: 'False' });
+    expect((await k(['get', 'pidx', 'pypi', '-n', NS])).stdout).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+True\s+online/);
+    const port = upstream.port;
+    await upstream.stop();
+    let n = 0;
+    // A miss is what makes a pod try the upstream (the Service picks the pod).
+    await until('UpstreamOffline', async () => {
+      await miss(n++);
+      return (await degraded()).reason === 'UpstreamOffline' ? true : undefined;
+    });
+    expect(await degraded()).toMatchObject({ status: 'True', reason: 'UpstreamOffline' });
+    expect((await k(['get', 'pidx', 'pypi', '-n', NS])).stdout).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+True\s+offline/);
+    expect((await argoHealth('PackageIndex', JSON.parse((await k(['get', 'pidx', 'pypi', '-n', NS, '-o', 'json'])).stdout))).status).toBe('Degraded');
+    // What it cached is still served.
+    const dest = join(work, 'pip-offline');
+    await pip(['download', '--no-deps', '-d', dest, 'e2e-upstream==2.0'], 'team/pypi');
+    expect(readFileSync(join(dest, upstreamProject.wheelFilename)).equals(readFileSync(upstreamProject.wheel))).toBe(true);
+
+    upstream = await startPypiserver(upstreamDir, { host: NODE_IP, port });
+    await until('the upstream online again', async () => {
+      await miss(n++);
+      return (await degraded()).status === 'False' ? true : undefined;
+    });
+    expect((await k(['get', 'pidx', 'pypi', '-n', NS])).stdout).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+True\s+online/);
   });
 
   it('replaces a killed registry pod and loses nothing; scaled to zero it is NoReadyPods, and Ready again after', async () => {

@@ -27,20 +27,28 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+export interface PypiServerOptions {
+  /** The address to listen on (default 127.0.0.1; the cluster suite uses its own bridge's). */
+  host?: string;
+  /** A fixed port, to start it again where a client expects it (default: a free one). */
+  port?: number;
+}
+
 /** Starts pypiserver serving `dir`; resolves once it answers its health endpoint. */
-export async function startPypiserver(dir: string): Promise<PypiServer> {
+export async function startPypiserver(dir: string, opts: PypiServerOptions = {}): Promise<PypiServer> {
   const exe = tool('pypi-server');
-  const port = await freePort();
+  const host = opts.host ?? '127.0.0.1';
+  const port = opts.port ?? (await freePort());
   const child = spawn(
     exe,
-    ['run', '-p', String(port), '-i', '127.0.0.1', '-a', '.', '-P', '.', '--disable-fallback', '-v', '--log-stream', 'stderr', dir],
+    ['run', '-p', String(port), '-i', host, '-a', '.', '-P', '.', '--disable-fallback', '-v', '--log-stream', 'stderr', dir],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let log = '';
   child.stdout.on('data', (b: Buffer) => (log += b.toString()));
   child.stderr.on('data', (b: Buffer) => (log += b.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${host}:${port}`;
   await waitHealthy(url, child, exited, () => log);
   // The readiness probes are not the test's requests.
   const skip = paths(log).length;
