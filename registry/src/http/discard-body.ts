@@ -8,6 +8,7 @@
  * not worth reading: the caller answers at once and closes the connection.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 
 /** `read`: the body is consumed; `too-large`: it passes `cap` (reading stopped); `gone`: the client left. */
 export type Discarded = 'read' | 'too-large' | 'gone';
@@ -39,13 +40,20 @@ export function discardBody(raw: IncomingMessage, cap: number): Promise<Discarde
 }
 
 export interface DiscardLimits {
-  /** Past this many more bytes the connection is cut. */
+  /** Past this many more bytes reading stops, and the connection is cut `lingerMs` later. */
   maxBytes: number;
   /** Past this long the connection is cut. */
   maxMs: number;
+  /**
+   * How long a connection whose reading stopped stays open before it is cut. Cutting a socket
+   * with unread bytes sends a reset, and a reset can reach the client before it has read the
+   * answer (it then sees "connection reset" or EPIPE instead of the 429 or 413): while reading is
+   * paused the client's writes just block, and it has time to read the answer.
+   */
+  lingerMs?: number;
 }
 
-export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 32 * 1024 * 1024, maxMs: 30_000 };
+export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 32 * 1024 * 1024, maxMs: 30_000, lingerMs: 2_000 };
 
 /**
  * For a request answered before its body was read: the response goes out at once, and the
@@ -57,16 +65,36 @@ export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAUL
   if (req.complete || req.destroyed) return;
   // Detach whatever parser ran (multipart) so nothing buffers or waits on the remaining bytes.
   req.unpipe();
+  halfCloseAfterAnswer(req.socket);
   let seen = 0;
   const cut = () => req.socket.destroy();
   const timer = setTimeout(cut, limits.maxMs);
   timer.unref();
   const stop = () => clearTimeout(timer);
+  let lingering = false;
   req.on('data', (chunk: Buffer) => {
     seen += chunk.length;
-    if (seen > limits.maxBytes) cut();
+    if (seen <= limits.maxBytes || lingering) return;
+    lingering = true;
+    req.pause();
+    setTimeout(cut, limits.lingerMs ?? DEFAULT_DISCARD_LIMITS.lingerMs).unref();
   });
   req.once('end', stop);
   req.once('close', stop);
   req.resume();
+}
+
+/**
+ * After an answer with `Connection: close`, Node's HTTP server calls `socket.destroySoon()`: the
+ * socket is destroyed as soon as the answer is flushed. With request bytes still unread that
+ * sends a reset, which can overtake the answer (the client sees EPIPE or "connection reset"
+ * instead of the status). Here it only half-closes: the answer and a FIN go out, and the reading
+ * of `discardRest` goes on until the client is done or a bound of `discardRest` cuts it.
+ */
+function halfCloseAfterAnswer(socket: Socket): void {
+  socket.destroySoon = function halfClose(this: Socket): void {
+    if (this.writable) this.end();
+  };
+  // The client closing its side ends the exchange.
+  socket.once('end', () => socket.destroy());
 }

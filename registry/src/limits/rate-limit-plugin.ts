@@ -38,7 +38,7 @@ export interface RateLimitOptions {
  * after the answer, and what the client still sends is dropped within a small bound.
  */
 const READ_BEFORE_ANSWER_BYTES = 64 * 1024;
-const DROP_AFTER_ANSWER = { maxBytes: 1024 * 1024, maxMs: 10_000 };
+const DROP_AFTER_ANSWER = { maxBytes: 1024 * 1024, maxMs: 10_000, lingerMs: 2_000 };
 
 export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): void {
   // Callback style: an allowed request (nearly all of them) costs no promise.
