@@ -2,14 +2,16 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import type { FastifyRequest } from 'fastify';
 import type { HostedIndex, IndexConfig } from '../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES } from '../http/auth.js';
-import type { ServerContext } from '../http/ecosystem.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../http/auth.js';
 import { resolveRoute } from '../http/resolve.js';
+import { logAuthFailed } from '../observe/security-log.js';
 import { writeTarget } from '../roles/write-target.js';
 import { OciError } from './errors.js';
+import type { OciCall } from './context.js';
 import { checkName } from './names.js';
+import { bearerChallenge, realmOf } from './token/challenge.js';
+import { grantsWrite, writeScope } from './token/credentials.js';
 
 export interface Target {
   index: IndexConfig;
@@ -30,15 +32,39 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
   return { index: hit.index, repo: hit.rest, name };
 }
 
-/** The hosted index that receives a write to `index`, or an UNAUTHORIZED / DENIED error. */
-export function authorizeWrite(ctx: ServerContext, index: IndexConfig, request: FastifyRequest): HostedIndex {
-  const target = writeTarget(index, ctx.indexByName);
-  const check = checkWrite(target, request.headers.authorization);
-  if (check.ok && target) return target;
+/**
+ * The hosted index that receives a write to the call's name, or an UNAUTHORIZED / DENIED error.
+ * Basic credentials are checked against that index's upload token; a bearer token of the realm
+ * (already verified) must grant a write action on this very name, else the answer is the
+ * challenge for the scope the write needs (`error="insufficient_scope"`).
+ */
+export function authorizeWrite(call: OciCall): HostedIndex {
+  const { deps, target: { index, name }, request, credentials } = call;
+  const ctx = deps.ctx;
+  const hosted = writeTarget(index, ctx.indexByName);
+  if (credentials.kind === 'bearer') {
+    if (!hosted) throw denied(index, 'read-only');
+    if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
+    if (grantsWrite(credentials.access, name)) return hosted;
+    logAuthFailed(request.log, { index: index.route, method: request.method, client: ctx.clientAddress(request), reason: 'insufficient-scope' });
+    const scope = writeScope(name, request.method);
+    throw new OciError(
+      'UNAUTHORIZED',
+      `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" as the password`,
+      { 'WWW-Authenticate': bearerChallenge(realmOf(request), { scope, error: 'insufficient_scope' }) },
+      [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
+    );
+  }
+  const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined);
+  if (check.ok && hosted) return hosted;
   const reason = check.ok ? 'read-only' : check.reason;
   noteWriteDenial(request, ctx.clientAddress, index, reason);
   if (reason === 'missing-credentials' || reason === 'wrong-credentials') {
     throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
   }
-  throw new OciError('DENIED', `index "${index.name}": ${WRITE_DENIAL_MESSAGES[reason]}`);
+  throw denied(index, reason);
+}
+
+function denied(index: IndexConfig, reason: WriteDenial): OciError {
+  return new OciError('DENIED', `index "${index.name}": ${WRITE_DENIAL_MESSAGES[reason]}`);
 }
