@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3StorageToml, testBackend } from '../support/backend.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { TokenSigner } from '../../registry/src/oci/token/tokens.js';
 import { expectOciError, imageManifest, Registry, sha256 } from './api-support.js';
 
 const SIGNING_KEY = 'test-signing-key-0123456789-abcdefghijklmnop';
@@ -241,8 +242,11 @@ describe('token realm', () => {
           expect(body.message, what).toMatch(message);
         }
       }
-      // The key signs: the same claims under the configured key, in their lifetime, are a push.
-      const genuine = await sign(SIGNING_KEY, now);
+      // The key signs: the same claims under the configured key, in their lifetime and bound to
+      // team A's upload token, are a push.
+      const bindings = { 'team-a': new TokenSigner(Buffer.from(SIGNING_KEY)).bindingOf('token-a') };
+      const genuine = await new SignJWT({ ...claims, bindings })
+        .setProtectedHeader({ alg: 'HS256' }).setIssuer('velodex').setAudience('velodex').setSubject('uploader').setIssuedAt(now).setExpirationTime(now + 300).sign(Buffer.from(SIGNING_KEY));
       const reg = new Registry(server.url, bearer(genuine));
       await reg.pushBlob('team-a/oci/app', 'signed with the configured key');
     });
@@ -268,17 +272,24 @@ describe('token realm', () => {
 });
 
 describe('signing key', () => {
-  it('is generated once into the data dir (or the store) and kept across a restart', async () => {
+  it('is generated once into the data dir (or the store) and kept across a restart; a rotated upload token ends its tokens', async () => {
     const dataDir = tempDir('velodex-token-key-');
     const config = CONFIG.replace(/\[auth\][^[]*/, '');
     let server = await startVelodex({ config, dataDir });
-    const token = await tokenFor(server.url, ['repository:team-a/oci/app:pull,push'], 'token-a');
+    const tokenA = await tokenFor(server.url, ['repository:team-a/oci/app:pull,push'], 'token-a');
+    const tokenB = await tokenFor(server.url, ['repository:team-b/oci/app:pull,push'], 'token-b');
     await server.stop();
     if (testBackend() === 'fs') expect(statSync(join(dataDir, 'token-signing-key')).mode & 0o777).toBe(0o600);
-    server = await startVelodex({ config, dataDir });
+    // Team A's upload token is rotated while the server is down.
+    server = await startVelodex({ config: config.replace('upload_token = "token-a"', 'upload_token = "token-a2"'), dataDir });
     try {
-      const reg = new Registry(server.url, bearer(token));
-      await reg.pushBlob('team-a/oci/app', 'after a restart');
+      await new Registry(server.url, bearer(tokenB)).pushBlob('team-b/oci/app', 'after a restart');
+      const stale = await new Registry(server.url, bearer(tokenA)).fetch('/v2/team-a/oci/app/blobs/uploads/', { method: 'POST' });
+      expect(stale.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+      const body = await expectOciError(stale, 401, 'UNAUTHORIZED');
+      expect(body.message).toMatch(/upload token of index "team-a" that has changed since: log in again/);
+      const fresh = await tokenFor(server.url, ['repository:team-a/oci/app:pull,push'], 'token-a2');
+      await new Registry(server.url, bearer(fresh)).pushBlob('team-a/oci/app', 'with the new token');
     } finally {
       await server.stop();
     }

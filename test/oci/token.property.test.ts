@@ -7,7 +7,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
-import { SignJWT, UnsecuredJWT } from 'jose';
+import { decodeJwt, SignJWT, UnsecuredJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { bearerChallenge } from '../../registry/src/oci/token/challenge.js';
 import { grantsWrite, writeScope } from '../../registry/src/oci/token/credentials.js';
@@ -80,10 +80,19 @@ describe('token verification', () => {
       fc.asyncProperty(fc.array(access, { maxLength: 4 }), async (list) => {
         const issued = await signer.issue('uploader', list);
         expect(issued.expiresIn).toBe(TOKEN_LIFETIME_SECS);
-        expect(await signer.verify(issued.token)).toEqual({ ok: true, subject: 'uploader', access: list });
+        expect(await signer.verify(issued.token)).toEqual({ ok: true, subject: 'uploader', access: list, bindings: {} });
       }),
       { numRuns: 50 },
     );
+  });
+
+  it('carries the upload-token bindings it was given, as keyed fingerprints that differ per key and per secret', async () => {
+    const bindings = { 'team-a': signer.bindingOf('token-a') };
+    const { token } = await signer.issue('uploader', [], bindings);
+    expect(await signer.verify(token)).toMatchObject({ ok: true, bindings });
+    expect(JSON.stringify(decodeJwt(token))).not.toContain('token-a');
+    expect(signer.bindingOf('token-a')).not.toBe(signer.bindingOf('token-b'));
+    expect(signer.bindingOf('token-a')).not.toBe(new TokenSigner(OTHER_KEY).bindingOf('token-a'));
   });
 
   it('never throws and never passes anything but its own tokens', async () => {

@@ -75,7 +75,7 @@ export const rateLimitSchema = z.strictObject({
   trusted_proxies: z.array(z.string()).optional(),
 });
 
-/** The bearer tokens velodex issues itself (the OCI token realm that `docker login` needs). */
+/** The bearer tokens velodex issues itself (a token realm an ecosystem serves, as the OCI one does for docker). */
 export const authSchema = z.strictObject({
   ...secretFields('token_signing_key'),
 });

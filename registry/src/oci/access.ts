@@ -45,7 +45,14 @@ export function authorizeWrite(call: OciCall): HostedIndex {
   if (credentials.kind === 'bearer') {
     if (!hosted) throw denied(index, 'read-only');
     if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
-    if (grantsWrite(credentials.access, name)) return hosted;
+    if (grantsWrite(credentials.access, name)) {
+      if (credentials.bindings[hosted.name] === deps.tokens.bindingOf(hosted.uploadToken.reveal())) return hosted;
+      // Granted for an upload token that has been rotated since: as good as expired.
+      logAuthFailed(request.log, { index: index.route, method: request.method, client: ctx.clientAddress(request), reason: 'wrong-credentials' });
+      throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
+        'WWW-Authenticate': bearerChallenge(realmOf(request), { error: 'invalid_token' }),
+      });
+    }
     logAuthFailed(request.log, { index: index.route, method: request.method, client: ctx.clientAddress(request), reason: 'insufficient-scope' });
     const scope = writeScope(name, request.method);
     throw new OciError(

@@ -8,13 +8,13 @@ import type { FastifyRequest } from 'fastify';
 import { OciError } from '../errors.js';
 import { bearerChallenge, realmOf } from './challenge.js';
 import type { Access } from './scope.js';
-import { REJECTION_MESSAGES, type TokenSigner } from './tokens.js';
+import { REJECTION_MESSAGES, type Bindings, type TokenSigner } from './tokens.js';
 
 export type Credentials =
   | { kind: 'none' }
   /** Any other scheme as well: the Basic check refuses what it cannot parse. */
   | { kind: 'basic'; header: string }
-  | { kind: 'bearer'; access: Access[] };
+  | { kind: 'bearer'; access: Access[]; bindings: Bindings };
 
 const BEARER = /^Bearer\s+(\S*)\s*$/i;
 
@@ -24,7 +24,7 @@ export async function readCredentials(request: FastifyRequest, signer: TokenSign
   const bearer = BEARER.exec(header);
   if (!bearer) return { kind: 'basic', header };
   const verified = await signer.verify(bearer[1] ?? '');
-  if (verified.ok) return { kind: 'bearer', access: verified.access };
+  if (verified.ok) return { kind: 'bearer', access: verified.access, bindings: verified.bindings };
   throw new OciError('UNAUTHORIZED', REJECTION_MESSAGES[verified.reason], {
     'WWW-Authenticate': bearerChallenge(realmOf(request), { error: 'invalid_token' }),
   });

@@ -7,7 +7,7 @@
  * which is what makes `docker login` with a wrong password fail. The answer carries the token
  * twice (`token` and the OAuth2 spelling `access_token`), as the spec allows clients to read either.
  */
-import type { IndexConfig } from '../../config/types.js';
+import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { BASIC_CHALLENGE, checkWrite } from '../../http/auth.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
@@ -16,7 +16,7 @@ import type { OciExchange } from '../context.js';
 import { OciError, OciStatusError } from '../errors.js';
 import { TOKEN_PATH } from './challenge.js';
 import { parseScopes, ScopeError, type Access } from './scope.js';
-import { SERVICE } from './tokens.js';
+import { SERVICE, type Bindings } from './tokens.js';
 
 const PULL = new Set(['pull', '*']);
 const WRITE = new Set(['push', 'delete']);
@@ -46,8 +46,9 @@ export async function issueToken(x: OciExchange): Promise<void> {
       { 'WWW-Authenticate': BASIC_CHALLENGE },
     );
   }
-  const access = wanted.flatMap((w) => grant(x, w, header));
-  const issued = await deps.tokens.issue(header === undefined ? 'anonymous' : 'uploader', access);
+  const bindings: Bindings = {};
+  const access = wanted.flatMap((w) => grant(x, w, header, bindings));
+  const issued = await deps.tokens.issue(header === undefined ? 'anonymous' : 'uploader', access, bindings);
   await reply
     .code(200)
     .header('Cache-Control', 'no-store')
@@ -61,25 +62,33 @@ export function isUploadToken(indexes: readonly IndexConfig[], header: string): 
   return indexes.map((ix) => ix.role === 'hosted' && checkWrite(ix, header).ok).includes(true);
 }
 
-/** What of one requested scope is granted (empty: nothing). Only repositories have access rules here. */
-function grant(x: OciExchange, wanted: Access, header: string | undefined): Access[] {
+/**
+ * What of one requested scope is granted (empty: nothing). Only repositories have access rules
+ * here. A write grant binds the token to the upload token it was granted for (`bindings`).
+ */
+function grant(x: OciExchange, wanted: Access, header: string | undefined, bindings: Bindings): Access[] {
   if (wanted.type !== 'repository') return [];
   const actions = new Set<string>();
   if (wanted.actions.some((a) => PULL.has(a))) actions.add('pull');
   const writes = wanted.actions.includes('*') ? [...WRITE] : wanted.actions.filter((a) => WRITE.has(a));
-  if (writes.length > 0 && header !== undefined && maySend(x, wanted.name, header)) for (const a of writes) actions.add(a);
+  const target = writes.length > 0 && header !== undefined ? writableBy(x, wanted.name, header) : null;
+  if (target?.uploadToken) {
+    for (const a of writes) actions.add(a);
+    bindings[target.name] = x.deps.tokens.bindingOf(target.uploadToken.reveal());
+  }
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
 }
 
-/** Whether `header` carries the upload token of the index a write to `name` lands in. */
-function maySend(x: OciExchange, name: string, header: string): boolean {
+/** The hosted index a write to `name` lands in, when `header` carries its upload token; else null. */
+function writableBy(x: OciExchange, name: string, header: string): HostedIndex | null {
   let index: IndexConfig;
   try {
     index = resolveName(x.deps.ociIndexes, name.split('/')).index;
   } catch (err) {
     // A name no OCI index serves, or outside the grammar: the write would fail anyway.
-    if (err instanceof OciError) return false;
+    if (err instanceof OciError) return null;
     throw err;
   }
-  return checkWrite(writeTarget(index, x.deps.ctx.indexByName), header).ok;
+  const target = writeTarget(index, x.deps.ctx.indexByName);
+  return checkWrite(target, header).ok ? target : null;
 }

@@ -5,7 +5,7 @@
  * symmetric key is enough; every replica holds the same one. Verification checks the signature
  * first and the claims after it, so a forged token is never judged by what it claims.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
 import type { Access } from './scope.js';
@@ -27,9 +27,16 @@ export interface IssuedToken {
 }
 
 export type TokenRejection = 'malformed' | 'bad-signature' | 'expired' | 'wrong-claims';
-export type Verified = { ok: true; subject: string; access: Access[] } | { ok: false; reason: TokenRejection };
+/**
+ * What a token says beyond the spec's claims: for each index it grants writes to, a keyed
+ * fingerprint of the upload token it was issued for (`bindingOf`), so a token stops writing the
+ * moment that upload token is rotated instead of living out its five minutes.
+ */
+export type Bindings = Record<string, string>;
+export type Verified = { ok: true; subject: string; access: Access[]; bindings: Bindings } | { ok: false; reason: TokenRejection };
 
 const accessClaim = z.array(z.strictObject({ type: z.string(), name: z.string(), actions: z.array(z.string()) }));
+const bindingsClaim = z.record(z.string(), z.string());
 
 export class TokenSigner {
   readonly #key: Uint8Array;
@@ -41,10 +48,11 @@ export class TokenSigner {
     this.#now = now;
   }
 
-  async issue(subject: string, access: Access[]): Promise<IssuedToken> {
+  async issue(subject: string, access: Access[], bindings: Bindings = {}): Promise<IssuedToken> {
     const issuedAt = new Date(Math.floor(this.#now() / 1000) * 1000);
     const iat = issuedAt.getTime() / 1000;
-    const token = await new SignJWT({ access })
+    const claims = Object.keys(bindings).length > 0 ? { access, bindings } : { access };
+    const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setIssuer(SERVICE)
       .setAudience(SERVICE)
@@ -74,8 +82,17 @@ export class TokenSigner {
       return { ok: false, reason: rejectionOf(err) };
     }
     const access = accessClaim.safeParse(payload.access ?? []);
-    if (!access.success || typeof payload.sub !== 'string') return { ok: false, reason: 'malformed' };
-    return { ok: true, subject: payload.sub, access: access.data };
+    const bindings = bindingsClaim.safeParse(payload.bindings ?? {});
+    if (!access.success || !bindings.success || typeof payload.sub !== 'string') return { ok: false, reason: 'malformed' };
+    return { ok: true, subject: payload.sub, access: access.data, bindings: bindings.data };
+  }
+
+  /**
+   * A fingerprint of a secret under the signing key: equal for equal secrets, and, unlike a
+   * plain hash, no help to someone who reads it in a token and tries to guess the secret.
+   */
+  bindingOf(secret: string): string {
+    return createHmac('sha256', this.#key).update('velodex upload token\0').update(secret).digest('base64url').slice(0, 22);
   }
 }
 
