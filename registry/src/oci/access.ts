@@ -11,7 +11,7 @@ import { OciError } from './errors.js';
 import type { OciCall } from './context.js';
 import { checkName } from './names.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
-import { grantsWrite, writeScope } from './token/credentials.js';
+import { checkBearerWrite, writeScope, type BearerCredentials } from './token/credentials.js';
 
 export interface Target {
   index: IndexConfig;
@@ -35,33 +35,13 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
 /**
  * The hosted index that receives a write to the call's name, or an UNAUTHORIZED / DENIED error.
  * Basic credentials are checked against that index's upload token; a bearer token of the realm
- * (already verified) must grant a write action on this very name, else the answer is the
- * challenge for the scope the write needs (`error="insufficient_scope"`).
+ * (already verified) must grant a write on this very name (`authorizeBearer`).
  */
 export function authorizeWrite(call: OciCall): HostedIndex {
-  const { deps, target: { index, name }, request, credentials } = call;
+  const { deps, target: { index }, request, credentials } = call;
   const ctx = deps.ctx;
   const hosted = writeTarget(index, ctx.indexByName);
-  if (credentials.kind === 'bearer') {
-    if (!hosted) throw denied(index, 'read-only');
-    if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
-    if (grantsWrite(credentials.access, name)) {
-      if (credentials.bindings[hosted.name] === deps.tokens.bindingOf(hosted.uploadToken.reveal())) return hosted;
-      // Granted for an upload token that has been rotated since: as good as expired.
-      logAuthFailed(request.log, { index: index.route, method: request.method, client: ctx.clientAddress(request), reason: 'wrong-credentials' });
-      throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
-        'WWW-Authenticate': bearerChallenge(realmOf(request), { error: 'invalid_token' }),
-      });
-    }
-    logAuthFailed(request.log, { index: index.route, method: request.method, client: ctx.clientAddress(request), reason: 'insufficient-scope' });
-    const scope = writeScope(name, request.method);
-    throw new OciError(
-      'UNAUTHORIZED',
-      `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" as the password`,
-      { 'WWW-Authenticate': bearerChallenge(realmOf(request), { scope, error: 'insufficient_scope' }) },
-      [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
-    );
-  }
+  if (credentials.kind === 'bearer') return authorizeBearer(call, credentials, hosted);
   const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined);
   if (check.ok && hosted) return hosted;
   const reason = check.ok ? 'read-only' : check.reason;
@@ -70,6 +50,32 @@ export function authorizeWrite(call: OciCall): HostedIndex {
     throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
   }
   throw denied(index, reason);
+}
+
+/**
+ * A write with a bearer token: it must grant a write action on this name (else the challenge for
+ * the scope the write needs, `error="insufficient_scope"`) and still be bound to the target's
+ * current upload token (else `invalid_token`: it was issued before a rotation).
+ */
+function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: HostedIndex | null): HostedIndex {
+  const { deps, target: { index, name }, request } = call;
+  if (!hosted) throw denied(index, 'read-only');
+  if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
+  const verdict = checkBearerWrite(token, name, hosted.name, deps.tokens.bindingOf(hosted.uploadToken.reveal()));
+  if (verdict === 'ok') return hosted;
+  logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.ctx.clientAddress(request), reason: verdict });
+  const realm = realmOf(request);
+  if (verdict === 'stale-upload-token') {
+    throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
+      'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),
+    });
+  }
+  throw new OciError(
+    'UNAUTHORIZED',
+    `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" as the password`,
+    { 'WWW-Authenticate': bearerChallenge(realm, { scope: writeScope(name, request.method), error: 'insufficient_scope' }) },
+    [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
+  );
 }
 
 function denied(index: IndexConfig, reason: WriteDenial): OciError {

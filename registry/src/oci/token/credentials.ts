@@ -10,11 +10,17 @@ import { bearerChallenge, realmOf } from './challenge.js';
 import type { Access } from './scope.js';
 import { REJECTION_MESSAGES, type Bindings, type TokenSigner } from './tokens.js';
 
+export interface BearerCredentials {
+  kind: 'bearer';
+  access: Access[];
+  bindings: Bindings;
+}
+
 export type Credentials =
   | { kind: 'none' }
   /** Any other scheme as well: the Basic check refuses what it cannot parse. */
   | { kind: 'basic'; header: string }
-  | { kind: 'bearer'; access: Access[]; bindings: Bindings };
+  | BearerCredentials;
 
 const BEARER = /^Bearer\s+(\S*)\s*$/i;
 
@@ -40,4 +46,15 @@ const WRITE_ACTIONS = new Set(['push', 'delete', '*']);
 
 export function grantsWrite(access: readonly Access[], name: string): boolean {
   return access.some((a) => a.type === 'repository' && a.name === name && a.actions.some((x) => WRITE_ACTIONS.has(x)));
+}
+
+export type BearerWriteVerdict = 'ok' | 'insufficient-scope' | 'stale-upload-token';
+
+/**
+ * Whether a verified token lets a write to `name` through, landing in the hosted index
+ * `targetName` whose upload token has the fingerprint `binding` now.
+ */
+export function checkBearerWrite(token: BearerCredentials, name: string, targetName: string, binding: string): BearerWriteVerdict {
+  if (!grantsWrite(token.access, name)) return 'insufficient-scope';
+  return token.bindings[targetName] === binding ? 'ok' : 'stale-upload-token';
 }
