@@ -118,6 +118,14 @@ upload_target = "hosted"
     expect(fromFlag.stdout).toContain('listen: http://127.0.0.1:6066');
   });
 
+  it('says where the token signing key comes from, never what it is', async () => {
+    const generated = await checkConfig('port = 5000\n');
+    expect(generated.stdout).toMatch(/^token signing key: generated once into .*token-signing-key$/m);
+    const fromEnv = await checkConfig('[auth]\ntoken_signing_key_env = "VELODEX_TEST_KEY"\n', { VELODEX_TEST_KEY: 'signing-key-value-0123456789-abcdefgh' });
+    expect(fromEnv.stdout).toMatch(/^token signing key: env VELODEX_TEST_KEY$/m);
+    expect(fromEnv.stdout).not.toContain('signing-key-value');
+  });
+
   it('reads a secret from the environment without printing it', async () => {
     const res = await checkConfig(`[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_TOKEN"\n`, {
       VELODEX_TEST_TOKEN: 'env-secret-value',
