@@ -121,6 +121,18 @@ describe('scrubLine', () => {
     );
   });
 
+  it('removes credential query parameters of any URL, docker\'s account name included', () => {
+    fc.assert(
+      fc.property(token, fc.constantFrom('account', 'password', 'token', 'access_token', 'refresh_token', 'Password'), fc.boolean(), (credential, key, first) => {
+        const query = first ? `?${key}=${credential}&service=velodex` : `?service=velodex&${key}=${credential}`;
+        const out = scrubLine(JSON.stringify({ req: { url: `/v2/token${query}` } }), []);
+        expect(out).not.toContain(credential);
+        expect(out).toContain('service=velodex');
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('removes credential headers at any depth and Basic or Bearer credentials in any text', () => {
     fc.assert(
       fc.property(token, text, fc.constantFrom('authorization', 'Authorization', 'proxy-authorization', 'cookie'), (credential, noise, header) => {
