@@ -36,7 +36,7 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo containerd lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev
+apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh

@@ -86,12 +86,20 @@ async function main(argv: string[]): Promise<void> {
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
+      lines.push(`token signing key: ${signingKeySummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
     default:
       fail(`unknown command "${command}"\n${USAGE}`);
   }
+}
+
+/** Where the token signing key comes from (its source, never its value). */
+function signingKeySummary(config: Config): string {
+  const key = config.auth.tokenSigningKey;
+  if (key) return key.source.replace(/^(env|file):/, '$1 ');
+  return config.storage.backend === 's3' ? 'generated once into the shared store' : `generated once into ${config.dataDir}/token-signing-key`;
 }
 
 /** `read 600/60s, write 60/60s; trusted proxies 10.0.0.0/8`, or `off`. */

@@ -100,8 +100,12 @@ upload_target = "hosted"
       /index "hub" \(index\[1\]\): a cached oci index is not available/,
     ],
     ['a webhook URL that is not http', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "ftp://127.0.0.1/h"\n`, /webhook\[0\]\.url: must be an http or https URL/],
+    ['an unknown key in [auth]', `[auth]\ntoken_signing_keys = "x"\n`, /auth: unknown key "token_signing_keys"/],
+    ['a token signing key given two ways', `[auth]\ntoken_signing_key = "${'k'.repeat(40)}"\ntoken_signing_key_env = "X"\n`, /auth\.token_signing_key: is given more than one way/],
+    // A short HMAC key could be found by guessing offline from any one token it signed.
+    ['a short token signing key', `[auth]\ntoken_signing_key_env = "VELODEX_TEST_SHORT_KEY"\n`, /auth\.token_signing_key_env: is 11 characters long; at least 32 are needed.*openssl rand -base64 48/],
   ])('refuses %s', async (_what, text, message) => {
-    const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ' });
+    const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ', VELODEX_TEST_SHORT_KEY: 'short-key-1' });
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(message);
   });
@@ -112,6 +116,14 @@ upload_target = "hosted"
     expect(fromEnv.stdout).toContain('listen: http://127.0.0.1:5055');
     const fromFlag = await run(process.execPath, [CLI, 'check-config', file, '--port', '6066'], { env: { VELODEX_PORT: '5055' } });
     expect(fromFlag.stdout).toContain('listen: http://127.0.0.1:6066');
+  });
+
+  it('says where the token signing key comes from, never what it is', async () => {
+    const generated = await checkConfig('port = 5000\n');
+    expect(generated.stdout).toMatch(/^token signing key: generated once into .*token-signing-key$/m);
+    const fromEnv = await checkConfig('[auth]\ntoken_signing_key_env = "VELODEX_TEST_KEY"\n', { VELODEX_TEST_KEY: 'signing-key-value-0123456789-abcdefgh' });
+    expect(fromEnv.stdout).toMatch(/^token signing key: env VELODEX_TEST_KEY$/m);
+    expect(fromEnv.stdout).not.toContain('signing-key-value');
   });
 
   it('reads a secret from the environment without printing it', async () => {

@@ -21,6 +21,9 @@ const UPSTREAM_PASS = 'upstream-pass-71d3e9';
 const UPSTREAM_QUERY = 'upstream-query-e80c15';
 const HOOK_PASS = 'hook-pass-5c2b38';
 const HOOK_SECRET = 'hook-secret-d94a60';
+const SIGNING_KEY = 'token-signing-key-0b7d52-0123456789abcdef';
+/** The OCI token realm's tokens the traffic was given (their signatures must not be logged). */
+const minted: string[] = [];
 
 const CREDENTIALS = [
   TOKEN,
@@ -31,11 +34,15 @@ const CREDENTIALS = [
   UPSTREAM_QUERY,
   HOOK_PASS,
   HOOK_SECRET,
+  SIGNING_KEY,
   basicAuth(TOKEN).slice('Basic '.length),
   basicAuth(WRONG).slice('Basic '.length),
 ];
 
 const CONFIG = `
+[auth]
+token_signing_key = "${SIGNING_KEY}"
+
 [[index]]
 name = "hosted"
 route = "root/hosted"
@@ -76,6 +83,12 @@ async function traffic(s: Velodex): Promise<void> {
   await rawRequest(s.url, '/root/mirror/simple/demo/', 'GET', { 'proxy-authorization': basicAuth(WRONG) });
   await rawRequest(s.url, '/v2/root/oci/demo/blobs/uploads/', 'POST', { authorization: basicAuth(TOKEN), 'content-length': '0' });
   await rawRequest(s.url, '/v2/root/oci/demo/blobs/uploads/', 'POST', { authorization: basicAuth(WRONG), 'content-length': '0' });
+  // docker's way: a token from the realm for the Basic password, then the token on the write.
+  const realm = await rawRequest(s.url, '/v2/token?service=velodex&scope=repository:root/oci/demo:pull,push', 'GET', { authorization: basicAuth(TOKEN) });
+  const token = (JSON.parse(realm.body) as { token: string }).token;
+  minted.push(token);
+  await rawRequest(s.url, '/v2/root/oci/demo/blobs/uploads/', 'POST', { authorization: `Bearer ${token}`, 'content-length': '0' });
+  await rawRequest(s.url, '/v2/token?service=velodex', 'GET', { authorization: basicAuth(WRONG) });
 }
 
 describe('the server log, at every level', () => {
@@ -85,6 +98,8 @@ describe('the server log, at every level', () => {
     await server.stop();
     const logs = server.logs();
     for (const credential of CREDENTIALS) expect(logs).not.toContain(credential);
+    expect(minted.length).toBeGreaterThan(0);
+    for (const token of minted.splice(0)) expect(logs).not.toContain(token.split('.')[2]);
     // The traffic was logged where the level shows requests (the search above was not of nothing).
     if (['trace', 'debug', 'info'].includes(level)) expect(logs).toContain('incoming request');
   });
@@ -101,6 +116,18 @@ describe('scrubLine', () => {
         const out = scrubLine(line, [secret]);
         expect(out).not.toContain(secret);
         expect(out).toContain(REDACTED);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('removes credential query parameters of any URL, docker\'s account name included', () => {
+    fc.assert(
+      fc.property(token, fc.constantFrom('account', 'password', 'token', 'access_token', 'refresh_token', 'Password'), fc.boolean(), (credential, key, first) => {
+        const query = first ? `?${key}=${credential}&service=velodex` : `?service=velodex&${key}=${credential}`;
+        const out = scrubLine(JSON.stringify({ req: { url: `/v2/token${query}` } }), []);
+        expect(out).not.toContain(credential);
+        expect(out).toContain('service=velodex');
       }),
       { numRuns: 300 },
     );

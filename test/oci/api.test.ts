@@ -22,14 +22,21 @@ afterAll(async () => {
 });
 
 describe('version check and names', () => {
-  it('answers /v2/ and /v2 with 200 and the API version header', async () => {
+  it('answers /v2/ and /v2 with 200 and the API version header to a caller with credentials', async () => {
     for (const path of ['/v2/', '/v2']) {
-      const res = await fetch(`${server.url}${path}`);
+      const res = await reg.fetch(path);
       expect(res.status).toBe(200);
       expect(res.headers.get('docker-distribution-api-version')).toBe('registry/2.0');
-      // The challenge tells skopeo/podman to send credentials when they write.
-      expect(res.headers.get('www-authenticate')).toBe('Basic realm="velodex"');
       expect(await res.text()).toBe('');
+    }
+  });
+
+  it('challenges a caller without credentials on /v2/ to the token realm (docker logs in only after that)', async () => {
+    for (const path of ['/v2/', '/v2']) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.headers.get('docker-distribution-api-version')).toBe('registry/2.0');
+      expect(res.headers.get('www-authenticate')).toBe(`Bearer realm="${server.url}/v2/token",service="velodex"`);
+      await expectOciError(res, 401, 'UNAUTHORIZED');
     }
   });
 

@@ -32,6 +32,9 @@ const TOOL_PATHS: Record<string, string> = {
   skopeo: '/usr/bin/skopeo',
   containerd: '/usr/bin/containerd',
   ctr: '/usr/bin/ctr',
+  // Debian's docker.io: its engine and its CLI (another docker CLI may sit earlier in PATH).
+  dockerd: '/usr/sbin/dockerd',
+  docker: '/usr/bin/docker',
   curl: '/usr/bin/curl',
 };
 

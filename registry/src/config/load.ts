@@ -119,8 +119,24 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     indexes,
     rateLimit: { enabled: rl.enabled ?? false, classes, trustedProxies: (rl.trusted_proxies ?? []).map(parseTrustedProxy) },
     metrics: { enabled: file.metrics?.enabled ?? true },
+    auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     source,
   };
+}
+
+/** Below this many characters a signing key could be guessed offline from one token it signed. */
+export const MIN_SIGNING_KEY_LENGTH = 32;
+
+function signingKey(auth: NonNullable<FileConfig['auth']>, secrets: SecretSources): Secret | undefined {
+  const key = resolveSecret(auth, 'token_signing_key', 'auth', secrets);
+  if (key && key.reveal().length < MIN_SIGNING_KEY_LENGTH) {
+    throw new ConfigError(
+      `auth.token_signing_key${key.source === 'inline' ? '' : key.source.startsWith('env:') ? '_env' : '_file'}`,
+      `is ${key.reveal().length} characters long; at least ${MIN_SIGNING_KEY_LENGTH} are needed`,
+      'generate one with: openssl rand -base64 48',
+    );
+  }
+  return key;
 }
 
 /** `10.0.0.0/8`, `::1`, `fd00::/8`: an IP, with an optional prefix length within its family's width. */

@@ -75,6 +75,11 @@ export const rateLimitSchema = z.strictObject({
   trusted_proxies: z.array(z.string()).optional(),
 });
 
+/** The bearer tokens velodex issues itself (a token realm an ecosystem serves, as the OCI one does for docker). */
+export const authSchema = z.strictObject({
+  ...secretFields('token_signing_key'),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -84,6 +89,7 @@ export const fileSchema = z.strictObject({
   index: z.array(indexSchema).optional(),
   rate_limit: rateLimitSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
+  auth: authSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

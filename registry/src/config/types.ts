@@ -94,6 +94,14 @@ export interface RateLimitConfig {
   trustedProxies: AddressRange[];
 }
 
+export interface AuthConfig {
+  /**
+   * The key that signs and verifies the bearer tokens velodex issues; every replica must share
+   * it. Absent: one is generated once (into the data dir, or the shared store with s3).
+   */
+  tokenSigningKey?: Secret;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -104,6 +112,7 @@ export interface Config {
   rateLimit: RateLimitConfig;
   /** `GET /metrics` and the per-request observation behind it (on by default). */
   metrics: { enabled: boolean };
+  auth: AuthConfig;
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

@@ -7,7 +7,8 @@
  * 2. Text: every finished line is scrubbed before it is written, so a credential that reaches a
  *    log by a path nobody foresaw (an error message quoting a URL, a library's debug output) is
  *    still removed: the value of each configured secret, credential-bearing JSON keys at any
- *    depth, and `Basic`/`Bearer` credentials anywhere in the text.
+ *    depth, `Basic`/`Bearer` credentials anywhere in the text, and credential query parameters
+ *    (`?token=`, `?password=`, docker's `?account=`) of any URL.
  *
  * The scrub runs on every line at every level; it is a handful of string searches over a line of
  * a few hundred bytes, small beside the work of the request that logged it.
@@ -26,6 +27,11 @@ const REDACT_PATHS = CREDENTIAL_HEADERS.flatMap((h) => {
 
 /** `"authorization":"..."` (any credential key, any depth) in a JSON line. */
 const CREDENTIAL_KEY = new RegExp(`"(${CREDENTIAL_HEADERS.join('|')})":"(?:[^"\\\\]|\\\\.)*"`, 'gi');
+/**
+ * Query parameters that carry a credential, or a login name a person may have typed a token
+ * into (`account`: docker's token requests name the username there): `?account=...&token=...`.
+ */
+const CREDENTIAL_QUERY = /([?&](?:account|password|passwd|token|access_token|refresh_token|client_secret)=)[^&"\s#]*/gi;
 /** An HTTP credential quoted in free text: `Basic dXNlcjpwdw==`, `Bearer eyJ...`. */
 const SCHEME_CREDENTIAL = /\b(Basic|Bearer)(\s+|%20)[A-Za-z0-9+/=._~-]{4,}/g;
 
@@ -39,7 +45,10 @@ export function scrubLine(line: string, secrets: readonly string[]): string {
   for (const secret of secrets) {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
-  return out.replace(CREDENTIAL_KEY, `"$1":"${REDACTED}"`).replace(SCHEME_CREDENTIAL, `$1 ${REDACTED}`);
+  return out
+    .replace(CREDENTIAL_KEY, `"$1":"${REDACTED}"`)
+    .replace(SCHEME_CREDENTIAL, `$1 ${REDACTED}`)
+    .replace(CREDENTIAL_QUERY, `$1${REDACTED}`);
 }
 
 /**
@@ -63,7 +72,7 @@ function secretForms(secrets: Iterable<string>): string[] {
  * "user-agent"; the headers that carry them are redacted by key.
  */
 export function configSecrets(config: Config): string[] {
-  const found: Array<Secret | undefined> = [config.storage.accessKey, config.storage.secretKey];
+  const found: Array<Secret | undefined> = [config.storage.accessKey, config.storage.secretKey, config.auth.tokenSigningKey];
   const values: string[] = [];
   for (const ix of config.indexes) {
     if (ix.role === 'hosted') found.push(ix.uploadToken);

@@ -47,8 +47,8 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
 }
 
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
-  const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request);
+  const { deps, reply } = call;
+  const hosted = authorizeWrite(call);
   const hex = parseDigest(digest);
   const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   // Only this index's hold is ours to let go; the bytes go with the last holder.

@@ -6,6 +6,8 @@ import type { Target } from './access.js';
 import type { IndexHolds } from './index-holds.js';
 import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
+import type { Credentials } from './token/credentials.js';
+import type { TokenSigner } from './token/tokens.js';
 import type { UploadSessions } from './upload-sessions.js';
 
 export interface OciDeps {
@@ -16,6 +18,8 @@ export interface OciDeps {
   ociIndexes: IndexConfig[];
   /** Each OCI index's holds on shared blobs: a blob is visible through an index iff it holds it. */
   holds: IndexHolds;
+  /** Signs and verifies the token realm's bearer tokens. */
+  tokens: TokenSigner;
 }
 
 /** One `/v2/` request before its `<name>` is resolved (the version check and the catalog have none). */
@@ -24,6 +28,8 @@ export interface OciExchange {
   query: URLSearchParams;
   request: FastifyRequest;
   reply: FastifyReply;
+  /** What `Authorization` carried; a bearer token is already verified. */
+  credentials: Credentials;
 }
 
 export interface OciCall extends OciExchange {

@@ -9,13 +9,15 @@ import { registerOciRoutes } from './routes.js';
 import { ociStatus } from './status.js';
 import { MemoryUploadSessions } from './memory-sessions.js';
 import { SharedUploadSessions } from './shared-sessions.js';
+import { loadSigningKey } from './token/signing-key.js';
+import { TokenSigner } from './token/tokens.js';
 import type { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   // Sessions live where the blobs do: in the shared store when other processes share it.
   const shared = ctx.stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
-  const deps: OciDeps = {
+  const deps: Omit<OciDeps, 'tokens'> = {
     ctx,
     members: new Members(ctx),
     manifestBytes: new ManifestBytes(ctx.stores.blobs),
@@ -30,7 +32,9 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     discovery: ociDiscovery,
     ...ociStatus(ctx),
     async register(app) {
-      await registerOciRoutes(app, deps);
+      // Read (or created) once at start-up: a store that cannot give it stops the start.
+      const tokens = new TokenSigner(await loadSigningKey(ctx.config, ctx.stores));
+      await registerOciRoutes(app, { ...deps, tokens });
     },
     close: () => sessions.close(),
   };

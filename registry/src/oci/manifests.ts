@@ -111,7 +111,7 @@ async function firstMissing(holder: Holder, blobs: BlobStore, digests: readonly 
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request);
+  const hosted = authorizeWrite(call);
   const ref = parseReference(reference);
   const body = await readCapped(request);
   const hex = createHash('sha256').update(body).digest('hex');
@@ -156,7 +156,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request);
+  const hosted = authorizeWrite(call);
   const ref = readReference(reference);
   const repos = deps.members.hosted(hosted);
   const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);

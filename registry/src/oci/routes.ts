@@ -5,7 +5,6 @@
  * handler runs; node sends no body for HEAD), and a 405 names the methods the route has in `Allow`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { BASIC_CHALLENGE } from '../http/auth.js';
 import { isClientGone, logClientGone } from '../http/client-gone.js';
 import { allowOf, handlerFor, type Methods } from '../http/route-table.js';
 import { resolveName } from './access.js';
@@ -19,6 +18,9 @@ import { parseOciUrl, type OciAction } from './names.js';
 import { listReferrers } from './referrers.js';
 import { beforeRefusal, isWriteRefusal } from './refusal.js';
 import { listTags } from './tags.js';
+import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
+import { readCredentials, type Credentials } from './token/credentials.js';
+import { isUploadToken, issueToken } from './token/realm.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
@@ -36,11 +38,23 @@ function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
   return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
 }
 
+/**
+ * The version check is where docker learns how to authenticate: it sends credentials only after
+ * this answered 401 with a challenge, so a request without credentials is sent to the token
+ * realm (reads stay open on every other route). With a valid token, or Basic credentials whose
+ * password is an upload token here, it is the spec's 200.
+ */
 async function versionCheck(x: OciExchange): Promise<void> {
-  // 200 for everyone (reads are open), but with the Basic challenge: clients built on
-  // containers/image (skopeo, podman) send credentials on writes only when the ping named a
-  // scheme, and otherwise fail the first push with 401 without retrying.
-  await x.reply.code(200).header('WWW-Authenticate', BASIC_CHALLENGE).header('Content-Length', '0').send();
+  const c = x.credentials;
+  if (c.kind === 'bearer' || (c.kind === 'basic' && isUploadToken(x.deps.ociIndexes, c.header))) {
+    await x.reply.code(200).header('Content-Length', '0').send();
+    return;
+  }
+  const message =
+    c.kind === 'none'
+      ? `authentication required: fetch a bearer token from ${TOKEN_PATH} (anonymous tokens allow pulls; log in with an upload token to push), or send HTTP Basic credentials`
+      : 'the password is not the upload token of any hosted OCI index on this registry';
+  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.request)) });
 }
 
 function routeOf(action: OciAction): Route {
@@ -49,6 +63,8 @@ function routeOf(action: OciAction): Route {
       return { what: '/v2/', methods: { GET: versionCheck } };
     case 'catalog':
       return { what: 'the catalog', methods: { GET: listCatalog } };
+    case 'token':
+      return { what: 'the token realm', methods: { GET: issueToken } };
     case 'manifest': {
       const ref = action.reference;
       return {
@@ -102,7 +118,9 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
   if (!handler) {
     throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
   }
-  await handler({ deps, query, request, reply });
+  // The realm reads its own (Basic) credentials; everywhere else a bearer token is verified first.
+  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens);
+  await handler({ deps, query, request, reply, credentials });
 }
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {

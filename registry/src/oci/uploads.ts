@@ -18,8 +18,8 @@ import { parseContentRange } from './content-range.js';
 import { SessionBusyError, SessionGoneError, type UploadSession } from './upload-sessions.js';
 
 export async function startUpload(call: OciCall): Promise<void> {
-  const { deps, target, query, request, reply } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request);
+  const { deps, target, query, reply } = call;
+  const hosted = authorizeWrite(call);
 
   const mount = query.get('mount');
   if (mount !== null) {
@@ -114,8 +114,8 @@ async function blobCreated(call: OciCall, hex: string): Promise<void> {
 
 /** The session of an authorised write, or BLOB_UPLOAD_UNKNOWN. */
 async function sessionOf(call: OciCall, id: string): Promise<UploadSession> {
-  const { deps, target, request } = call;
-  const hosted = authorizeWrite(deps.ctx, target.index, request);
+  const { deps, target } = call;
+  const hosted = authorizeWrite(call);
   const session = await deps.sessions.get(id, hosted.name, target.name);
   if (!session) throw unknownUpload(id);
   return session;

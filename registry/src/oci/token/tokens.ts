@@ -1,0 +1,113 @@
+/**
+ * The bearer tokens of the token realm: JWTs signed with HS256 under the shared signing key, in
+ * the claim set of the distribution registry's token spec (`iss`, `sub`, `aud`, `exp`, `nbf`,
+ * `iat`, `jti`, and `access`: the granted `{type, name, actions}`). Only velodex reads them, so a
+ * symmetric key is enough; every replica holds the same one. Verification checks the signature
+ * first and the claims after it, so a forged token is never judged by what it claims.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { errors, jwtVerify, SignJWT } from 'jose';
+import { z } from 'zod';
+import type { Access } from './scope.js';
+
+/** The `service` of the challenges and the tokens' audience and issuer: the design's wire name. */
+export const SERVICE = 'velodex';
+/** Five minutes, as the distribution registry's token servers; clients fetch a new one when it ends. */
+export const TOKEN_LIFETIME_SECS = 300;
+/** Clocks of replicas may disagree a little; a token is honoured this much past its `exp`. */
+const CLOCK_TOLERANCE_SECS = 30;
+/** Real tokens are well below 2 KiB; anything far larger is refused before it is parsed. */
+const MAX_TOKEN_LENGTH = 8192;
+const ALGORITHM = 'HS256';
+
+export interface IssuedToken {
+  token: string;
+  expiresIn: number;
+  issuedAt: Date;
+}
+
+export type TokenRejection = 'malformed' | 'bad-signature' | 'expired' | 'wrong-claims';
+/**
+ * What a token says beyond the spec's claims: for each index it grants writes to, a keyed
+ * fingerprint of the upload token it was issued for (`bindingOf`), so a token stops writing the
+ * moment that upload token is rotated instead of living out its five minutes.
+ */
+export type Bindings = Record<string, string>;
+export type Verified = { ok: true; subject: string; access: Access[]; bindings: Bindings } | { ok: false; reason: TokenRejection };
+
+const accessClaim = z.array(z.strictObject({ type: z.string(), name: z.string(), actions: z.array(z.string()) }));
+const bindingsClaim = z.record(z.string(), z.string());
+
+export class TokenSigner {
+  readonly #key: Uint8Array;
+  readonly #now: () => number;
+
+  /** `now`: milliseconds since the epoch (tests move it). */
+  constructor(key: Uint8Array, now: () => number = Date.now) {
+    this.#key = key;
+    this.#now = now;
+  }
+
+  async issue(subject: string, access: Access[], bindings: Bindings = {}): Promise<IssuedToken> {
+    const issuedAt = new Date(Math.floor(this.#now() / 1000) * 1000);
+    const iat = issuedAt.getTime() / 1000;
+    const claims = Object.keys(bindings).length > 0 ? { access, bindings } : { access };
+    const token = await new SignJWT(claims)
+      .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
+      .setIssuer(SERVICE)
+      .setAudience(SERVICE)
+      .setSubject(subject)
+      .setIssuedAt(iat)
+      .setNotBefore(iat)
+      .setExpirationTime(iat + TOKEN_LIFETIME_SECS)
+      .setJti(randomBytes(16).toString('base64url'))
+      .sign(this.#key);
+    return { token, expiresIn: TOKEN_LIFETIME_SECS, issuedAt };
+  }
+
+  /** Never throws for any input: what is wrong with a token is the answer. */
+  async verify(token: string): Promise<Verified> {
+    if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'malformed' };
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, this.#key, {
+        algorithms: [ALGORITHM],
+        issuer: SERVICE,
+        audience: SERVICE,
+        requiredClaims: ['exp', 'iat', 'sub'],
+        clockTolerance: CLOCK_TOLERANCE_SECS,
+        currentDate: new Date(this.#now()),
+      }));
+    } catch (err) {
+      return { ok: false, reason: rejectionOf(err) };
+    }
+    const access = accessClaim.safeParse(payload.access ?? []);
+    const bindings = bindingsClaim.safeParse(payload.bindings ?? {});
+    if (!access.success || !bindings.success || typeof payload.sub !== 'string') return { ok: false, reason: 'malformed' };
+    return { ok: true, subject: payload.sub, access: access.data, bindings: bindings.data };
+  }
+
+  /**
+   * A fingerprint of a secret under the signing key: equal for equal secrets, and, unlike a
+   * plain hash, no help to someone who reads it in a token and tries to guess the secret.
+   */
+  bindingOf(secret: string): string {
+    return createHmac('sha256', this.#key).update('velodex upload token\0').update(secret).digest('base64url').slice(0, 22);
+  }
+}
+
+function rejectionOf(err: unknown): TokenRejection {
+  if (err instanceof errors.JWTExpired) return 'expired';
+  if (err instanceof errors.JWSSignatureVerificationFailed) return 'bad-signature';
+  if (err instanceof errors.JWTClaimValidationFailed) return 'wrong-claims';
+  // JWSInvalid, JWTInvalid, JOSEAlgNotAllowed (`none`, RS256 ...), and anything jose met on the way.
+  return 'malformed';
+}
+
+/** What a person reads when a token is refused. */
+export const REJECTION_MESSAGES: Record<TokenRejection, string> = {
+  malformed: 'the bearer token is not a token this registry issued',
+  'bad-signature': 'the bearer token was not signed by this registry (or its signing key changed): fetch a new one from the token realm',
+  expired: 'the bearer token has expired: fetch a new one from the token realm',
+  'wrong-claims': 'the bearer token was issued for another service',
+};

@@ -1,0 +1,133 @@
+/**
+ * The docker CLI and engine (Debian's docker.io, a private dockerd) against velodex, as a team
+ * would use them: `docker login` fails with a wrong password and succeeds with an index's upload
+ * token; `docker push` to a hosted index, then, logged out and with the image removed, `docker
+ * pull` brings back the same digest; a push without login is refused; a login with team A's token
+ * cannot push to team B; a push through a virtual index lands in its upload target. None of it
+ * works without the token realm: docker sends credentials only after `/v2/` challenged it.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDockerd, type Dockerd } from '../support/dockerd.js';
+import { tar } from '../support/oci-image.js';
+import { tool } from '../support/paths.js';
+import { run } from '../support/run.js';
+import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { TWO_TEAMS } from './api-support.js';
+
+/** TWO_TEAMS, with writes to the virtual `all/oci` going to team A. */
+const CONFIG = TWO_TEAMS.replace('members = ["team-a", "team-b"]', 'members = ["team-a", "team-b"]\nupload_target = "team-a"');
+
+let server: Velodex;
+let engine: Dockerd;
+let host: string;
+let work: string;
+
+beforeAll(async () => {
+  server = await startVelodex({ config: CONFIG });
+  host = `127.0.0.1:${server.port}`;
+  work = tempDir('velodex-docker-');
+  engine = await startDockerd(work);
+  const rootfs = join(work, 'rootfs.tar');
+  writeFileSync(rootfs, tar(new Map([['hello.txt', Buffer.from('hello from docker\n')], ['etc/motd', Buffer.from('pushed by docker\n')]])));
+  await engine.docker(['import', rootfs, 'local/app:v1']);
+}, 120_000);
+
+afterAll(async () => {
+  await engine?.stop();
+  await server?.stop();
+});
+
+const login = (password: string) => engine.docker(['login', '-u', '__token__', '--password-stdin', host], { input: `${password}\n`, allowFailure: true });
+const logout = () => engine.docker(['logout', host]);
+
+/** `docker push`; the digest it printed, or the failure. */
+async function push(ref: string): Promise<{ code: number; digest?: string; output: string }> {
+  await engine.docker(['tag', 'local/app:v1', ref]);
+  const res = await engine.docker(['push', ref], { allowFailure: true, timeoutMs: 120_000 });
+  const output = `${res.stdout}\n${res.stderr}`;
+  return { code: res.code, digest: /digest: (sha256:[0-9a-f]{64})/.exec(res.stdout)?.[1], output };
+}
+
+async function servedDigest(name: string, tag: string): Promise<string | null> {
+  const res = await fetch(`${server.url}/v2/${name}/manifests/${tag}`, {
+    method: 'HEAD',
+    headers: { accept: 'application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json' },
+  });
+  return res.status === 200 ? res.headers.get('docker-content-digest') : null;
+}
+
+async function tags(name: string): Promise<string[]> {
+  return ((await (await fetch(`${server.url}/v2/${name}/tags/list`)).json()) as { tags: string[] }).tags;
+}
+
+describe('docker', () => {
+  it('refuses docker login with a wrong password, with a message that says why', async () => {
+    const res = await login('not-the-token');
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/unauthorized: the password is not the upload token of any hosted OCI index/);
+  });
+
+  it('logs in with an upload token, pushes to a hosted index, and pulls the same digest back anonymously', async () => {
+    const res = await login('token-a');
+    expect(res.stdout, res.stderr).toMatch(/Login Succeeded/);
+
+    const ref = `${host}/team-a/oci/app:v1`;
+    const pushed = await push(ref);
+    expect(pushed.code, pushed.output).toBe(0);
+    expect(pushed.digest).toMatch(/^sha256:/);
+    expect(await servedDigest('team-a/oci/app', 'v1')).toBe(pushed.digest);
+
+    await logout();
+    await engine.docker(['rmi', ref]);
+    expect((await engine.docker(['image', 'inspect', ref], { allowFailure: true })).code).not.toBe(0);
+    const pulled = await engine.docker(['pull', ref], { timeoutMs: 120_000 });
+    expect(pulled.stdout).toContain(`Digest: ${pushed.digest}`);
+    const inspected = await engine.docker(['image', 'inspect', '--format', '{{json .RepoDigests}}', ref]);
+    expect(JSON.parse(inspected.stdout)).toEqual([`${host}/team-a/oci/app@${pushed.digest}`]);
+    // The files are the ones docker imported, as another client reads them.
+    const exported = await run(tool('crane'), ['export', '--insecure', ref, join(work, 'export.tar')], { env: { HOME: work } });
+    expect(exported.code).toBe(0);
+    expect((await run('tar', ['-xOf', join(work, 'export.tar'), 'hello.txt'])).stdout).toBe('hello from docker\n');
+  });
+
+  it('refuses a push without login, and stores no tag', async () => {
+    await logout();
+    const pushed = await push(`${host}/team-a/oci/anonymous:v1`);
+    expect(pushed.code).not.toBe(0);
+    expect(pushed.output).toMatch(/unauthorized: the bearer token does not allow writes to team-a\/oci\/anonymous/);
+    expect(await tags('team-a/oci/anonymous')).toEqual([]);
+  });
+
+  it("cannot push to team B's index when logged in with team A's token", async () => {
+    expect((await login('token-a')).code).toBe(0);
+    const pushed = await push(`${host}/team-b/oci/app:v1`);
+    expect(pushed.code).not.toBe(0);
+    // Docker words a refused blob upload its own way; velodex's security log says what happened.
+    expect(pushed.output).toMatch(/denied: requested access to the resource is denied|does not allow writes to team-b\/oci\/app/);
+    expect(server.logs()).toMatch(/"event":"auth_failed","index":"team-b\/oci","method":"POST","client":"127.0.0.1","reason":"insufficient-scope"/);
+    expect(await tags('team-b/oci/app')).toEqual([]);
+    expect(await servedDigest('team-b/oci/app', 'v1')).toBeNull();
+  });
+
+  it("pushes through a virtual index into its upload target, and pulls it back through the virtual name", async () => {
+    expect((await login('token-a')).code).toBe(0);
+    const ref = `${host}/all/oci/web:v1`;
+    const pushed = await push(ref);
+    expect(pushed.code, pushed.output).toBe(0);
+    expect(await tags('team-a/oci/web')).toEqual(['v1']);
+    expect(await servedDigest('team-a/oci/web', 'v1')).toBe(pushed.digest);
+    await logout();
+    await engine.docker(['rmi', ref]);
+    const pulled = await engine.docker(['pull', ref], { timeoutMs: 120_000 });
+    expect(pulled.stdout).toContain(`Digest: ${pushed.digest}`);
+  });
+
+  it('leaves no upload token or bearer token in the log', () => {
+    const logs = server.logs();
+    expect(logs).toMatch(/"url":"\/v2\/token\?/);
+    expect(logs).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/);
+    for (const secret of ['token-a', 'token-b']) expect(logs).not.toContain(secret);
+  });
+});
