@@ -15,13 +15,15 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   // Sessions live where the blobs do: in the shared store when other processes share it.
   const shared = ctx.stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
+  const holds = new IndexHolds(ctx.stores.holds, ctx.indexByName);
+  const members = new Members(ctx, holds);
   const deps: OciDeps = {
     ctx,
-    members: new Members(ctx),
+    members,
     manifestBytes: new ManifestBytes(ctx.stores.blobs),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
-    holds: new IndexHolds(ctx.stores.holds, ctx.indexByName),
+    holds,
   };
   return {
     id: 'oci',
@@ -32,6 +34,9 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     async register(app) {
       await registerOciRoutes(app, deps);
     },
-    close: () => sessions.close(),
+    close: async () => {
+      members.close();
+      await sessions.close();
+    },
   };
 }

@@ -1,13 +1,14 @@
 /**
  * Reads through an index's members, hosted first: a hosted member shadows a same-named image of
- * an upstream member. Only the hosted role answers today; the cached (pull-through) role plugs in
- * here as another `MemberReader` and is consulted after the hosted ones.
+ * an upstream member. The cached (pull-through) role (cached.ts) is consulted after the hosted ones.
  */
-import type { IndexConfig } from '../config/types.js';
+import type { CachedIndex, IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import { privateFirst } from '../roles/shadowing.js';
 import { membersOf } from '../roles/write-target.js';
+import { CachedRepos } from './cached.js';
 import { HostedRepos, type FoundManifest } from './hosted.js';
+import type { IndexHolds } from './index-holds.js';
 import type { Descriptor } from './meta.js';
 import type { Reference } from './names.js';
 
@@ -22,8 +23,12 @@ export interface MemberReader {
 
 export class Members {
   readonly #hosted = new Map<string, HostedRepos>();
+  readonly #cached = new Map<string, CachedRepos>();
 
-  constructor(private readonly ctx: ServerContext) {}
+  constructor(
+    private readonly ctx: ServerContext,
+    private readonly holds: IndexHolds,
+  ) {}
 
   /** The hosted state of a hosted index (the target of a write). */
   hosted(index: IndexConfig): HostedRepos {
@@ -35,6 +40,26 @@ export class Members {
     return repos;
   }
 
+  /** The pull-through state of a cached index. */
+  cached(index: CachedIndex): CachedRepos {
+    let repos = this.#cached.get(index.name);
+    if (!repos) {
+      repos = new CachedRepos(index, this.ctx, this.holds.of(index.name));
+      this.#cached.set(index.name, repos);
+    }
+    return repos;
+  }
+
+  /** The cached members a miss of `repo` under `index` may be pulled through, in lookup order. */
+  pullThrough(index: IndexConfig, _repo: readonly string[]): CachedRepos[] {
+    return this.readers(index).filter((r): r is CachedRepos => r instanceof CachedRepos);
+  }
+
+  /** Closes the upstream connections of every cached index. */
+  close(): void {
+    for (const repos of this.#cached.values()) repos.upstream.close();
+  }
+
   /** The readers of an index's members in lookup order (`roles/shadowing.ts`): private members first. */
   readers(index: IndexConfig): MemberReader[] {
     const members = membersOf(index, this.ctx.indexByName).filter((m) => m.ecosystem === 'oci');
@@ -42,7 +67,7 @@ export class Members {
     const readers: MemberReader[] = [];
     for (const member of ordered) {
       if (member.role === 'hosted') readers.push(this.hosted(member));
-      // cached members: pull-through is not served yet; they contribute nothing.
+      else if (member.role === 'cached') readers.push(this.cached(member));
     }
     return readers;
   }
