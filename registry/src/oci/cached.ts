@@ -19,6 +19,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { CachedIndex } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import type { IndexCounters } from '../observe/counters.js';
@@ -29,7 +30,7 @@ import { UpstreamHealth } from '../roles/upstream-health.js';
 import type { Holder } from '../storage/holds.js';
 import { OciError } from './errors.js';
 import { HostedRepos, type FoundManifest } from './hosted.js';
-import { checkManifest } from './manifest-check.js';
+import { checkManifest, isObject, OCI_INDEX } from './manifest-check.js';
 import { describe, MAX_MANIFEST_BYTES } from './manifests.js';
 import type { Descriptor, ManifestRecord } from './meta.js';
 import type { MemberReader } from './members.js';
@@ -96,8 +97,36 @@ export class CachedRepos implements MemberReader {
     return this.stored.tags(repo);
   }
 
-  referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
-    return this.stored.referrers(repo, subjectHex);
+  /**
+   * The upstream's referrers of `subjectHex` (its referrers API, or else the referrers tag schema's
+   * `sha256-<hex>` index, pulled through like any tag) with those this index stored; while the
+   * upstream fails, the stored ones alone.
+   */
+  async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
+    const stored = await this.stored.referrers(repo, subjectHex);
+    let upstream: Descriptor[] = [];
+    try {
+      upstream = await this.#upstreamReferrers(repo, subjectHex);
+    } catch (err) {
+      const failure = upstreamFailureOf(err);
+      if (!failure && !(err instanceof OciError)) throw err;
+      if (failure) this.health.down(failure, Date.now());
+    }
+    const byDigest = new Map<string, Descriptor>();
+    for (const d of [...upstream, ...stored]) if (!byDigest.has(d.digest)) byDigest.set(d.digest, d);
+    return [...byDigest.values()];
+  }
+
+  async #upstreamReferrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
+    const res = await this.upstream.fetch({ repository: this.upstream.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
+    if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
+    discard(res);
+    if (res.status !== 404) throw new UpstreamFailure(`answered ${res.status} to the referrers API`);
+    // No referrers API: the tag schema's index, if the upstream has one.
+    const found = await this.resolve(repo, { kind: 'tag', tag: `sha256-${subjectHex}` });
+    if (!found) return [];
+    const bytes = await this.#ctx.stores.blobs.get(found.hex);
+    return bytes ? descriptorsIn(await buffer(bytes)) : [];
   }
 
   repositories(): Promise<string[][]> {
@@ -235,6 +264,30 @@ async function readCapped(res: UpstreamResponse): Promise<Buffer> {
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, total);
+}
+
+/** The well-formed descriptors of an image index's `manifests` (upstream bytes: anything else is skipped). */
+function descriptorsIn(body: Buffer): Descriptor[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new UpstreamFailure('sent a referrers index that is not JSON');
+  }
+  if (!isObject(doc) || !Array.isArray(doc.manifests)) return [];
+  const out: Descriptor[] = [];
+  for (const m of doc.manifests as unknown[]) {
+    if (!isObject(m) || typeof m.mediaType !== 'string' || typeof m.digest !== 'string' || !/^sha256:[a-f0-9]{64}$/.test(m.digest)) continue;
+    if (typeof m.size !== 'number' || !Number.isSafeInteger(m.size) || m.size < 0) continue;
+    const d: Descriptor = { mediaType: m.mediaType, digest: m.digest, size: m.size };
+    if (typeof m.artifactType === 'string') d.artifactType = m.artifactType;
+    if (isObject(m.annotations)) {
+      const annotations = Object.fromEntries(Object.entries(m.annotations).filter((e): e is [string, string] => typeof e[1] === 'string'));
+      if (Object.keys(annotations).length > 0) d.annotations = annotations;
+    }
+    out.push(d);
+  }
+  return out;
 }
 
 function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
