@@ -12,7 +12,11 @@ import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { blobPaths, CACHE, cacheStats, countOf, crane, pullThroughSuite, seed, since } from './pull-through-support.js';
 
-const s = pullThroughSuite('pull-through');
+const s = pullThroughSuite('pull-through', {
+  // A second cached index over the same upstream, one upstream fetch at a time.
+  extraIndexes: (upstream) =>
+    ['[[index]]', 'name = "narrow"', 'route = "narrow"', 'ecosystem = "oci"', `cached = "${upstream}"`, 'upstream_concurrency = 1', `upstream_username = "mirror"`, `upstream_password = "mirror-password"`].join('\n'),
+});
 
 const out = (r: { stdout: string }) => r.stdout.trim();
 const pullScope = (repo: string) => `repository:${repo}:pull`;
@@ -206,6 +210,8 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
       expect(out(await crane(s, ['digest', ref]))).toBe(image.manifest.descriptor.digest);
       const mid = await cacheStats(s);
       expect(mid.stale_served - before.stale_served).toBeGreaterThanOrEqual(1);
+      const status = (await (await fetch(`${s.server.url}/+status`)).json()) as { indexes: Array<{ name: string; upstream?: { offline: boolean } }> };
+      expect(status.indexes.find((ix) => ix.name === 'cache')?.upstream?.offline).toBe(true);
 
       const none = await get(`${s.server.url}/v2/${CACHE}/team/never/manifests/v1`);
       expect(none.status).toBe(502);
@@ -276,5 +282,31 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
       expect((await cacheStats(s)).stale_served - stale).toBe(1);
       s.proxy.clear();
     });
+  });
+
+  it('upstream_concurrency caps the fetches of a cached index: a second one waits for the slot', async () => {
+    const a = buildImage({ seed: 'pt-narrow-a', layers: 1, bigFileSize: 64 * 1024 });
+    const b = buildImage({ seed: 'pt-narrow-b', layers: 1, bigFileSize: 1024 });
+    await seed(s, 'team/narrow-a', 'v1', a);
+    await seed(s, 'team/narrow-b', 'v1', b);
+    // The scheme and a token first, so the stalled fetch below is the only one in flight.
+    expect((await get(`${s.server.url}/v2/narrow/team/narrow-a/manifests/v1`)).status).toBe(200);
+    expect((await get(`${s.server.url}/v2/narrow/team/narrow-b/manifests/v1`)).status).toBe(200);
+    const layer = a.layers[0]!;
+    s.proxy.on(`/v2/team/narrow-a/blobs/${layer.descriptor.digest}`, { kind: 'stall', afterBytes: 1000 }, 1);
+    const stalled = s.proxy.stalled(s.proxy.stalledCount() + 1);
+    const slow = get(`${s.server.url}/v2/narrow/team/narrow-a/blobs/${layer.descriptor.digest}`);
+    await stalled;
+    const other = `/v2/team/narrow-b/blobs/${b.config.descriptor.digest}`;
+    const waiting = get(`${s.server.url}/v2/narrow/team/narrow-b/blobs/${b.config.descriptor.digest}`);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(s.proxy.count(other)).toBe(0);
+    const metrics = await (await fetch(`${s.server.url}/metrics`)).text();
+    expect(metrics).toMatch(/velodex_upstream_inflight_fetches\{index="narrow"[^}]*\} 1\b/);
+    s.proxy.release();
+    const [first, second] = await Promise.all([slow, waiting]);
+    expect(first.body.equals(layer.bytes)).toBe(true);
+    expect(second.body.equals(b.config.bytes)).toBe(true);
+    expect(s.proxy.count(other)).toBe(1);
   });
 });

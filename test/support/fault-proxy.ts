@@ -105,6 +105,11 @@ export class FaultProxy {
     for (const s of stalls) s();
   }
 
+  /** How many responses have reached a stall so far. */
+  stalledCount(): number {
+    return this.#stalledTotal;
+  }
+
   /** Resolves once `n` responses in total have reached a stall. */
   stalled(n = 1): Promise<void> {
     if (this.#stalledTotal >= n) return Promise.resolve();

@@ -30,7 +30,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
-    ...ociStatus(ctx),
+    ...ociStatus(ctx, members),
     async register(app) {
       await registerOciRoutes(app, deps);
     },
