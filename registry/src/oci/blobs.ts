@@ -15,7 +15,7 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   const hex = parseDigest(digest);
   if (await serveStored(call, hex, head)) return;
   // A miss: the index's cached members pull it through (cached-blobs.ts), in lookup order.
-  for (const cached of call.deps.members.pullThrough(call.target.index, call.target.repo)) {
+  for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
     const done = await cached.blobs.serve(call, call.target.repo, hex, head);
     if (done === 'served') return;
     if (done === 'stored' && (await serveStored(call, hex, head))) return;

@@ -36,6 +36,7 @@ import type { Descriptor, ManifestRecord } from './meta.js';
 import type { MemberReader } from './members.js';
 import type { Reference } from './names.js';
 import { CachedBlobs } from './cached-blobs.js';
+import { upstreamTagNames } from './cached-tags.js';
 import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
 import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 
@@ -93,8 +94,25 @@ export class CachedRepos implements MemberReader {
     return r.found;
   }
 
-  tags(repo: readonly string[]): Promise<Record<string, string>> {
-    return this.stored.tags(repo);
+  /**
+   * For a virtual index's tag list: the upstream's tags (its first page) with the stored ones;
+   * while the upstream fails, the stored ones. (A lone cached index passes the upstream's list
+   * through instead: cached-tags.ts.) The digests are the stored mappings' where known.
+   */
+  async tags(repo: readonly string[]): Promise<Record<string, string>> {
+    const stored = await this.stored.tags(repo);
+    let upstream: string[] = [];
+    try {
+      upstream = await upstreamTagNames(this, repo);
+    } catch (err) {
+      const failure = upstreamFailureOf(err);
+      if (!failure && !(err instanceof OciError)) throw err;
+      if (failure) this.health.down(failure, Date.now());
+    }
+    const out: Record<string, string> = {};
+    for (const tag of upstream) defineTag(out, tag, '');
+    for (const [tag, hex] of Object.entries(stored)) defineTag(out, tag, hex);
+    return out;
   }
 
   /**
@@ -292,6 +310,10 @@ function descriptorsIn(body: Buffer): Descriptor[] {
 
 function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
   return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
+}
+
+function defineTag(tags: Record<string, string>, tag: string, hex: string): void {
+  Object.defineProperty(tags, tag, { value: hex, enumerable: true, writable: true, configurable: true });
 }
 
 function tagTarget(tags: Record<string, string>, tag: string): string | undefined {

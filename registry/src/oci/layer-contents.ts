@@ -70,7 +70,7 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
   let [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);
   if (!source || !held) {
     // A cached index fetches the layer once, through the same single flight as a blob GET.
-    for (const cached of call.deps.members.pullThrough(call.target.index, call.target.repo)) {
+    for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
       if ((await cached.blobs.ensure(call.target.repo, hex)) === 'held') break;
     }
     [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);

@@ -4,11 +4,12 @@
  */
 import type { CachedIndex, IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
-import { privateFirst } from '../roles/shadowing.js';
+import { isUpstream, privateFirst } from '../roles/shadowing.js';
 import { membersOf } from '../roles/write-target.js';
 import { CachedRepos } from './cached.js';
 import { HostedRepos, type FoundManifest } from './hosted.js';
 import type { IndexHolds } from './index-holds.js';
+import { OciError } from './errors.js';
 import type { Descriptor } from './meta.js';
 import type { Reference } from './names.js';
 
@@ -50,9 +51,9 @@ export class Members {
     return repos;
   }
 
-  /** The cached members a miss of `repo` under `index` may be pulled through, in lookup order. */
-  pullThrough(index: IndexConfig, _repo: readonly string[]): CachedRepos[] {
-    return this.readers(index).filter((r): r is CachedRepos => r instanceof CachedRepos);
+  /** The cached members a miss of `repo` under `index` may be pulled through, in lookup order (after shadowing). */
+  async pullThrough(index: IndexConfig, repo: readonly string[]): Promise<CachedRepos[]> {
+    return (await this.readersFor(index, repo)).filter((r): r is CachedRepos => r instanceof CachedRepos);
   }
 
   /** Closes the upstream connections of every cached index. */
@@ -72,18 +73,43 @@ export class Members {
     return readers;
   }
 
+  /**
+   * The readers that may answer for `repo`: when a hosted member holds the repository, it shadows
+   * the same-named repository of every cached member entirely (tags, digests, referrers, blobs),
+   * so a private name is never looked up upstream (dependency confusion). Otherwise all of them.
+   */
+  async readersFor(index: IndexConfig, repo: readonly string[]): Promise<MemberReader[]> {
+    const readers = this.readers(index);
+    if (!readers.some((r) => isUpstream(r.index))) return readers;
+    const hosted = readers.filter((r): r is HostedRepos => r instanceof HostedRepos);
+    const held = await Promise.all(hosted.map(async (h) => (await h.manifestCount(repo)) > 0));
+    return held.some(Boolean) ? readers.filter((r) => !isUpstream(r.index)) : readers;
+  }
+
+  /**
+   * The first member that has the reference. A cached member whose upstream failed with nothing
+   * stored (502) does not stop the lookup: a later member may have it; the failure is the answer
+   * only when none does.
+   */
   async resolve(index: IndexConfig, repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
-    for (const reader of this.readers(index)) {
-      const found = await reader.resolve(repo, ref);
-      if (found) return found;
+    let failure: OciError | undefined;
+    for (const reader of await this.readersFor(index, repo)) {
+      try {
+        const found = await reader.resolve(repo, ref);
+        if (found) return found;
+      } catch (err) {
+        if (!(err instanceof OciError && err.code === 'UNKNOWN')) throw err;
+        failure ??= err;
+      }
     }
+    if (failure) throw failure;
     return null;
   }
 
   /** Union of the members' tags; the first (hosted-first) member's mapping wins. */
   async tags(index: IndexConfig, repo: readonly string[]): Promise<string[]> {
     const seen = new Set<string>();
-    for (const reader of this.readers(index)) {
+    for (const reader of await this.readersFor(index, repo)) {
       for (const tag of Object.keys(await reader.tags(repo))) seen.add(tag);
     }
     return [...seen];
@@ -91,7 +117,7 @@ export class Members {
 
   async referrers(index: IndexConfig, repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
     const byDigest = new Map<string, Descriptor>();
-    for (const reader of this.readers(index)) {
+    for (const reader of await this.readersFor(index, repo)) {
       for (const d of await reader.referrers(repo, subjectHex)) if (!byDigest.has(d.digest)) byDigest.set(d.digest, d);
     }
     return [...byDigest.values()];
