@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { until } from '../support/until.js';
 import { blobPaths, CACHE, cacheStats, countOf, crane, pullThroughSuite, seed, since } from './pull-through-support.js';
 
 const s = pullThroughSuite('pull-through', {
@@ -308,5 +309,34 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
     expect(first.body.equals(layer.bytes)).toBe(true);
     expect(second.body.equals(b.config.bytes)).toBe(true);
     expect(s.proxy.count(other)).toBe(1);
+  });
+
+  it('a blob another index already stored costs a second cached index one HEAD, not a download', async () => {
+    const image = buildImage({ seed: 'pt-adopt', layers: 1, bigFileSize: 128 * 1024 });
+    await seed(s, 'team/adopt', 'v1', image);
+    const layer = image.layers[0]!;
+    const path = `/v2/team/adopt/blobs/${layer.descriptor.digest}`;
+    expect((await get(`${s.server.url}/v2/${CACHE}/team/adopt/blobs/${layer.descriptor.digest}`)).body.equals(layer.bytes)).toBe(true);
+    // The client's stream ends as the digest verifies; the blob is published right after.
+    await until('the blob to be stored', async () => {
+      const before = s.proxy.requests.length;
+      await get(`${s.server.url}/v2/${CACHE}/team/adopt/blobs/${layer.descriptor.digest}`, { method: 'HEAD' });
+      return s.proxy.requests.length === before ? true : undefined;
+    });
+    const from = s.proxy.requests.length;
+    const second = await get(`${s.server.url}/v2/narrow/team/adopt/blobs/${layer.descriptor.digest}`);
+    expect(second.status).toBe(200);
+    expect(second.body.equals(layer.bytes)).toBe(true);
+    expect(since(s, from).filter((r) => r.endsWith(path))).toEqual([`HEAD ${path}`]);
+    // Stored bytes under a name the upstream lacks them: unknown, and still not this index's.
+    const config = image.config.descriptor.digest;
+    expect((await get(`${s.server.url}/v2/${CACHE}/team/adopt/blobs/${config}`)).status).toBe(200);
+    await until('the config blob to be stored', async () => {
+      const before = s.proxy.requests.length;
+      await get(`${s.server.url}/v2/${CACHE}/team/adopt/blobs/${config}`, { method: 'HEAD' });
+      return s.proxy.requests.length === before ? true : undefined;
+    });
+    expect((await get(`${s.server.url}/v2/narrow/team/elsewhere/blobs/${config}`)).status).toBe(404);
+    expect((await get(`${s.server.url}/v2/narrow/team/adopt/blobs/${config}`)).status).toBe(200);
   });
 });

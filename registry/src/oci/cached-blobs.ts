@@ -37,6 +37,8 @@ export class CachedBlobs {
 
   /** Answers a GET or HEAD of `hex` in `repo` from the upstream (see the module comment). */
   async serve(call: OciCall, repo: readonly string[], hex: string, head: boolean): Promise<PullThrough> {
+    const adopted = await this.#adopt(repo, hex);
+    if (adopted !== 'absent') return adopted;
     const range = call.request.headers.range;
     if (head || typeof range === 'string') return this.#passThrough(call, repo, hex, head, typeof range === 'string' ? range : undefined);
     const delivery = await this.#open(repo, hex);
@@ -63,6 +65,27 @@ export class CachedBlobs {
     if (outcome.kind === 'published' || outcome.kind === 'already_stored') return 'held';
     if (outcome.kind === 'rejected') throw new OciError('UNKNOWN', `the upstream's bytes for blob sha256:${hex} did not match the digest; nothing was stored`);
     throw new OciError('UNKNOWN', `the upstream registry ${this.repos.upstream.displayUrl} failed while sending blob sha256:${hex}`);
+  }
+
+  /**
+   * Bytes the store already has (another index or ecosystem holds them) are this index's too once
+   * the upstream confirms it has the digest: one HEAD instead of a download. The bytes are
+   * content-addressed and were verified when stored.
+   */
+  async #adopt(repo: readonly string[], hex: string): Promise<'stored' | 'unknown' | 'absent'> {
+    if ((await this.store.stat(hex)) === null) return 'absent';
+    const upstream = this.repos.upstream;
+    let res;
+    try {
+      res = await upstream.fetch({ method: 'HEAD', repository: upstream.upstreamName(repo), path: `blobs/sha256:${hex}` });
+    } catch (err) {
+      throw this.#failed(err, repo);
+    }
+    discard(res);
+    if (res.status === 404) return 'unknown';
+    if (res.status !== 200) throw this.#failed(new UpstreamFailure(`answered ${res.status} to the blob HEAD`), repo);
+    await this.holder.hold(hex);
+    return 'stored';
   }
 
   async #open(repo: readonly string[], hex: string) {

@@ -40,6 +40,9 @@ import { upstreamTagNames } from './cached-tags.js';
 import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
 import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 
+/** Tag confirmations kept before the expired ones are swept. */
+const MAX_CONFIRMATIONS = 10_000;
+
 interface Resolved {
   found: FoundManifest | null;
   /** Served from the stored mapping because the upstream failed. */
@@ -260,7 +263,14 @@ export class CachedRepos implements MemberReader {
       ...optional('cacheControl', header(res.headers, 'cache-control')),
       ...optional('age', header(res.headers, 'age')),
     });
-    this.#freshUntil.set(`${repo.join('/')}:${tag}`, Date.now() + secs * 1000);
+    const now = Date.now();
+    if (secs === 0) {
+      this.#freshUntil.delete(`${repo.join('/')}:${tag}`);
+      return;
+    }
+    this.#freshUntil.set(`${repo.join('/')}:${tag}`, now + secs * 1000);
+    // Expired confirmations are worth nothing: dropped once there are many.
+    if (this.#freshUntil.size > MAX_CONFIRMATIONS) for (const [key, until] of this.#freshUntil) if (until <= now) this.#freshUntil.delete(key);
   }
 }
 

@@ -50,6 +50,8 @@ export class UpstreamRegistry {
   readonly #dockerHub: boolean;
   #scheme: Scheme | undefined;
   #learning: Promise<void> | undefined;
+  /** Repositories whose pulls need a wider scope than `repository:<name>:pull` (learned from `insufficient_scope`). */
+  readonly #scopes = new Map<string, string>();
 
   constructor(index: CachedIndex, slots: UpstreamSlots) {
     const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
@@ -77,30 +79,30 @@ export class UpstreamRegistry {
   /** One request, authenticated as the upstream demands. Every status is returned (see UpstreamClient). */
   async fetch(req: RegistryRequest): Promise<UpstreamResponse> {
     const target = `v2/${req.repository}/${req.path}`;
-    const wanted = `repository:${req.repository}:pull`;
+    const wanted = this.#scopes.get(req.repository) ?? `repository:${req.repository}:pull`;
     if (!this.#scheme) await this.#learnScheme(req.signal);
     let sent = await this.#authorization(wanted, req.signal);
-    let res = await this.client.get(target, this.#request(req, sent?.header));
+    const res = await this.client.get(target, this.#request(req, sent?.header));
     if (res.status !== 401) return res;
     const challenges = parseWwwAuthenticate(res.headers['www-authenticate']);
-    discard(res);
     const bearer = challengeOf(challenges, 'bearer');
     if (bearer?.params.realm !== undefined) {
       this.#scheme = bearerScheme(bearer.params.realm, bearer.params.service);
       const scope = bearer.params.scope ?? wanted;
-      if (sent?.token) this.tokens.forget(sent.token.req, sent.token.value);
-      // A refused token for the same scope, or `insufficient_scope`: either way a fresh one.
-      this.tokens.forget(this.#tokenRequest(scope));
+      // The token we sent was refused: drop it (unless a concurrent request already replaced it).
+      if (sent?.token && sent.token.req.scope === scope) this.tokens.forget(sent.token.req, sent.token.value);
+      // `insufficient_scope` names a wider scope: this repository asks for it from now on.
+      if (scope !== wanted && bearer.params.error === 'insufficient_scope') this.#scopes.set(req.repository, scope);
       sent = await this.#authorization(scope, req.signal);
     } else if (challengeOf(challenges, 'basic') && this.#basic !== undefined && sent?.header !== this.#basic) {
       this.#scheme = { kind: 'basic' };
       sent = { header: this.#basic };
     } else {
-      // Nothing we could answer the challenge with: the 401 is the answer.
-      return this.client.get(target, this.#request(req, sent?.header));
+      // Nothing to answer the challenge with: the 401 is the answer.
+      return res;
     }
-    res = await this.client.get(target, this.#request(req, sent?.header));
-    return res;
+    discard(res);
+    return this.client.get(target, this.#request(req, sent?.header));
   }
 
   /**

@@ -19,6 +19,8 @@ import { discard, UpstreamError, type UpstreamClient } from './upstream.js';
 export const DEFAULT_TOKEN_SECS = 60;
 /** Refreshed this long before the realm's expiry, so no request goes out with a dying token. */
 const EARLY_SECS = 5;
+/** Past this many held tokens, expired ones are dropped (one per repository scope otherwise adds up). */
+const PRUNE_ABOVE = 1000;
 /** A token response is a small JSON document. */
 const MAX_TOKEN_RESPONSE = 64 * 1024;
 
@@ -74,6 +76,7 @@ export class BearerTokens {
     if (held && now < held.expiresAt) return held.token;
     const fresh = await this.#flights.run(key, () => this.#fetch(req, signal));
     this.#held.set(key, fresh);
+    if (this.#held.size > PRUNE_ABOVE) this.#prune(now);
     return fresh.token;
   }
 
@@ -81,6 +84,10 @@ export class BearerTokens {
   forget(req: TokenRequest, token?: string): void {
     const key = keyOf(req);
     if (token === undefined || this.#held.get(key)?.token === token) this.#held.delete(key);
+  }
+
+  #prune(now: number): void {
+    for (const [key, held] of this.#held) if (now >= held.expiresAt) this.#held.delete(key);
   }
 
   async #fetch(req: TokenRequest, signal?: AbortSignal): Promise<Held> {
