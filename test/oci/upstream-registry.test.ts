@@ -109,4 +109,13 @@ describe('UpstreamRegistry', () => {
     expect(ghcr.upstreamName(['alpine'])).toBe('alpine');
     ghcr.close();
   });
+
+  it('takes a configured URL that ends in /v2 as the registry itself', async () => {
+    const up = new UpstreamRegistry(index(`${basicUpstream.url}/v2/`, { user: 'mirror', pass: 'pw' }), new UpstreamSlots());
+    const res = await up.fetch({ repository: 'team/app', path: 'manifests/v2' });
+    expect(res.status).toBe(200);
+    res.body.resume();
+    expect(basicUpstream.seen.at(-1)?.path).toBe('/v2/team/app/manifests/v2');
+    up.close();
+  });
 });

@@ -54,7 +54,10 @@ export class UpstreamRegistry {
   readonly #scopes = new Map<string, string>();
 
   constructor(index: CachedIndex, slots: UpstreamSlots) {
-    const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
+    // `<cached>/v2/...`: a configured URL that already ends in `/v2` means the same registry.
+    const given = new URL(index.upstream);
+    given.pathname = given.pathname.replace(/\/v2\/?$/, '/');
+    const base = given.pathname.endsWith('/') ? given.toString() : `${given.toString()}/`;
     // No credentials on the client itself: they go out only when a challenge asks for them.
     this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots });
     this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base) });
