@@ -68,6 +68,8 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
     const after = await cacheStats(s);
     expect(after.refreshes - before.refreshes).toBe(1);
     expect(after.changed - before.changed).toBe(0);
+    const metrics = await (await fetch(`${s.server.url}/metrics`)).text();
+    expect(metrics).toContain(`velodex_index_refreshes_total{index="${CACHE}",ecosystem="oci",role="cached"} ${after.refreshes}`);
     expect(s.tokens.fetches.filter((f) => f.scopes.includes(pullScope('team/repeat')) && f.user === 'mirror')).toHaveLength(1);
   });
 
