@@ -57,6 +57,8 @@ export class CachedBlobs {
 
   /** Makes sure this index holds `hex` (fetching it once if not): for the layer browser. */
   async ensure(repo: readonly string[], hex: string): Promise<'held' | 'unknown'> {
+    const adopted = await this.#adopt(repo, hex);
+    if (adopted !== 'absent') return adopted === 'stored' ? 'held' : 'unknown';
     const delivery = await this.#open(repo, hex);
     if (delivery === 'unknown') return 'unknown';
     if (!delivery) return 'held';
