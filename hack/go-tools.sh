@@ -36,6 +36,9 @@ CONFORMANCE_MAIN_SUM=h1:ppZPU0CrEPzyJhVggYwUIZrqh0w2lIT0esw+9ABNPA4=
 # pseudo-version (2026-02-12) is, and it answers 412 to a stale If-Match and to If-None-Match: *
 # on an existing key, which the s3 MetaStore relies on (test/storage proves it).
 MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
+# The upstream of the OCI pull-through suites (token auth, referrers). Installed as `distribution`,
+# beside the bench's pinned `registry`, so the two versions never overwrite each other.
+DISTRIBUTION_TEST_VERSION=v3.1.2
 
 # True when DIR/NAME exists and was built for VERSION.
 go_tool_current() { # DIR NAME VERSION
@@ -50,6 +53,19 @@ go_install() { # DIR NAME PACKAGE VERSION
   tmpbin=$(mktemp -d)
   GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version"
   mv -f "$tmpbin/$name" "$dir/$name"
+  rm -rf "$tmpbin"
+  echo "$version" > "$dir/.$name.version"
+}
+
+# go_install for a command whose binary name (BUILT) is taken: installed as NAME.
+go_install_as() { # DIR NAME PACKAGE VERSION BUILT
+  local dir=$1 name=$2 pkg=$3 version=$4 built=$5
+  go_tool_current "$dir" "$name" "$version" && return 0
+  log "go install $pkg@$version -> $name"
+  local tmpbin
+  tmpbin=$(mktemp -d)
+  GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version"
+  mv -f "$tmpbin/$built" "$dir/$name"
   rm -rf "$tmpbin"
   echo "$version" > "$dir/.$name.version"
 }
@@ -136,6 +152,8 @@ install_go_tools() {
   go_build_module "$dir" oci-conformance-main "$CONFORMANCE_MODULE" "$CONFORMANCE_MAIN_VERSION" . build "$CONFORMANCE_MAIN_SUM"
   # The module root is the server's main package, so go install builds it directly (a few minutes).
   go_install "$dir" minio github.com/minio/minio "$MINIO_VERSION"
+  # About 70 s on 2 cores.
+  go_install_as "$dir" distribution github.com/distribution/distribution/v3/cmd/registry "$DISTRIBUTION_TEST_VERSION" registry
 }
 
 # --- Optional: peers for `make bench` ------------------------------------------------------------

@@ -5,7 +5,9 @@
  *           serve the same real wheels and sdists; Simple pages (list, detail in HTML, and PEP 691
  *           JSON, which only velodex speaks) and wheel downloads (a small one, a ~20 MiB one).
  *   OCI:    velodex (hosted index `root/oci`) and the Distribution registry hold the same image,
- *           pushed with crane; manifest GET by tag, a small and a large blob GET.
+ *           pushed with crane; manifest GET by tag, a small and a large blob GET; and cold and
+ *           warm pulls of six images through velodex's cached index beside the Distribution
+ *           registry's proxy mode on the same upstream (pull-through.ts).
  *
  * Every server logs nothing per request during the comparison; a last section shows what
  * velodex's default `log_level = "info"` (a log line per request) costs.
@@ -24,6 +26,7 @@ import { buildImage, writeLayout, MT, type Blob } from '../support/oci-image.js'
 import { REPO, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildBigWheel } from '../python/fixtures/big-wheel.js';
+import { measurePullThrough } from './pull-through.js';
 import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
@@ -365,6 +368,9 @@ async function main(): Promise<void> {
     console.log(table('OCI: velodex vs the Distribution registry', 'distribution', ociRows));
     if (missing) console.log(`\nNo OCI peer was measured: ${missing}. The velodex column stands alone; no ratio is given.`);
     console.log('');
+
+    // Pull-through: velodex's cached index beside the Distribution registry's proxy mode.
+    console.log(await measurePullThrough(work, logs, progress));
 
     // The s3 backend: velodex on MinIO beside velodex on fs and the Distribution registry on MinIO.
     const s3 = await startS3Servers(work, logs, token, !missing, progress);

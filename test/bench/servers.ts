@@ -133,10 +133,18 @@ export async function startPypiserverBench(dir: string, logFile: string): Promis
 
 /**
  * The Distribution registry with the in-memory blob-descriptor cache its own example configuration
- * ships, no authentication and the access log off. `storage`: the lines of its storage driver
+ * ships, no authentication and the access log off; `extra` adds top-level lines (its proxy mode). `storage`: the lines of its storage driver
  * (indented under `storage:`); by default the filesystem driver under `rootDir`.
  */
-export async function startDistribution(rootDir: string, configFile: string, logFile: string, storage?: string[], name = 'distribution'): Promise<Server> {
+export async function startDistribution(
+  rootDir: string,
+  configFile: string,
+  logFile: string,
+  storage?: string[],
+  name = 'distribution',
+  /** More top-level config lines (a `proxy:` section for its pull-through mode). */
+  extra: string[] = [],
+): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const driver = storage ?? ['  filesystem:', `    rootdirectory: ${JSON.stringify(rootDir)}`];
@@ -154,6 +162,7 @@ export async function startDistribution(rootDir: string, configFile: string, log
       '    blobdescriptor: inmemory',
       'http:',
       `  addr: 127.0.0.1:${port}`,
+      ...extra,
       '',
     ].join('\n'),
   );

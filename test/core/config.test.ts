@@ -92,13 +92,6 @@ upload_target = "hosted"
     ['a token variable of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_env = "VELODEX_TEST_BLANK"\n`, /environment variable VELODEX_TEST_BLANK holds only white space/],
     ['a token file of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_file = "${blankFile()}"\n`, /upload_token_file: .* is empty or only white space/],
     ['an empty webhook secret', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "http://127.0.0.1:9/h"\nsecret = ""\n`, /webhook\[0\]\.secret: is empty/],
-    // Not built yet: refused by name instead of accepted and ignored.
-    ['an OCI pull-through cache', `[[index]]\nname = "hub"\nroute = "hub"\necosystem = "oci"\ncached = "https://registry.example/"\n`, /index "hub" \(index\[0\]\): a cached oci index is not available in this build yet.*fix: use a hosted or virtual index/],
-    [
-      'an OCI virtual with a cached member',
-      `[[index]]\nname = "v"\nroute = "v"\necosystem = "oci"\nmembers = ["hub"]\n[[index]]\nname = "hub"\nroute = "hub"\necosystem = "oci"\ncached = "https://registry.example/"\n`,
-      /index "hub" \(index\[1\]\): a cached oci index is not available/,
-    ],
     ['a webhook URL that is not http', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "ftp://127.0.0.1/h"\n`, /webhook\[0\]\.url: must be an http or https URL/],
     ['an unknown key in [auth]', `[auth]\ntoken_signing_keys = "x"\n`, /auth: unknown key "token_signing_keys"/],
     ['a token signing key given two ways', `[auth]\ntoken_signing_key = "${'k'.repeat(40)}"\ntoken_signing_key_env = "X"\n`, /auth\.token_signing_key: is given more than one way/],

@@ -79,6 +79,20 @@ describe('UpstreamClient', () => {
     client.close();
   });
 
+  it("sends a caller's own Authorization (a bearer token) to the origin asked only, not where it redirects", async () => {
+    const client = new UpstreamClient({ baseUrl: origin.url });
+    const same = await client.get('/to-same', { headers: { Authorization: 'Bearer registry-token' } });
+    await text(same.body);
+    expect(lastSeen(origin, '/to-same').authorization).toBe('Bearer registry-token');
+    expect(lastSeen(origin, '/doc').authorization).toBe('Bearer registry-token');
+
+    const moved = await client.get('/to-other', { headers: { Authorization: 'Bearer registry-token' } });
+    expect(await text(moved.body)).toBe('moved here');
+    expect(lastSeen(origin, '/to-other').authorization).toBe('Bearer registry-token');
+    expect(lastSeen(other, '/elsewhere').authorization).toBeUndefined();
+    client.close();
+  });
+
   it('returns every status instead of throwing', async () => {
     const client = new UpstreamClient({ baseUrl: origin.url });
     const res = await client.get('/absent');

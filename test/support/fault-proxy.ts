@@ -15,8 +15,8 @@ export type FaultAction =
   | { kind: 'stall'; ms?: number; afterBytes?: number }
   /** Sends the headers and `afterBytes` body bytes, then destroys the connection. */
   | { kind: 'drop'; afterBytes: number }
-  /** Answers `status` itself without asking the upstream. */
-  | { kind: 'status'; status: number; body?: string };
+  /** Answers `status` itself (with `headers`, if any) without asking the upstream. */
+  | { kind: 'status'; status: number; body?: string; headers?: Record<string, string> };
 
 export interface SeenRequest {
   method: string;
@@ -105,6 +105,11 @@ export class FaultProxy {
     for (const s of stalls) s();
   }
 
+  /** How many responses have reached a stall so far. */
+  stalledCount(): number {
+    return this.#stalledTotal;
+  }
+
   /** Resolves once `n` responses in total have reached a stall. */
   stalled(n = 1): Promise<void> {
     if (this.#stalledTotal >= n) return Promise.resolve();
@@ -158,7 +163,7 @@ export class FaultProxy {
     const action = this.#action(path, req.method ?? 'GET');
     if (action.kind === 'status') {
       req.resume();
-      res.writeHead(action.status, { 'content-type': 'text/plain' }).end(action.body ?? `fault proxy: ${action.status}\n`);
+      res.writeHead(action.status, { 'content-type': 'text/plain', ...action.headers }).end(action.body ?? `fault proxy: ${action.status}\n`);
       return;
     }
     if (action.kind === 'stall' && action.afterBytes === undefined) await this.#stall(action.ms);

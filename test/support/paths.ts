@@ -28,6 +28,7 @@ const TOOL_PATHS: Record<string, string> = {
   'kube-proxy': join(TOOLS, 'bin', 'kube-proxy'),
   coredns: join(TOOLS, 'bin', 'coredns'),
   conformance: join(TOOLS, 'bin', 'oci-conformance'),
+  distribution: join(TOOLS, 'bin', 'distribution'),
   'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),
   skopeo: '/usr/bin/skopeo',
   containerd: '/usr/bin/containerd',

@@ -12,12 +12,24 @@ import { reportRejectedRead } from '../http/verified-read.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../http/range.js';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
-  const { deps, request, reply } = call;
   const hex = parseDigest(digest);
+  if (await serveStored(call, hex, head)) return;
+  // A miss: the index's cached members pull it through (cached-blobs.ts), in lookup order.
+  for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
+    const done = await cached.blobs.serve(call, call.target.repo, hex, head);
+    if (done === 'served') return;
+    if (done === 'stored' && (await serveStored(call, hex, head))) return;
+  }
+  throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+}
+
+/** Serves `hex` from the store; false when the index does not hold it. */
+async function serveStored(call: OciCall, hex: string, head: boolean): Promise<boolean> {
+  const { deps, request, reply } = call;
   const blobs = deps.ctx.stores.blobs;
   const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, hex)]);
   // Bytes only another index or ecosystem holds (a Python file, a blob this index deleted) are not ours.
-  if (!info || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  if (!info || !held) return false;
   reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
   const rangeHeader = request.headers.range;
   const wanted = parseRange(typeof rangeHeader === 'string' ? rangeHeader : undefined, info.size);
@@ -32,7 +44,7 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   if (range) reply.code(206).header('Content-Range', contentRange(range, info.size));
   if (head || length === 0) {
     await reply.send();
-    return;
+    return true;
   }
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
@@ -44,6 +56,7 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
   counters.add('bytes', length, repo, `sha256:${hex}`);
   reportRejectedRead(stream, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
   await reply.send(stream);
+  return true;
 }
 
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {

@@ -3,8 +3,7 @@ import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 
 export const ociFacts: EcosystemFacts = {
   id: 'oci',
-  // No pull-through yet: a cached OCI index (or a virtual one over it) is refused at load.
-  roles: ['hosted', 'virtual'],
+  roles: ['hosted', 'cached', 'virtual'],
   // A route is the start of repository names: distribution-spec name components.
   routeSegment: { pattern: /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/, rule: 'lowercase letters, digits and . _ - between them' },
   embeddedDefault: { name: 'oci', route: 'root/oci' },

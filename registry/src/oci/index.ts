@@ -17,25 +17,30 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   // Sessions live where the blobs do: in the shared store when other processes share it.
   const shared = ctx.stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
+  const holds = new IndexHolds(ctx.stores.holds, ctx.indexByName);
+  const members = new Members(ctx, holds);
   const deps: Omit<OciDeps, 'tokens'> = {
     ctx,
-    members: new Members(ctx),
+    members,
     manifestBytes: new ManifestBytes(ctx.stores.blobs),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
-    holds: new IndexHolds(ctx.stores.holds, ctx.indexByName),
+    holds,
   };
   return {
     id: 'oci',
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
-    ...ociStatus(ctx),
+    ...ociStatus(ctx, members),
     async register(app) {
       // Read (or created) once at start-up: a store that cannot give it stops the start.
       const tokens = new TokenSigner(await loadSigningKey(ctx.config, ctx.stores));
       await registerOciRoutes(app, { ...deps, tokens });
     },
-    close: () => sessions.close(),
+    close: async () => {
+      members.close();
+      await sessions.close();
+    },
   };
 }

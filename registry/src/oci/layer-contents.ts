@@ -67,7 +67,14 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
   }
   // Asked on every request, cached listing or not: a deleted blob is 404 at once. Bytes only
   // another index or ecosystem holds (a Python sdist, a blob this index deleted) are not ours to browse.
-  const [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);
+  let [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);
+  if (!source || !held) {
+    // A cached index fetches the layer once, through the same single flight as a blob GET.
+    for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
+      if ((await cached.blobs.ensure(call.target.repo, hex)) === 'held') break;
+    }
+    [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, hex)]);
+  }
   if (!source || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   const walks = call.deps.ctx.archiveWalks;
   const signal = clientGone(call.reply);

@@ -79,7 +79,7 @@ function stringMap(v: unknown): Record<string, string> | undefined {
 }
 
 /** The referrers-API descriptor: `artifactType` falls back to the config media type for image manifests (image-spec). */
-function describe(doc: Json, mediaType: string, hex: string, size: number): Descriptor {
+export function describe(doc: Json, mediaType: string, hex: string, size: number): Descriptor {
   const d: Descriptor = { mediaType, digest: `sha256:${hex}`, size };
   const config = isObject(doc.config) ? doc.config : undefined;
   if (typeof doc.artifactType === 'string' && doc.artifactType !== '') d.artifactType = doc.artifactType;

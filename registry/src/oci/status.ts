@@ -12,14 +12,18 @@ import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
 import type { ManifestRecord, TagsDoc } from './meta.js';
 import { reposFolder } from './meta.js';
 import type { HostedRepos } from './hosted.js';
+import type { Members } from './members.js';
 
 type Log = { warn(obj: object, msg: string): void };
 
 const MANIFEST_KEY = /^(.+)\/_manifests\/([0-9a-f]{64})$/;
 
-export function ociStatus(ctx: ServerContext): Pick<Ecosystem, 'describe' | 'scanIndex'> {
+export function ociStatus(ctx: ServerContext, members: Members): Pick<Ecosystem, 'describe' | 'scanIndex'> {
   return {
-    describe: () => ({ terms: { project: 'repository', file: 'manifest' } }),
+    describe: (index) => ({
+      terms: { project: 'repository', file: 'manifest' },
+      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).health.offline } : {}),
+    }),
     scanIndex: (index) => scanOciIndex(ctx, index),
   };
 }

@@ -1,12 +1,15 @@
 /**
  * `GET /v2/<name>/tags/list`: the members' tags under the name, sorted, paged with `n` and `last`
- * and a `Link` header to the next page. A repository without tags answers an empty list.
+ * and a `Link` header to the next page. A repository without tags answers an empty list. A lone
+ * cached index answers with its upstream's list (cached-tags.ts).
  */
+import { listCachedTags } from './cached-tags.js';
 import type { OciCall } from './context.js';
 import { byCodeUnit, nextLink, pageOf, parsePageQuery } from './pages.js';
 
 export async function listTags(call: OciCall): Promise<void> {
   const { deps, target, query, reply } = call;
+  if (target.index.role === 'cached') return listCachedTags(call, deps.members.cached(target.index));
   const all = (await deps.members.tags(target.index, target.repo)).sort(byCodeUnit);
   const wanted = parsePageQuery(query);
   const page = pageOf(all, wanted);

@@ -1,7 +1,8 @@
 /**
  * The HTTP client a cached index uses to reach its upstream. One GET (or HEAD) with a streamed
  * body, a deadline for the response headers, an idle deadline for the body, redirects followed by
- * hand (so credentials go only to the upstream's own origin), Basic credentials from the index's
+ * hand (so credentials, the configured ones and a caller's `authorization`, go only to the origin
+ * first asked), Basic credentials from the index's
  * Secrets, and conditional headers for revalidation.
  *
  * Credentials and query strings never appear in an error message or in a URL this module hands
@@ -121,8 +122,9 @@ export class UpstreamClient {
     const release = this.#slots ? await this.#slots.acquire(req.signal) : undefined;
     try {
       let url = new URL(target, this.baseUrl);
+      const firstOrigin = url.origin;
       for (let hop = 0; ; hop++) {
-        const res = await this.#once(url, req);
+        const res = await this.#once(url, req, firstOrigin);
         const location = res.headers.location;
         if (!REDIRECTS.has(res.statusCode ?? 0) || location === undefined) {
           if (release) res.once('close', release);
@@ -153,7 +155,7 @@ export class UpstreamClient {
     this.#agents['https:'].destroy();
   }
 
-  #headers(url: URL, req: UpstreamRequest): Record<string, string> {
+  #headers(url: URL, req: UpstreamRequest, firstOrigin: string): Record<string, string> {
     const headers: Record<string, string> = {
       'user-agent': this.#userAgent,
       // Identity only: digests are of the stored bytes, so nothing may be transformed in transit.
@@ -163,18 +165,23 @@ export class UpstreamClient {
     if (this.#credentials && url.origin === this.#credentials.origin) headers.authorization = this.#credentials.authorization;
     if (req.etag !== undefined) headers['if-none-match'] = req.etag;
     if (req.lastModified !== undefined) headers['if-modified-since'] = req.lastModified;
-    for (const [k, v] of Object.entries(req.headers ?? {})) headers[k.toLowerCase()] = v;
+    for (const [k, v] of Object.entries(req.headers ?? {})) {
+      // A caller's own credentials (a bearer token) belong to the origin it asked; a redirect to
+      // a CDN or a signed object-store URL gets none (they refuse a second credential).
+      if (k.toLowerCase() === 'authorization' && url.origin !== firstOrigin) continue;
+      headers[k.toLowerCase()] = v;
+    }
     return headers;
   }
 
-  #once(url: URL, req: UpstreamRequest): Promise<IncomingMessage> {
+  #once(url: URL, req: UpstreamRequest, firstOrigin: string): Promise<IncomingMessage> {
     const agent = url.protocol === 'https:' ? this.#agents['https:'] : url.protocol === 'http:' ? this.#agents['http:'] : undefined;
     if (!agent) return Promise.reject(new UpstreamError('connect', url.toString(), `unsupported scheme ${url.protocol}`));
     const shown = url.toString();
     return new Promise<IncomingMessage>((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: req.method ?? 'GET',
-        headers: this.#headers(url, req),
+        headers: this.#headers(url, req, firstOrigin),
         agent,
       });
       let settled = false;
