@@ -40,29 +40,24 @@ MINIO_VERSION=v0.0.0-20260212201848-7aac2a2c5b7c
 # beside the bench's pinned `registry`, so the two versions never overwrite each other.
 DISTRIBUTION_TEST_VERSION=v3.1.2
 
+type -t log >/dev/null || log() { printf '[tools] %s\n' "$*" >&2; }
+
 # True when DIR/NAME exists and was built for VERSION.
 go_tool_current() { # DIR NAME VERSION
   [ -x "$1/$2" ] && [ "$(cat "$1/.$2.version" 2>/dev/null)" = "$3" ]
 }
 
 go_install() { # DIR NAME PACKAGE VERSION
-  local dir=$1 name=$2 pkg=$3 version=$4
-  go_tool_current "$dir" "$name" "$version" && return 0
-  log "go install $pkg@$version"
-  local tmpbin
-  tmpbin=$(mktemp -d)
-  GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version"
-  mv -f "$tmpbin/$name" "$dir/$name"
-  rm -rf "$tmpbin"
-  echo "$version" > "$dir/.$name.version"
+  go_install_as "$1" "$2" "$3" "$4" "$2"
 }
 
 # go_install for a command whose binary name (BUILT) is taken: installed as NAME.
 go_install_as() { # DIR NAME PACKAGE VERSION BUILT
   local dir=$1 name=$2 pkg=$3 version=$4 built=$5
   go_tool_current "$dir" "$name" "$version" && return 0
-  log "go install $pkg@$version -> $name"
+  log "go install $pkg@$version"
   local tmpbin
+  mkdir -p "$dir"
   tmpbin=$(mktemp -d)
   GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "$pkg@$version"
   mv -f "$tmpbin/$built" "$dir/$name"
@@ -197,6 +192,5 @@ install_bench_tools() {
 # Run directly (`bash hack/go-tools.sh bench DIR`) rather than sourced: install the bench peers.
 if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = bench ]; then
   set -euo pipefail
-  type -t log >/dev/null || log() { printf '[bench-tools] %s\n' "$*" >&2; }
   install_bench_tools "${2:?usage: go-tools.sh bench DIR}"
 fi

@@ -21,6 +21,12 @@ HELM_VERSION=v3.19.2
 # The test cluster's DNS (no image can be pulled: it is packed from this binary).
 COREDNS_VERSION=v1.12.4
 
+# go_install and its stamps (DIR/.NAME.version) come from go-tools.sh, sourced here when run alone.
+if ! type -t go_install >/dev/null; then
+  # shellcheck source=hack/go-tools.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/go-tools.sh"
+fi
+
 k8s_log() { if type -t log >/dev/null; then log "$@"; else printf '[k8s-tools] %s\n' "$*" >&2; fi; }
 
 k8s_current() { # DIR NAME VERSION
@@ -112,15 +118,7 @@ install_k8s_clients() {
 # kind, for `make kind-e2e` on a machine with Docker (the suites here never use it).
 KIND_VERSION=v0.30.0
 install_kind() {
-  local dir=$1 tmpbin
-  mkdir -p "$dir"
-  k8s_current "$dir" kind "$KIND_VERSION" && return 0
-  k8s_log "go install sigs.k8s.io/kind@$KIND_VERSION"
-  tmpbin=$(mktemp -d)
-  GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "sigs.k8s.io/kind@$KIND_VERSION"
-  mv -f "$tmpbin/kind" "$dir/kind"
-  rm -rf "$tmpbin"
-  echo "$KIND_VERSION" > "$dir/.kind.version"
+  go_install "$1" kind sigs.k8s.io/kind "$KIND_VERSION"
 }
 
 # The rest of a single-node cluster (controller manager, scheduler, kubelet, kube-proxy), for the
@@ -134,15 +132,7 @@ install_k8s_node_tools() {
     kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler \
     kubelet=k8s.io/kubernetes/cmd/kubelet \
     kube-proxy=k8s.io/kubernetes/cmd/kube-proxy
-  if ! k8s_current "$dir" coredns "$COREDNS_VERSION"; then
-    k8s_log "go install github.com/coredns/coredns@$COREDNS_VERSION"
-    local tmpbin
-    tmpbin=$(mktemp -d)
-    GOBIN=$tmpbin GOFLAGS=-mod=mod go install -trimpath "github.com/coredns/coredns@$COREDNS_VERSION"
-    mv -f "$tmpbin/coredns" "$dir/coredns"
-    rm -rf "$tmpbin"
-    echo "$COREDNS_VERSION" > "$dir/.coredns.version"
-  fi
+  go_install "$dir" coredns github.com/coredns/coredns "$COREDNS_VERSION"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
