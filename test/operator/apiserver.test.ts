@@ -86,6 +86,7 @@ describe('the CRDs at kubectl apply time', () => {
     ['a cached index without upstream', '  route: team/a\n  ecosystem: python\n  role: cached\n', 'a cached index needs spec.upstream'],
     ['a virtual index without members', '  route: team/a\n  ecosystem: python\n  role: virtual\n', 'a virtual index needs spec.members'],
     ['an upload token on a cached index', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  uploadTokenSecretRef: { name: t, key: k }\n', 'spec.uploadTokenSecretRef is only for a hosted index'],
+    ['upstream credentials on a hosted index', '  route: team/a\n  ecosystem: python\n  role: hosted\n  upstreamCredentialsSecretRef: { name: hub }\n', 'spec.upstreamCredentialsSecretRef is only for a cached index'],
     ['an uppercase oci route', '  route: Team/Images\n  ecosystem: oci\n  role: hosted\n', 'an oci route is lowercase'],
     ['a route the registry serves itself', '  route: v2/x\n  ecosystem: python\n  role: hosted\n', "the route's first segment is one the registry serves itself"],
     ['a route with a dot segment', '  route: team/../x\n  ecosystem: python\n  role: hosted\n', 'spec.route'],

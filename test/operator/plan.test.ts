@@ -21,6 +21,7 @@ const index = (name: string, spec: PackageIndexSpec): PackageIndex => ({
 const secrets: SecretsByName = new Map<string, Record<string, string>>([
   ['s3', { 'access-key': 'a', 'secret-key': 's' }],
   ['tokens', { hosted: 't' }],
+  ['hub-account', { username: 'u' }],
 ]);
 
 describe('planNamespace', () => {
@@ -33,7 +34,9 @@ describe('planNamespace', () => {
     const images = index('images', { route: 'team/images', ecosystem: 'oci', role: 'hosted' });
     const mixed = index('mixed', { route: 'team/mixed', ecosystem: 'python', role: 'virtual', members: ['hosted', 'images'] });
     const viaBroken = index('via-broken', { route: 'team/via', ecosystem: 'python', role: 'virtual', members: ['hosted', 'nokey'] });
-    const all = [viaBroken, mixed, images, noKey, lost, clash, pypi, hosted];
+    // The Secret exists but lacks the default password key.
+    const hub = index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', upstreamCredentialsSecretRef: { name: 'hub-account' } });
+    const all = [viaBroken, mixed, images, noKey, lost, clash, pypi, hosted, hub];
 
     const plan = planNamespace([registry('default')], all, secrets);
     const served = plan.registries.get('default')?.served.map((ix) => ix.metadata.name);
@@ -43,6 +46,7 @@ describe('planNamespace', () => {
     expect(reason('lost')?.reason).toBe('RegistryNotFound');
     expect(reason('lost')?.message).toContain('PackageRegistry "nope" does not exist');
     expect(reason('nokey')).toEqual({ reason: 'SecretNotFound', message: 'spec.uploadTokenSecretRef: Secret "tokens" has no key "other"' });
+    expect(reason('hub')).toEqual({ reason: 'SecretNotFound', message: 'spec.upstreamCredentialsSecretRef: Secret "hub-account" has no key "password"' });
     expect(reason('mixed')?.reason).toBe('InvalidSpec');
     expect(reason('mixed')?.message).toMatch(/^the registry refuses this index: .*index "mixed".*images/);
     expect(reason('via-broken')?.message).toContain('member "nokey" is not served (SecretNotFound');

@@ -31,12 +31,14 @@ const indexes = [
     webhooks: [{ url: 'https://ci.example/hook', secretRef: { name: 'hooks', key: 'ci' }, events: ['upload'] }],
   }),
   index('images', { route: 'team/images', ecosystem: 'oci', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'images' } }),
+  index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', upstreamCredentialsSecretRef: { name: 'hub-account', passwordKey: 'access-token' } }),
 ];
 
 const secretData: Record<string, Record<string, string>> = {
   's3-creds': { 'access-key': 'AKIA-not-in-config', 'secret-key': 'very-secret-not-in-config' },
   tokens: { hosted: 'token-hosted-not-in-config', images: 'token-images-not-in-config' },
   hooks: { ci: 'hook-secret-not-in-config' },
+  'hub-account': { username: 'hub-user-not-in-config', 'access-token': 'hub-token-not-in-config' },
 };
 
 describe('registry config rendering', () => {
@@ -51,12 +53,15 @@ describe('registry config rendering', () => {
     expect(config.indexes.map((ix) => `${ix.name} ${ix.role} ${ix.ecosystem} ${ix.route}`)).toEqual([
       'all virtual python team/all',
       'hosted hosted python team/hosted',
+      'hub cached oci hub',
       'images hosted oci team/images',
       'pypi cached python team/pypi',
     ]);
+    const hub = config.indexes.find((ix) => ix.name === 'hub');
+    expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
     expect(config.storage.backend).toBe('s3');
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
-    expect(rendered.secrets).toEqual(['hooks', 's3-creds', 'tokens']);
+    expect(rendered.secrets).toEqual(['hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
   });
 

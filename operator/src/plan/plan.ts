@@ -11,7 +11,7 @@
  */
 import { ConfigError, checkConfigText } from '@velodex/registry/config-check';
 import { renderRegistryConfig, type RenderedConfig } from '../render/registry-config.js';
-import type { PackageIndex, PackageRegistry, SecretKeyRef } from '../resources/types.js';
+import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
 
 export type Reason = 'RegistryNotFound' | 'SecretNotFound' | 'RouteConflict' | 'InvalidSpec';
 
@@ -63,6 +63,11 @@ function missingSecret(ref: SecretKeyRef, secrets: SecretsByName, what: string):
 function indexSecretRefusal(ix: PackageIndex, secrets: SecretsByName): Refusal | null {
   if (ix.spec.uploadTokenSecretRef) {
     const r = missingSecret(ix.spec.uploadTokenSecretRef, secrets, 'spec.uploadTokenSecretRef');
+    if (r) return r;
+  }
+  if (ix.spec.upstreamCredentialsSecretRef) {
+    const { username, password } = upstreamCredentialKeys(ix.spec.upstreamCredentialsSecretRef);
+    const r = missingSecret(username, secrets, 'spec.upstreamCredentialsSecretRef') ?? missingSecret(password, secrets, 'spec.upstreamCredentialsSecretRef');
     if (r) return r;
   }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {

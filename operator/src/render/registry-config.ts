@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import type { PackageIndex, PackageRegistry, SecretKeyRef } from '../resources/types.js';
+import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -81,6 +81,11 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       table.cached = s.upstream;
       if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
       if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;
+      if (s.upstreamCredentialsSecretRef) {
+        const { username, password } = upstreamCredentialKeys(s.upstreamCredentialsSecretRef);
+        table.upstream_username_file = file(username);
+        table.upstream_password_file = file(password);
+      }
       break;
     case 'virtual':
       table.members = s.members ?? [];

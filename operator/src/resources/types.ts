@@ -46,6 +46,24 @@ export interface IndexWebhook {
   secretRef?: SecretKeyRef;
 }
 
+/** A Secret with an upstream's username and password, under these keys (defaults below). */
+export interface UpstreamCredentialsRef {
+  name: string;
+  usernameKey?: string;
+  passwordKey?: string;
+}
+
+export const DEFAULT_UPSTREAM_USERNAME_KEY = 'username';
+export const DEFAULT_UPSTREAM_PASSWORD_KEY = 'password';
+
+/** The two Secret keys an upstream credentials reference names, defaults applied. */
+export function upstreamCredentialKeys(ref: UpstreamCredentialsRef): { username: SecretKeyRef; password: SecretKeyRef } {
+  return {
+    username: { name: ref.name, key: ref.usernameKey ?? DEFAULT_UPSTREAM_USERNAME_KEY },
+    password: { name: ref.name, key: ref.passwordKey ?? DEFAULT_UPSTREAM_PASSWORD_KEY },
+  };
+}
+
 export interface PackageIndexSpec {
   registry?: string;
   route: string;
@@ -54,6 +72,7 @@ export interface PackageIndexSpec {
   upstream?: string;
   upstreamConcurrency?: number;
   cacheTtlSeconds?: number;
+  upstreamCredentialsSecretRef?: UpstreamCredentialsRef;
   uploadTokenSecretRef?: SecretKeyRef;
   volatile?: boolean;
   members?: string[];
