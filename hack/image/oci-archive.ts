@@ -1,7 +1,8 @@
 /**
  * OCI image archives without a Docker engine: reproducible gzipped layers from file entries, and
- * the tar of an OCI image layout (oci-layout, index.json, blobs) that `ctr images import`,
- * `crane push` and `kind load image-archive` take. Every tar entry has a fixed time and owner and
+ * the tar of an OCI image layout (oci-layout, index.json, blobs) that `ctr images import` and
+ * `kind load image-archive` take, with the `manifest.json` of `docker save` beside it (as Docker's
+ * own saves have since v25) so `crane push` and `docker load` take it too. Every tar entry has a fixed time and owner and
  * entries are sorted, so the same files give the same digests.
  */
 import { createHash } from 'node:crypto';
@@ -111,10 +112,13 @@ export async function imageArchive(spec: ImageSpec): Promise<{ tar: Buffer; dige
     }),
   );
   const blobs = [config, manifest, ...spec.layers.map((l) => l.gz)];
+  const blobPath = (b: Buffer) => `blobs/sha256/${sha(b)}`;
+  const dockerSave = Buffer.from(JSON.stringify([{ Config: blobPath(config), RepoTags: [spec.name], Layers: spec.layers.map((l) => blobPath(l.gz)) }]));
   const archive = await layer([
     { path: 'oci-layout', data: Buffer.from('{"imageLayoutVersion":"1.0.0"}'), mode: 0o644 },
     { path: 'index.json', data: index, mode: 0o644 },
-    ...blobs.map((b) => ({ path: `blobs/sha256/${sha(b)}`, data: b, mode: 0o644 })),
+    { path: 'manifest.json', data: dockerSave, mode: 0o644 },
+    ...blobs.map((b) => ({ path: blobPath(b), data: b, mode: 0o644 })),
   ]);
   // An image archive is a plain tar: undo the gzip of `layer`.
   return { tar: gunzipSync(archive.gz), digest: `sha256:${sha(manifest)}` };

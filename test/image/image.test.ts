@@ -2,7 +2,8 @@
  * The image `make image` builds, run as a user runs it: imported into a private containerd with
  * `ctr images import` and started with `ctr run` (runc, the host's network namespace, its own
  * port); then the registry inside answers, takes an upload and serves it, and the same image
- * starts the operator binary. Also: the same sources build the same digest.
+ * starts the operator binary. Also: the same sources build the same digest, and `crane push`
+ * takes the archive as it is (a registry then serves the image's config).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -10,7 +11,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startContainerd, type Containerd } from '../support/containerd.js';
-import { REPO } from '../support/paths.js';
+import { startDistribution } from '../support/distribution.js';
+import { REPO, tool } from '../support/paths.js';
+import { run } from '../support/run.js';
 import { freePort } from '../support/pypiserver.js';
 import { basicAuth, tempDir } from '../support/velodex.js';
 
@@ -48,6 +51,18 @@ describe('make image', () => {
   it('builds the same archive from the same sources', () => {
     const first = createHash('sha256').update(readFileSync(archive)).digest('hex');
     expect(buildImage(join(work, 'again.oci.tar'))).toBe(first);
+  });
+
+  it('is pushed to a registry by crane push, as it is', async () => {
+    const registry = await startDistribution(tempDir('velodex-image-registry-'), null);
+    try {
+      const env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
+      await run(tool('crane'), ['push', '--insecure', archive, `${registry.host}/velodex/velodex:test`], { env });
+      const config = JSON.parse((await run(tool('crane'), ['config', '--insecure', `${registry.host}/velodex/velodex:test`], { env })).stdout) as { config?: { Entrypoint?: string[] } };
+      expect(config.config?.Entrypoint).toEqual(['/usr/local/bin/node', '/app/registry/dist/cli.js']);
+    } finally {
+      await registry.stop();
+    }
   });
 
   it('imports into containerd and runs the registry as an unprivileged user; the operator starts from it too', async () => {

@@ -10,13 +10,14 @@
  * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
  * nothing lost), the registry scaled to zero (NoReadyPods) and back.
  */
-import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
 import { until as untilSeen } from '../support/until.js';
 import { NODE_IP, startKubeNode, type KubeNode } from '../support/kube-node.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
+import { startDistribution, type Distribution } from '../support/distribution.js';
 import { REPO, TOOLS, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
@@ -34,6 +35,8 @@ let project: BuiltProject;
 let upstreamProject: BuiltProject;
 let upstreamDir: string;
 let upstream: PypiServer;
+/** The cached OCI index's upstream registry, on the bridge. */
+let registryUpstream: Distribution | undefined;
 
 const k = (args: string[], input?: string) => node.kubectl(args, { input });
 
@@ -77,6 +80,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await upstream?.stop();
+  await registryUpstream?.stop();
   await node?.stop();
 });
 
@@ -151,9 +155,9 @@ describe('a platform team on a real cluster', () => {
       while (polling) {
         try {
           const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-          await res.arrayBuffer();
+          const body = await res.text();
           if (res.status === 200) ok++;
-          else failures.push(`status ${res.status}`);
+          else failures.push(`status ${res.status} at ${new Date().toISOString()}: ${body.slice(0, 300)}`);
         } catch (err) {
           failures.push(String((err as Error).cause ?? err));
         }
@@ -275,6 +279,55 @@ describe('a platform team on a real cluster', () => {
       return (await degraded()).status === 'False' ? true : undefined;
     });
     expect((await k(['get', 'pidx', 'pypi', '-n', NS])).stdout).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+True\s+online/);
+  });
+
+  it("pulls a pod's image through a cached OCI index with the node containerd's hosts.toml from /+api, and still after the upstream is gone", async () => {
+    const upstreamRegistry = await startDistribution(tempDir('velodex-e2e-registry-'), null, { host: NODE_IP });
+    registryUpstream = upstreamRegistry;
+    const image = `${upstreamRegistry.host}/library/pause:e2e`;
+    const craneEnv = { HOME: work, DOCKER_CONFIG: join(work, 'docker-upstream') };
+    const crane = async (args: string[]) => (await run(tool('crane'), [...args, '--insecure'], { env: craneEnv })).stdout.trim();
+    // A runnable image: the cluster's own pause binary (its archive is one crane pushes as it is),
+    // plus a layer of its own, so the node holds neither that layer nor the config yet.
+    await crane(['push', join(TOOLS, 'images', 'pause.tar'), image]);
+    const marker = join(work, 'marker');
+    mkdirSync(marker);
+    writeFileSync(join(marker, 'e2e-marker'), `${Date.now()}-${Math.random()}`);
+    await run('tar', ['-cf', join(work, 'marker.tar'), '-C', marker, 'e2e-marker']);
+    await crane(['append', '-b', image, '-f', join(work, 'marker.tar'), '-t', image]);
+    const manifest = JSON.parse(await crane(['manifest', image])) as { config: { digest: string }; layers: { digest: string }[] };
+    const digest = await crane(['digest', image]);
+    await k(['apply', '-f', '-'], `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: mirror\n  namespace: ${NS}\nspec:\n  route: team/mirror\n  ecosystem: oci\n  role: cached\n  upstream: ${upstreamRegistry.url}\n`);
+    await k(['wait', '--for=condition=Ready', 'pidx/mirror', '-n', NS, '--timeout=240s']);
+    // Ready: every ready pod serves it; pods of the previous config may still answer while they stop.
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+
+    // The node's containerd is configured the way /+api says: the upstream's host, mirrored.
+    const apiRes = await fetch(`http://${service}/team/mirror/+api`);
+    expect(apiRes.status).toBe(200);
+    const api = (await apiRes.json()) as {
+      indexes: Array<{ name: string; client_configuration?: { containerd?: { path: string; text: string } } }>;
+    };
+    const hosts = api.indexes.find((ix) => ix.name === 'mirror')?.client_configuration?.containerd;
+    expect(hosts?.path).toBe(`/etc/containerd/certs.d/${upstreamRegistry.host}/hosts.toml`);
+    mkdirSync(join(node.certsDir, upstreamRegistry.host), { recursive: true });
+    writeFileSync(join(node.certsDir, upstreamRegistry.host, 'hosts.toml'), hosts?.text ?? '');
+
+    const pod = (name: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n  containers:\n    - name: main\n      image: ${image}\n      imagePullPolicy: Always\n`;
+    await k(['apply', '-f', '-'], pod('pulled-through'));
+    await k(['wait', '--for=condition=Ready', 'pod/pulled-through', '-n', NS, '--timeout=180s']);
+    // The upstream gone: what the node had to fetch (the manifest, the config, the new layer) is in
+    // velodex's cache, so the node's pull went through velodex (nothing else could have put it
+    // there), and the next pull resolves there.
+    await upstreamRegistry.stop();
+    const cached = `${service}/team/mirror/library/pause`;
+    expect(await crane(['digest', `${cached}:e2e`])).toBe(digest);
+    for (const blob of [manifest.config.digest, manifest.layers.at(-1)?.digest ?? '']) await crane(['blob', `${cached}@${blob}`]);
+    await k(['apply', '-f', '-'], pod('pulled-from-cache'));
+    await k(['wait', '--for=condition=Ready', 'pod/pulled-from-cache', '-n', NS, '--timeout=180s']);
+    await k(['delete', 'pod', 'pulled-through', 'pulled-from-cache', '-n', NS, '--wait=false']);
   });
 
   it('replaces a killed registry pod and loses nothing; scaled to zero it is NoReadyPods, and Ready again after', async () => {

@@ -1,7 +1,8 @@
 /**
  * The CNCF distribution registry (hack/go-tools.sh builds it as `.tools/bin/distribution`) as a
  * real upstream for the pull-through suites: filesystem storage in a temp folder, token auth
- * against a `TokenServer`, started on a free 127.0.0.1 port and stopped by its PID.
+ * against a `TokenServer` (or none), started on a free port of 127.0.0.1 (or of `host`, an address
+ * the test created) and stopped by its PID.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -13,17 +14,24 @@ import { until } from './until.js';
 import { freePort } from './velodex.js';
 
 export interface Distribution {
-  /** `http://127.0.0.1:<port>`. */
+  /** `http://<host>:<port>`. */
   url: string;
-  /** `127.0.0.1:<port>`, as image references want it. */
+  /** `<host>:<port>`, as image references want it. */
   host: string;
   pid: number;
   logs(): string;
   stop(): Promise<void>;
 }
 
-export async function startDistribution(dir: string, tokens: TokenServer): Promise<Distribution> {
+export interface DistributionOptions {
+  /** The address to listen on (default 127.0.0.1). */
+  host?: string;
+}
+
+/** `tokens`: the token server it trusts; null runs it without authentication. */
+export async function startDistribution(dir: string, tokens: TokenServer | null, opts: DistributionOptions = {}): Promise<Distribution> {
   const port = await freePort();
+  const host = opts.host ?? '127.0.0.1';
   const config = join(dir, 'distribution.yml');
   writeFileSync(
     config,
@@ -39,13 +47,10 @@ export async function startDistribution(dir: string, tokens: TokenServer): Promi
       '  delete:',
       '    enabled: true',
       'http:',
-      `  addr: 127.0.0.1:${port}`,
-      'auth:',
-      '  token:',
-      `    realm: ${tokens.realm}`,
-      `    service: ${tokens.service}`,
-      `    issuer: ${tokens.issuer}`,
-      `    jwks: ${JSON.stringify(tokens.jwksFile)}`,
+      `  addr: ${host}:${port}`,
+      ...(tokens
+        ? ['auth:', '  token:', `    realm: ${tokens.realm}`, `    service: ${tokens.service}`, `    issuer: ${tokens.issuer}`, `    jwks: ${JSON.stringify(tokens.jwksFile)}`]
+        : []),
       '',
     ].join('\n'),
   );
@@ -56,15 +61,15 @@ export async function startDistribution(dir: string, tokens: TokenServer): Promi
   let output = '';
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${host}:${port}`;
   await until(
     'the distribution registry to answer /v2/',
     async () => {
       if (child.exitCode !== null) throw new Error(`distribution exited with ${child.exitCode}`);
       const res = await fetch(`${url}/v2/`);
-      return res.status === 401 ? true : undefined;
+      return res.status === (tokens ? 401 : 200) ? true : undefined;
     },
     { timeoutMs: 30_000, intervalMs: 100, context: () => output },
   );
-  return { url, host: `127.0.0.1:${port}`, pid: child.pid!, logs: () => output, stop: () => stopChild(child) };
+  return { url, host: `${host}:${port}`, pid: child.pid!, logs: () => output, stop: () => stopChild(child) };
 }

@@ -38,6 +38,11 @@ export interface KubeNode {
   /** KUBECONFIG and a private HOME, for kubectl and helm. */
   env: Record<string, string>;
   kubectl(args: string[], opts?: { input?: string; allowFailure?: boolean; timeoutMs?: number }): Promise<RunResult>;
+  /**
+   * The node containerd's registry hosts folder (`config_path` of its CRI plugin): a
+   * `<host>/hosts.toml` written here applies to the next pull of an image of that host.
+   */
+  certsDir: string;
   /** `ctr -n k8s.io images import` of an OCI archive into the node's containerd. */
   importImage(archive: string): Promise<void>;
   /** The last lines every component printed, for a failure message. */
@@ -82,7 +87,7 @@ export async function startKubeNode(): Promise<KubeNode> {
   if (existsSync(`/sys/class/net/${BRIDGE}`)) throw new Error(`${BRIDGE} exists: another test cluster runs on this machine, or one was not torn down (ip link del ${BRIDGE})`);
   const root = tempDir('velodex-node-');
   const run_ = join(root, 'run');
-  for (const d of ['pki', 'cni', 'logs']) mkdirSync(join(run_, d), { recursive: true });
+  for (const d of ['pki', 'cni', 'logs', 'certs.d']) mkdirSync(join(run_, d), { recursive: true });
   const p = (...parts: string[]) => join(run_, ...parts);
   const children: Array<{ name: string; child: ChildProcess }> = [];
   let log = '';
@@ -161,6 +166,8 @@ export async function startKubeNode(): Promise<KubeNode> {
         '[plugins."io.containerd.grpc.v1.cri"]',
         '  sandbox_image = "registry.k8s.io/pause:3.10"',
         '  restrict_oom_score_adj = true',
+        '  [plugins."io.containerd.grpc.v1.cri".registry]',
+        `    config_path = "${p('certs.d')}"`,
         '  [plugins."io.containerd.grpc.v1.cri".cni]',
         '    bin_dir = "/usr/lib/cni"',
         `    conf_dir = "${p('cni')}"`,
@@ -217,6 +224,7 @@ export async function startKubeNode(): Promise<KubeNode> {
       kubeconfig: admin,
       env,
       kubectl,
+      certsDir: p('certs.d'),
       importImage: async (archive) => {
         await ctr(['images', 'import', archive]);
       },

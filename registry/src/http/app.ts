@@ -55,7 +55,21 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     // Paths are checked segment by segment in parseSafePath; the router must not rewrite them.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 2048 },
     bodyLimit: 1024 * 1024,
-    return503OnClosing: true,
+    // While closing, a request that arrives on a kept-alive connection is served (see `closing`).
+    return503OnClosing: false,
+  });
+  // Behind a Kubernetes Service a client's kept-alive connection still leads to a stopping pod
+  // after its endpoint was withdrawn (conntrack keeps it). Answering those requests with 503
+  // failed them during every roll; instead they are served and end their connection, so the
+  // client's next request opens a new one to a pod that stays. Idle connections are closed by
+  // fastify's close (forceCloseConnections: 'idle').
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
   const startedAt = new Date();
   const requests = countRequests(app);
