@@ -8,7 +8,7 @@
  * signed for the address clients use. Runs on its own MinIO whatever VELODEX_TEST_STORAGE says.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'smol-toml';
@@ -20,6 +20,8 @@ import { buildBigWheel, type BigWheel } from '../python/fixtures/big-wheel.js';
 import { CLEAN_ENV, freshPipVenv, freshUvVenv } from '../python/fixtures/clients.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
 import { startContainerd, type Containerd } from '../support/containerd.js';
+import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
+import { until } from '../support/until.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, type Image } from '../support/oci-image.js';
@@ -37,13 +39,26 @@ let server: Velodex;
 let host: string;
 let work: string;
 let wheel: BigWheel;
+/** Only on the upstream: other bytes than the hosted one, so nothing of it is stored at first. */
+let upstreamWheel: BigWheel;
 let image: Image;
 let daemon: Containerd;
+let pypi: PypiServer;
 
 beforeAll(async () => {
   minio = await startMinio();
   // Keeps the Host header: the signature covers the address the client used, the proxy's.
   storeProxy = await FaultProxy.start(minio.endpoint, { keepHost: true });
+  work = tempDir('velodex-redirect-');
+  mkdirSync(join(work, 'containerd'));
+  mkdirSync(join(work, 'upstream'));
+  [wheel, upstreamWheel, daemon] = await Promise.all([
+    buildBigWheel(work, 3 * MiB),
+    buildBigWheel(tempDir('velodex-redirect-upstream-'), 2 * MiB),
+    startContainerd(join(work, 'containerd')),
+  ]);
+  copyFileSync(upstreamWheel.path, join(work, 'upstream', upstreamWheel.filename));
+  pypi = await startPypiserver(join(work, 'upstream'));
   const dataDir = tempDir();
   const storage = {
     backend: 's3',
@@ -57,12 +72,11 @@ beforeAll(async () => {
     redirect_ttl_secs: TTL_SECS,
     redirect_endpoint: storeProxy.url,
   };
-  const config = `${stringify({ storage })}\n${stringify(embeddedDefault(dataDir, process.env, ecosystems))}`;
+  // The embedded default (hosted indexes of both ecosystems) and a cached index of the pypiserver.
+  const cached = `[[index]]\nname = "pypi"\nroute = "root/pypi"\ncached = "${pypi.url}/simple/"\n`;
+  const config = `${stringify({ storage })}\n${stringify(embeddedDefault(dataDir, process.env, ecosystems))}\n${cached}`;
   server = await startVelodex({ config, dataDir });
   host = `127.0.0.1:${server.port}`;
-  work = tempDir('velodex-redirect-');
-  mkdirSync(join(work, 'containerd'));
-  [wheel, daemon] = await Promise.all([buildBigWheel(work, 3 * MiB), startContainerd(join(work, 'containerd'))]);
 
   const token = defaultToken(server);
   const uploaded = await postUpload({ url: `${server.url}/root/hosted/`, token, file: wheel.path });
@@ -78,6 +92,7 @@ afterAll(async () => {
   await daemon?.stop();
   await server?.stop();
   await storeProxy?.close();
+  await pypi?.stop();
   await minio?.stop();
 });
 
@@ -127,6 +142,27 @@ describe('Python files', () => {
     expect(statuses(fileUrl()).at(-1)).toBe(307);
     expect(storeReads(sha256(readFileSync(wheel.path)))).toBe(before + 1);
   }, 120_000);
+
+  it('a cached file streams through velodex on its first download, and redirects once stored', async () => {
+    const digest = sha256(readFileSync(upstreamWheel.path));
+    const path = `/root/pypi/files/${digest}/${upstreamWheel.filename}`;
+    const install = async () => {
+      const venv = await freshPipVenv();
+      await run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${server.url}/root/pypi/simple/`, 'bigwheel'], { env: CLEAN_ENV });
+    };
+    await install();
+    expect(statuses(path)).toEqual([200]);
+    // The fill publishes once the whole file is in; until then a GET would join or start a flight.
+    await until('the cached wheel to be stored', async () => {
+      const res = await fetch(`${server.url}${path}`, { redirect: 'manual' });
+      await res.body?.cancel();
+      return res.status === 307 ? true : undefined;
+    });
+    const before = storeReads(digest);
+    await install();
+    expect(statuses(path).at(-1)).toBe(307);
+    expect(storeReads(digest)).toBe(before + 1);
+  }, 180_000);
 
   it('answers HEAD and ranged GETs itself, and the redirect is never cached', async () => {
     const res = await fetch(`${server.url}${fileUrl()}`, { redirect: 'manual' });
