@@ -20,6 +20,7 @@ import { buildBigWheel, type BigWheel } from '../python/fixtures/big-wheel.js';
 import { CLEAN_ENV, freshPipVenv, freshUvVenv } from '../python/fixtures/clients.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
 import { startContainerd, type Containerd } from '../support/containerd.js';
+import { startDockerd } from '../support/dockerd.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { until } from '../support/until.js';
 import { FaultProxy } from '../support/fault-proxy.js';
@@ -247,6 +248,25 @@ describe('OCI blobs', () => {
     expect(storeReads(hexOf(bigLayer().descriptor.digest))).toBe(before + 1);
     expect(statuses(blobPath(bigLayer().descriptor.digest)).at(-1)).toBe(307);
   }, 120_000);
+
+  it('docker pulls the image through the redirect', async () => {
+    const dir = join(work, 'docker');
+    mkdirSync(dir);
+    const engine = await startDockerd(dir);
+    try {
+      const before = storeReads(hexOf(bigLayer().descriptor.digest));
+      await engine.docker(['pull', `${host}/${REPO}:v1`], { timeoutMs: 120_000 });
+      expect(storeReads(hexOf(bigLayer().descriptor.digest))).toBe(before + 1);
+      expect(statuses(blobPath(bigLayer().descriptor.digest)).at(-1)).toBe(307);
+      // The engine unpacked what it got: the layer's big file is in the image, byte for byte.
+      const created = (await engine.docker(['create', `${host}/${REPO}:v1`, '/none'])).stdout.trim();
+      const out = join(dir, 'big.bin');
+      await engine.docker(['cp', `${created}:/srv/redirect-amd64/big.bin`, out]);
+      expect(sha256(readFileSync(out))).toBe(sha256(image.files[1]?.get('srv/redirect-amd64/big.bin') ?? Buffer.alloc(0)));
+    } finally {
+      await engine.stop();
+    }
+  }, 240_000);
 });
 
 describe('secrecy and counting', () => {
