@@ -123,7 +123,7 @@ describe('scrubLine', () => {
 
   it('removes credential query parameters of any URL, docker\'s account name included', () => {
     fc.assert(
-      fc.property(token, fc.constantFrom('account', 'password', 'token', 'access_token', 'refresh_token', 'Password'), fc.boolean(), (credential, key, first) => {
+      fc.property(token, fc.constantFrom('account', 'password', 'token', 'access_token', 'refresh_token', 'Password', 'X-Amz-Signature', 'X-Amz-Credential', 'X-Amz-Security-Token'), fc.boolean(), (credential, key, first) => {
         const query = first ? `?${key}=${credential}&service=velodex` : `?service=velodex&${key}=${credential}`;
         const out = scrubLine(JSON.stringify({ req: { url: `/v2/token${query}` } }), []);
         expect(out).not.toContain(credential);

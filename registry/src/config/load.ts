@@ -93,6 +93,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     prefix: s.prefix ?? '',
     accessKey: resolveSecret(s, 'access_key', 'storage', secrets),
     secretKey: resolveSecret(s, 'secret_key', 'storage', secrets),
+    redirect: redirectConfig(s),
   };
   if (storage.backend === 's3') {
     for (const key of ['endpoint', 'bucket'] as const) {
@@ -121,6 +122,27 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     source,
+  };
+}
+
+/** 1 MiB: below it a redirect's extra round trip costs the client more than velodex saves. */
+export const DEFAULT_REDIRECT_MIN_SIZE = 1024 * 1024;
+/** Five minutes: long enough to start a download, short enough that a leaked URL soon stops working. */
+export const DEFAULT_REDIRECT_TTL_SECS = 300;
+
+function redirectConfig(s: NonNullable<FileConfig['storage']>): StorageConfig['redirect'] {
+  const tuned = (['redirect_min_size', 'redirect_ttl_secs', 'redirect_endpoint'] as const).find((k) => s[k] !== undefined);
+  if (!s.redirect) {
+    if (tuned) throw new ConfigError(`storage.${tuned}`, 'has no effect without storage.redirect = true', 'set storage.redirect = true, or remove the key');
+    return undefined;
+  }
+  if ((s.backend ?? 'fs') !== 's3') {
+    throw new ConfigError('storage.redirect', 'needs backend = "s3" (clients are sent to presigned URLs of the object store)', 'remove storage.redirect, or use the s3 backend');
+  }
+  return {
+    minSize: s.redirect_min_size ?? DEFAULT_REDIRECT_MIN_SIZE,
+    ttlSecs: s.redirect_ttl_secs ?? DEFAULT_REDIRECT_TTL_SECS,
+    ...(s.redirect_endpoint !== undefined ? { endpoint: s.redirect_endpoint } : {}),
   };
 }
 

@@ -61,6 +61,12 @@ export const storageSchema = z.strictObject({
   prefix: z.string().optional(),
   ...secretFields('access_key'),
   ...secretFields('secret_key'),
+  // s3 only: full GETs of large stored blobs answer 307 to a presigned URL (load.ts checks the backend).
+  redirect: z.boolean().optional(),
+  redirect_min_size: z.number().int().min(0).optional(),
+  // S3 caps a presigned URL's lifetime at seven days.
+  redirect_ttl_secs: z.number().int().min(1).max(604800).optional(),
+  redirect_endpoint: z.string().url().optional(),
 });
 
 const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });

@@ -71,6 +71,19 @@ export interface StorageConfig {
   prefix: string;
   accessKey?: Secret;
   secretKey?: Secret;
+  /** s3: send clients to the object store for large blobs; absent: velodex serves every byte. */
+  redirect?: RedirectConfig;
+}
+
+/**
+ * `[storage] redirect = true`: a full GET of a stored blob of at least `minSize` bytes answers
+ * 307 with a presigned GET URL of the object, valid for `ttlSecs`.
+ */
+export interface RedirectConfig {
+  minSize: number;
+  ttlSecs: number;
+  /** The object store's address as clients reach it, when it differs from `endpoint`. */
+  endpoint?: string;
 }
 
 export interface RateClass {

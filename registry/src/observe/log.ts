@@ -8,7 +8,7 @@
  *    log by a path nobody foresaw (an error message quoting a URL, a library's debug output) is
  *    still removed: the value of each configured secret, credential-bearing JSON keys at any
  *    depth, `Basic`/`Bearer` credentials anywhere in the text, and credential query parameters
- *    (`?token=`, `?password=`, docker's `?account=`) of any URL.
+ *    (`?token=`, `?password=`, docker's `?account=`, a presigned S3 URL's signature) of any URL.
  *
  * The scrub runs on every line at every level; it is a handful of string searches over a line of
  * a few hundred bytes, small beside the work of the request that logged it.
@@ -31,7 +31,7 @@ const CREDENTIAL_KEY = new RegExp(`"(${CREDENTIAL_HEADERS.join('|')})":"(?:[^"\\
  * Query parameters that carry a credential, or a login name a person may have typed a token
  * into (`account`: docker's token requests name the username there): `?account=...&token=...`.
  */
-const CREDENTIAL_QUERY = /([?&](?:account|password|passwd|token|access_token|refresh_token|client_secret)=)[^&"\s#]*/gi;
+const CREDENTIAL_QUERY = /([?&](?:account|password|passwd|token|access_token|refresh_token|client_secret|x-amz-signature|x-amz-credential|x-amz-security-token)=)[^&"\s#]*/gi;
 /** An HTTP credential quoted in free text: `Basic dXNlcjpwdw==`, `Bearer eyJ...`. */
 const SCHEME_CREDENTIAL = /\b(Basic|Bearer)(\s+|%20)[A-Za-z0-9+/=._~-]{4,}/g;
 

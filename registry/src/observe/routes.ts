@@ -29,7 +29,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
 
   app.get('/+status', async (request, reply) => {
     const query = parseStatusQuery(queryOf(request));
-    const doc = await buildStatus({ indexes, storageBackend: ctx.config.storage.backend, ecosystems, summaries: ctx.summaries, requests, rateLimit: { enabled: ctx.config.rateLimit.enabled, counters: ctx.rateLimits }, startedAt }, query);
+    const doc = await buildStatus({ indexes, storageBackend: ctx.config.storage.backend, storageRedirect: ctx.config.storage.redirect !== undefined, ecosystems, summaries: ctx.summaries, requests, rateLimit: { enabled: ctx.config.rateLimit.enabled, counters: ctx.rateLimits }, startedAt }, query);
     return reply.header('cache-control', 'no-store').type('application/json').send(doc);
   });
 

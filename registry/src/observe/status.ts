@@ -26,6 +26,8 @@ export interface StatusSources {
   indexes: readonly IndexConfig[];
   /** Which storage backend this process uses (never its path, endpoint or keys). */
   storageBackend: string;
+  /** Whether large downloads are redirected to the object store (`[storage] redirect`). */
+  storageRedirect?: boolean;
   ecosystems: ReadonlyMap<string, Ecosystem>;
   summaries: IndexSummaries;
   requests: RequestCounters;
@@ -129,7 +131,7 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     version: VERSION,
     // Which replica answered: in Kubernetes the pod name.
     instance: hostname(),
-    storage: { backend: src.storageBackend },
+    storage: { backend: src.storageBackend, ...(src.storageRedirect ? { redirect: true } : {}) },
     serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),

@@ -39,6 +39,16 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
     });
   }
   const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+  const counters = deps.ctx.counters.index(call.target.index.route);
+  const repo = call.target.repo.join('/');
+  // A full GET of a large blob goes to the object store itself, when configured (`redirect.ts`).
+  const url = !head && !range ? await deps.ctx.stores.redirect?.urlFor(info) : null;
+  if (url) {
+    counters.add('downloads', 1, repo, `sha256:${hex}`);
+    counters.add('bytes', info.size, repo, `sha256:${hex}`);
+    await reply.code(307).header('Location', url).header('Content-Length', '0').header('Cache-Control', 'no-store').removeHeader('Accept-Ranges').send();
+    return true;
+  }
   const length = range ? range.end - range.start + 1 : info.size;
   reply.header('Content-Length', String(length));
   if (range) reply.code(206).header('Content-Range', contentRange(range, info.size));
@@ -50,8 +60,6 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
-  const counters = deps.ctx.counters.index(call.target.index.route);
-  const repo = call.target.repo.join('/');
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   counters.add('bytes', length, repo, `sha256:${hex}`);
   reportRejectedRead(stream, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));

@@ -6,9 +6,10 @@ import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
 import { SharedStages } from './shared-stages.js';
-import { connectS3, type ConnectOptions } from './s3/connect.js';
+import { connectS3, presigningClient, type ConnectOptions } from './s3/connect.js';
+import { S3BlobRedirect } from './s3/redirect.js';
 import { S3MetaStore } from './s3/meta-store.js';
-import type { BlobStore, MetaStore } from './types.js';
+import type { BlobRedirect, BlobStore, MetaStore } from './types.js';
 
 export interface Stores {
   blobs: BlobStore;
@@ -22,6 +23,11 @@ export interface Stores {
    * only where the store is shared, null otherwise (a process's own `blobs.stage()` serves there).
    */
   sharedStages: SharedStages | null;
+  /**
+   * Where clients may fetch large stored blobs themselves (s3 with `redirect = true`); null: every
+   * byte goes through this process. Routes use it for full GETs of stored bytes only.
+   */
+  redirect: BlobRedirect | null;
   /**
    * Removes staged writes older than the stale-staging age: what a process killed mid-write
    * left (s3: staging objects and unfinished multipart uploads in the bucket; fs: files in the
@@ -62,11 +68,14 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     await blobs.init();
     const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
     const sharedStages = new SharedStages(meta, chunks, blobs);
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, sweep: () => blobs.sweepStaging(staleMs) };
+    const redirect = cfg.redirect
+      ? new S3BlobRedirect(cfg.redirect.endpoint ? presigningClient(cfg, cfg.redirect.endpoint) : loc.client, loc.bucket, (d) => blobs.key(d), cfg.redirect, loc.endpoint)
+      : null;
+    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, sweep: () => blobs.sweepStaging(staleMs) };
   }
   const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
   const meta = new FsMetaStore(cfg.path);
   await blobs.init();
   await meta.init();
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null, sweep: () => blobs.sweepStale() };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null, redirect: null, sweep: () => blobs.sweepStale() };
 }

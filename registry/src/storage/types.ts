@@ -42,6 +42,16 @@ export interface BlobStore {
   delete(digest: Sha256Hex): Promise<boolean>;
 }
 
+/**
+ * Where a client may fetch a stored blob itself, instead of through this process: a short-lived
+ * URL of the object store (s3 with `[storage] redirect = true`). The bytes are then not verified
+ * on their way out (`verify.ts`); the object store's integrity is trusted for them.
+ */
+export interface BlobRedirect {
+  /** A URL for the whole blob, or null when it is too small to be worth a redirect. */
+  urlFor(blob: BlobInfo): Promise<string | null>;
+}
+
 export interface StageOptions {
   /**
    * The caller will read back what it writes (`read`, `readBack`). A backend whose staging is

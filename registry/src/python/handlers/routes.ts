@@ -86,7 +86,7 @@ export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: 
     },
     {
       match: (rest) => (rest.length === 3 && rest[0] === 'files' && isSha256Hex(rest[1] ?? '') ? [rest[1]!, rest[2]!] : null),
-      methods: { GET: (req, params) => serveFile(source, ctx.stores.blobs, req, params[0]!, params[1]!) },
+      methods: { GET: (req, params) => serveFile(source, ctx.stores, req, params[0]!, params[1]!) },
     },
     {
       // inspect/{sha256}/{filename}[/{member...}]: members of an archive this index serves.

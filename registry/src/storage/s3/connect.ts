@@ -49,17 +49,8 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     throw new ConfigError(`storage.${missing}`, 'is required with backend = "s3"', `set ${missing}, ${missing}_env or ${missing}_file`);
   }
   const tls = url.protocol === 'https:';
-  const port = url.port === '' ? (tls ? 443 : 80) : Number(url.port);
   const client = new Client({
-    endPoint: url.hostname.replace(/^\[(.*)\]$/, '$1'),
-    port,
-    useSSL: tls,
-    accessKey: cfg.accessKey.reveal(),
-    secretKey: cfg.secretKey.reveal(),
-    // MinIO and most S3 services behind a Kubernetes Service have no per-bucket DNS names.
-    pathStyle: true,
-    // A fixed region spares the client its bucket-location lookup before the first request.
-    region: cfg.region ?? DEFAULT_REGION,
+    ...clientAddress(url, cfg),
     // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
     transportAgent: tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 }),
     transport: answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS),
@@ -68,6 +59,33 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     retryOptions: { disableRetry: true },
   });
   return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}` };
+}
+
+/**
+ * What a client needs to sign requests for `url` with the configured keys. A client with only
+ * these signs offline: the fixed region spares it the bucket-location lookup.
+ */
+function clientAddress(url: URL, cfg: StorageConfig) {
+  const tls = url.protocol === 'https:';
+  return {
+    endPoint: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port === '' ? (tls ? 443 : 80) : Number(url.port),
+    useSSL: tls,
+    accessKey: cfg.accessKey?.reveal() ?? '',
+    secretKey: cfg.secretKey?.reveal() ?? '',
+    // MinIO and most S3 services behind a Kubernetes Service have no per-bucket DNS names.
+    pathStyle: true,
+    // A fixed region spares the client its bucket-location lookup before the first request.
+    region: cfg.region ?? DEFAULT_REGION,
+  };
+}
+
+/**
+ * A client that only presigns URLs for clients that reach the object store at `endpoint` (the
+ * `storage.redirect_endpoint` key): a signature covers the host, so it is made for theirs.
+ */
+export function presigningClient(cfg: StorageConfig, endpoint: string): Client {
+  return new Client(clientAddress(parseEndpoint(endpoint, 'storage.redirect_endpoint'), cfg));
 }
 
 /**
@@ -172,20 +190,20 @@ function startupError(err: unknown, loc: S3Location, action: 'list' | 'write'): 
   return new ConfigError('storage', `${bucket} cannot be used: ${action} failed (${what})`, 'check storage.endpoint, storage.bucket and the keys');
 }
 
-function parseEndpoint(endpoint: string | undefined): URL {
+function parseEndpoint(endpoint: string | undefined, key = 'storage.endpoint'): URL {
   const fix = 'give the object store\'s base URL, like http://minio.storage.svc:9000';
-  if (!endpoint) throw new ConfigError('storage.endpoint', 'is required with backend = "s3"', fix);
+  if (!endpoint) throw new ConfigError(key, 'is required with backend = "s3"', fix);
   let url: URL;
   try {
     url = new URL(endpoint);
   } catch {
-    throw new ConfigError('storage.endpoint', `"${endpoint}" is not a URL`, fix);
+    throw new ConfigError(key, `"${endpoint}" is not a URL`, fix);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError('storage.endpoint', `must be http or https, not ${url.protocol}`, fix);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(key, `must be http or https, not ${url.protocol}`, fix);
   // Credentials belong in the key settings (secrets), never in a URL that ends up in messages.
-  if (url.username !== '' || url.password !== '') throw new ConfigError('storage.endpoint', 'must not carry credentials', 'move them to storage.access_key and storage.secret_key');
+  if (url.username !== '' || url.password !== '') throw new ConfigError(key, 'must not carry credentials', 'move them to storage.access_key and storage.secret_key');
   if ((url.pathname !== '/' && url.pathname !== '') || url.search !== '' || url.hash !== '') {
-    throw new ConfigError('storage.endpoint', 'must have no path, query or fragment (the bucket is storage.bucket, a key prefix is storage.prefix)', fix);
+    throw new ConfigError(key, 'must have no path, query or fragment (the bucket is storage.bucket, a key prefix is storage.prefix)', fix);
   }
   return url;
 }

@@ -7,7 +7,7 @@
 import type { IndexConfig } from '../../../config/types.js';
 import type { IndexRequest } from '../../../http/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
-import { isSha256Hex, type BlobStore } from '../../../storage/types.js';
+import { isSha256Hex, type BlobRedirect, type BlobStore } from '../../../storage/types.js';
 import { reportRejectedRead } from '../../../http/verified-read.js';
 import { answeredNotModified } from '../../../http/conditional.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../../../http/range.js';
@@ -23,7 +23,13 @@ const SIBLINGS: ReadonlyArray<{ suffix: string; part: FilePart; contentType: str
 ];
 const ARTIFACT = { suffix: '', part: 'file', contentType: 'application/octet-stream', counter: 'downloads' } as const;
 
-export async function serveFile(source: ProjectSource, blobs: BlobStore, req: IndexRequest, sha256: string, filename: string): Promise<void> {
+/** The stored bytes files are read from, and where clients may fetch large ones themselves. */
+export interface FileStore {
+  blobs: BlobStore;
+  redirect: BlobRedirect | null;
+}
+
+export async function serveFile(source: ProjectSource, store: FileStore, req: IndexRequest, sha256: string, filename: string): Promise<void> {
   const notFound = () => new HttpError(404, `no file ${sha256}/${filename} in index ${req.index.name}`);
   if (!isSha256Hex(sha256)) throw notFound();
   const wanted = SIBLINGS.find((s) => filename.endsWith(s.suffix)) ?? ARTIFACT;
@@ -40,7 +46,7 @@ export async function serveFile(source: ProjectSource, blobs: BlobStore, req: In
   const { project } = listed;
   if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
   if (body.kind === 'blob') {
-    const sent = await sendBlob(blobs, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
+    const sent = await sendBlob(store, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
     source.count(req.index.name, 'bytes', sent, project, artifact);
   } else {
     sendStream(req, body, wanted.contentType);
@@ -89,7 +95,7 @@ function sendStream(req: IndexRequest, body: Extract<FileBody, { kind: 'stream' 
 }
 
 /** Sends a stored blob; resolves to the number of body bytes sent. */
-async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, size: number, contentType: string, onRejected: () => void): Promise<number> {
+async function sendBlob(store: FileStore, req: IndexRequest, digest: string, size: number, contentType: string, onRejected: () => void): Promise<number> {
   const { request, reply } = req;
   const etag = `"${digest}"`;
   reply.headers({
@@ -105,6 +111,15 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
     throw new HttpError(416, `range not satisfiable for ${size} bytes`, { 'content-range': unsatisfiedRange(size) });
   }
   const part = range.kind === 'partial' ? { start: range.start, end: range.end } : undefined;
+  // A full GET of a large file goes to the object store itself, when configured (`redirect.ts`);
+  // it still counts its bytes as a download of this index.
+  const url = request.method === 'GET' && !part ? await store.redirect?.urlFor({ digest, size }) : null;
+  if (url) {
+    // The URL expires: a cache must not keep the redirect as it keeps the immutable bytes.
+    reply.removeHeader('accept-ranges').removeHeader('etag').header('cache-control', 'no-store');
+    void reply.code(307).header('location', url).header('content-length', '0').send();
+    return size;
+  }
   const length = part ? part.end - part.start + 1 : size;
   reply.code(part ? 206 : 200).type(contentType).header('content-length', String(length));
   if (part) reply.header('content-range', contentRange(part, size));
@@ -112,7 +127,7 @@ async function sendBlob(blobs: BlobStore, req: IndexRequest, digest: string, siz
     void reply.send();
     return 0;
   }
-  const stream = await blobs.get(digest, part);
+  const stream = await store.blobs.get(digest, part);
   if (!stream) throw new HttpError(404, `blob ${digest} vanished`);
   reportRejectedRead(stream, request.log, onRejected);
   void reply.send(stream);
