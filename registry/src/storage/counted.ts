@@ -1,10 +1,12 @@
 /**
  * Counts what a request costs the store: wraps the `Stores` of a server so that every MetaStore
  * and BlobStore call is tallied, and so are the round trips, the calls a request waits for one
- * after another. Calls that start while another is still in flight join its round trip (they were
- * issued together, as a `Promise.all` issues them); a call that starts when none is in flight opens
- * a new one. For the suites that assert how many store calls a warm request makes, and for the
- * bench ("filesystem calls per warm request"); the server itself never wraps its stores.
+ * after another. A call is one round trip later than the latest call that had finished when it
+ * started (it may have waited for that one); calls started before any of them finished (issued
+ * together, as a `Promise.all` issues them) share a round trip. `rounds` is the longest such
+ * chain since the last reset: exact for one request at a time, an upper bound otherwise. For the
+ * suites that assert how many store calls a warm request makes, and for the bench ("filesystem
+ * calls per warm request"); the server itself never wraps its stores.
  *
  * A blob read counts its open (the `get` promise), not the bytes streamed after it.
  */
@@ -17,7 +19,7 @@ export interface StoreCalls {
   readonly calls: Record<string, number>;
   /** Every call. */
   readonly total: number;
-  /** Round trips: runs of overlapping calls, one after another. */
+  /** Round trips: the longest chain of calls each started after the one before had finished. */
   readonly rounds: number;
 }
 
@@ -25,7 +27,8 @@ export class StoreCallCounter {
   #calls: Record<string, number> = {};
   #total = 0;
   #rounds = 0;
-  #inFlight = 0;
+  /** The round trip of the latest-numbered call that has finished. */
+  #finished = 0;
 
   /** What was counted since the last `reset`. */
   snapshot(): StoreCalls {
@@ -36,14 +39,15 @@ export class StoreCallCounter {
     this.#calls = {};
     this.#total = 0;
     this.#rounds = 0;
+    this.#finished = 0;
   }
 
   /** Counts one call of `name` from now until `call` settles. */
   track<R>(name: string, call: () => Promise<R>): Promise<R> {
     this.#calls[name] = (this.#calls[name] ?? 0) + 1;
     this.#total += 1;
-    if (this.#inFlight === 0) this.#rounds += 1;
-    this.#inFlight += 1;
+    const round = this.#finished + 1;
+    this.#rounds = Math.max(this.#rounds, round);
     let run: Promise<R>;
     try {
       run = call();
@@ -51,7 +55,7 @@ export class StoreCallCounter {
       run = Promise.reject(err as Error);
     }
     return run.finally(() => {
-      this.#inFlight -= 1;
+      this.#finished = Math.max(this.#finished, round);
     });
   }
 }

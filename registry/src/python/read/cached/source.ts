@@ -60,6 +60,8 @@ export class CachedSource implements IndexSource {
   readonly #o: CachedSourceOptions;
   readonly #parsed = new Map<string, CachedProject>();
   #list: { digest: string; names: string[] } | null = null;
+  /** Projects whose page, when last parsed here, left some file without a size: their sizes are read alongside. */
+  readonly #unsized = new Set<string>();
 
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
@@ -98,11 +100,23 @@ export class CachedSource implements IndexSource {
     return this.#o.index;
   }
 
+  /**
+   * The stored page, this index's overrides and (when the page last read gave some file no size)
+   * the learnt sizes are read together: a warm page is one round trip to the store. An override
+   * document that does not exist is read like one that does, so one written by another process
+   * is seen on the next request.
+   */
   async project(normalized: string): Promise<ProjectView | null> {
-    const loaded = await this.#load(normalized);
+    const wantsSizes = this.#unsized.has(normalized);
+    const [loaded, overrides, early] = await Promise.all([
+      this.#load(normalized),
+      this.#o.overrides.get(this.index.name, normalized),
+      wantsSizes ? this.sizes.get(normalized) : null,
+    ]);
     if (!loaded) return null;
-    const [cached, overrides] = await Promise.all([this.#parse(loaded), this.#o.overrides.get(this.index.name, normalized)]);
-    const sizes = await this.#sizes(cached, normalized);
+    const cached = await this.#parse(loaded);
+    this.#noteUnsized(normalized, cached.unsized);
+    const sizes = !cached.unsized ? null : wantsSizes ? early : await this.#sizes(cached, normalized);
     return {
       version: withOverridesVersion(withSizesVersion(loaded.doc.record.digest, sizes), overrides),
       hosted: false,
@@ -151,6 +165,13 @@ export class CachedSource implements IndexSource {
 
   close(): void {
     this.client.close();
+  }
+
+  #noteUnsized(normalized: string, unsized: boolean): void {
+    this.#unsized.delete(normalized);
+    if (!unsized) return;
+    this.#unsized.add(normalized);
+    if (this.#unsized.size > PARSED_PAGES) this.#unsized.delete(this.#unsized.values().next().value!);
   }
 
   #load(normalized: string): Promise<Loaded | null> {

@@ -34,10 +34,10 @@ export class VirtualSource implements IndexSource {
     readonly overrides: ProjectOverrides,
   ) {}
 
+  /** The route's own overrides are read alongside its members' views, not after them. */
   async project(normalized: string): Promise<ProjectView | null> {
-    const parts = await this.#contributions(normalized);
+    const [parts, overrides] = await Promise.all([this.#contributions(normalized), this.overrides.get(this.index.name, normalized)]);
     if (parts.length === 0) return null;
-    const overrides = await this.overrides.get(this.index.name, normalized);
     const version = hash(parts.map((p) => `${p.member.index.name}=${p.view.version}`).join('\n'));
     return {
       version: withOverridesVersion(version, overrides),
