@@ -7,7 +7,8 @@
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEmbeddedDefault } from '../../registry/src/config/load.js';
+import { parse as parseToml } from 'smol-toml';
+import { buildConfig } from '../../registry/src/config/load.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
 import { buildApp } from '../../registry/src/http/app.js';
 import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
@@ -19,6 +20,31 @@ import { expectOciError, imageManifest, Registry } from './api-support.js';
 
 const REPO = 'root/oci/warm';
 
+/**
+ * A hosted index, and a virtual one over it and a cached member whose upstream is never asked
+ * (nothing listens there): the hosted member holds every name these tests read, and shadows it.
+ */
+const CONFIG = `
+[[index]]
+name = "hosted"
+route = "root/oci"
+ecosystem = "oci"
+hosted = true
+upload_token = "token"
+
+[[index]]
+name = "mirror"
+route = "mirror"
+ecosystem = "oci"
+cached = "http://127.0.0.1:9"
+
+[[index]]
+name = "all"
+route = "all"
+ecosystem = "oci"
+members = ["mirror", "hosted"]
+`;
+
 interface Process {
   app: FastifyInstance;
   running: Ecosystem[];
@@ -28,7 +54,7 @@ interface Process {
 
 /** One velodex app over the store of `dataDir` (shared by every app started on it), counting its store calls. */
 async function startProcess(dataDir: string, name: string): Promise<Process> {
-  const config = loadEmbeddedDefault({ ecosystems, overrides: { dataDir: join(dataDir, name) }, env: { VELODEX_UPLOAD_TOKEN: 'token' } });
+  const config = buildConfig(parseToml(CONFIG), 'warm-reads', { ecosystems, overrides: { dataDir: join(dataDir, name) } });
   const counter = new StoreCallCounter();
   const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
   const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
@@ -94,6 +120,14 @@ describe('warm OCI reads cost one store round trip', () => {
     const digestCost = await costOf(one, byDigest);
     expect(digestCost.rounds, JSON.stringify(digestCost)).toBe(1);
     expect(digestCost.calls, JSON.stringify(digestCost)).toEqual({ 'meta.get': 2 });
+
+    // Through the virtual index: the check that the hosted member holds the repository (so the
+    // cached member is not asked) goes out with the hosted member's reads.
+    const viaVirtual = () => one.reg.fetch(`/v2/all/warm/manifests/v1`);
+    await costOf(one, viaVirtual);
+    const virtualCost = await costOf(one, viaVirtual);
+    expect(virtualCost.rounds, JSON.stringify(virtualCost)).toBe(1);
+    expect(virtualCost.calls, JSON.stringify(virtualCost)).toEqual({ 'meta.get': 4 });
 
     const manifest = JSON.parse(await (await byDigest()).text()) as { layers: { digest: string }[] };
     const layer = manifest.layers[0]?.digest ?? '';
