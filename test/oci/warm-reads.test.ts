@@ -160,6 +160,15 @@ describe('warm OCI reads cost one store round trip', () => {
     expect(again.rounds).toBe(1);
   });
 
+  it('serves a tag another process created after this one answered it unknown', async () => {
+    for (let i = 0; i < 2; i++) await expectOciError(await two.reg.fetch(`/v2/${REPO}/manifests/late`), 404, 'MANIFEST_UNKNOWN');
+    const digest = await pushImage(one.reg, 'late', 'e');
+    const res = await two.reg.fetch(`/v2/${REPO}/manifests/late`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('docker-content-digest')).toBe(digest);
+    await res.arrayBuffer();
+  });
+
   it('stops serving a manifest another process deleted, by tag and by digest', async () => {
     const digest = await pushImage(one.reg, 'doomed', 'd');
     for (const ref of ['doomed', digest]) {
