@@ -137,10 +137,21 @@ describe('warm Simple pages cost one store round trip', () => {
   it('serves a warm virtual page with its own overrides read alongside its members', async () => {
     await costOf(one, '/root/dev/simple/unsized/');
     const cost = await costOf(one, '/root/dev/simple/unsized/');
-    // Round one: the hosted member's record (absent) with the route's overrides (absent); round
-    // two, only because no private member has the project (a private name is never looked up
-    // upstream): the cached member's page record, overrides and learnt sizes.
-    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 5 }, total: 5, rounds: 2 });
+    // All in one round: the hosted member's record (absent), the route's overrides (absent), and
+    // the cached member's page record, overrides and learnt sizes, read from the store before the
+    // hosted member's answer says whether the cached one may answer at all.
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 5 }, total: 5, rounds: 1 });
+  });
+
+  it('never asks the upstream for a name a hosted member holds, though the store reads start early', async () => {
+    const built = await buildProject('warmprivate', '1.0');
+    const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const page = await detail(`${one.url}/root/dev/simple/`, 'warmprivate');
+      expect(page.files.map((f) => f.filename)).toEqual([built.wheelFilename]);
+    }
+    expect(origin.seen.filter((r) => r.path.includes('warmprivate'))).toEqual([]);
   });
 
   it('sees overrides another process wrote where it had read none, on the next request', async () => {
