@@ -152,6 +152,10 @@ describe('warm Simple pages cost one store round trip', () => {
       expect(page.files.map((f) => f.filename)).toEqual([built.wheelFilename]);
     }
     expect(origin.seen.filter((r) => r.path.includes('warmprivate'))).toEqual([]);
+    // The hosted record and the route's overrides, and the cached member's page record and
+    // overrides, read early and dropped: one round trip.
+    const cost = await costOf(one, '/root/dev/simple/warmprivate/');
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 4 }, total: 4, rounds: 1 });
   });
 
   it('sees overrides another process wrote where it had read none, on the next request', async () => {
