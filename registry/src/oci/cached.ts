@@ -78,14 +78,13 @@ export class CachedRepos implements MemberReader {
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
     const name = repo.join('/');
     if (ref.kind === 'digest') {
-      const held = await this.#storedManifest(repo, ref.hex);
+      const held = await this.stored.resolve(repo, ref);
       if (held) return held;
       const r = await this.#flights.run(`${name}@${ref.hex}`, () => this.#pullOrFail(repo, `sha256:${ref.hex}`, { digest: ref.hex }));
       return r.found;
     }
     const key = `${name}:${ref.tag}`;
-    const hex = tagTarget(await this.stored.tags(repo), ref.tag);
-    const mapped = hex !== undefined ? await this.#storedManifest(repo, hex) : null;
+    const mapped = await this.stored.resolve(repo, ref);
     const now = Date.now();
     if (mapped && now < (this.#freshUntil.get(key) ?? 0)) return mapped;
     if (mapped && this.health.resting(now)) {
@@ -159,12 +158,6 @@ export class CachedRepos implements MemberReader {
     this.health.down(err, Date.now());
     this.counters.add('upstream_errors', 1, repo.join('/'));
     return new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed and nothing is cached: ${err.message}`);
-  }
-
-  /** A stored record whose bytes this index still holds. */
-  async #storedManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
-    const [record, held] = await Promise.all([this.stored.manifest(repo, hex), this.#holder.isHeld(hex)]);
-    return record && held ? { hex, record, index: this.index } : null;
   }
 
   async #revalidate(repo: readonly string[], tag: string, mapped: FoundManifest | null): Promise<Resolved> {
@@ -324,8 +317,4 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
 
 function defineTag(tags: Record<string, string>, tag: string, hex: string): void {
   Object.defineProperty(tags, tag, { value: hex, enumerable: true, writable: true, configurable: true });
-}
-
-function tagTarget(tags: Record<string, string>, tag: string): string | undefined {
-  return Object.hasOwn(tags, tag) ? tags[tag] : undefined;
 }

@@ -11,11 +11,13 @@ import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
 import { NameSet } from '../storage/name-set.js';
 import { updateDoc } from '../storage/update.js';
+import { holderName } from './index-holds.js';
 import { isManifestMediaType } from './manifest-check.js';
 import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
 import { repositoriesIn } from './repositories.js';
 
+/** A manifest a member can serve: its record exists and the member holds its bytes. */
 export interface FoundManifest {
   hex: string;
   record: ManifestRecord;
@@ -23,13 +25,20 @@ export interface FoundManifest {
   index: IndexConfig;
 }
 
+/** Tags whose last seen digest a process remembers as the guess for its next read. */
+const MAX_TAG_GUESSES = 4096;
+
 export class HostedRepos {
   readonly #catalog: NameSet;
+  readonly #holderName: string;
+  /** `repo:tag` -> the digest it named when last read here; only ever a guess (see `resolve`). */
+  readonly #lastTargets = new Map<string, string>();
 
   constructor(
     readonly index: IndexConfig,
     private readonly stores: Stores,
   ) {
+    this.#holderName = holderName(index.name);
     this.#catalog = new NameSet(stores.meta, catalogKey(index), async () => (await repositoriesIn(stores.meta, index)).map((r) => r.join('/')));
   }
 
@@ -43,11 +52,30 @@ export class HostedRepos {
     return found?.doc.tags ?? {};
   }
 
+  /**
+   * The manifest `ref` names, when its record exists and this index holds its bytes. The reads
+   * go out together: for a digest the record and the hold; for a tag also the tag map, with the
+   * record and hold of the digest the tag named on this process's last read of it (a guess,
+   * checked against the tag map read in the same round). A warm read is one round trip to the
+   * store; a tag moved since costs one more.
+   */
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
-    const hex = ref.kind === 'digest' ? ref.hex : tagTarget(await this.tags(repo), ref.tag);
-    if (!hex) return null;
-    const record = await this.manifest(repo, hex);
-    return record ? { hex, record, index: this.index } : null;
+    if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex);
+    const key = `${repo.join('/')}:${ref.tag}`;
+    const guess = this.#lastTargets.get(key);
+    const [tags, guessed] = await Promise.all([this.tags(repo), guess === undefined ? null : this.#heldManifest(repo, guess)]);
+    const hex = tagTarget(tags, ref.tag);
+    this.#lastTargets.delete(key);
+    if (hex === undefined) return null;
+    this.#lastTargets.set(key, hex);
+    if (this.#lastTargets.size > MAX_TAG_GUESSES) this.#lastTargets.delete(this.#lastTargets.keys().next().value as string);
+    return hex === guess ? guessed : this.#heldManifest(repo, hex);
+  }
+
+  /** The record of `hex`, when the index also holds its bytes (a blob DELETE releases them). */
+  async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
+    const [record, held] = await Promise.all([this.manifest(repo, hex), this.stores.holds.isHeldBy(hex, this.#holderName)]);
+    return record && held ? { hex, record, index: this.index } : null;
   }
 
   /** The repositories that hold at least one manifest: one read of the catalog document. */

@@ -45,8 +45,9 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, target.repo.join('/'), `sha256:${found.hex}`));
     throw err;
   });
-  const [bytes, held] = await Promise.all([stored, deps.holds.of(found.index.name).isHeld(found.hex)]);
-  if (!bytes || !held) throw unknown();
+  // `found` is held by the index that recorded it (members resolve only what they hold).
+  const bytes = await stored;
+  if (!bytes) throw unknown();
   reply
     .header('Content-Type', found.record.mediaType)
     .header('Docker-Content-Digest', `sha256:${found.hex}`)

@@ -92,10 +92,20 @@ export class Members {
    * only when none does.
    */
   async resolve(index: IndexConfig, repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+    // Hosted members are asked whatever shadowing decides (it only ever drops upstream ones), and
+    // before any cached member: their store reads go out together with the shadowing check's.
+    const early = new Map<MemberReader, Promise<FoundManifest | null>>();
+    for (const reader of this.readers(index)) {
+      if (!(reader instanceof HostedRepos)) continue;
+      const lookup = reader.resolve(repo, ref);
+      // Awaited below in lookup order; a failure of one not reached is not left unhandled.
+      lookup.catch(() => undefined);
+      early.set(reader, lookup);
+    }
     let failure: OciError | undefined;
     for (const reader of await this.readersFor(index, repo)) {
       try {
-        const found = await reader.resolve(repo, ref);
+        const found = await (early.get(reader) ?? reader.resolve(repo, ref));
         if (found) return found;
       } catch (err) {
         if (!(err instanceof OciError && err.code === 'UNKNOWN')) throw err;

@@ -22,7 +22,7 @@ import { SlotsBusyError } from '../limits/slots.js';
 import { CachedBytesLostError, UpstreamUnavailableError } from './errors.js';
 import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
-import type { BlobInfo, BlobStore, MetaStore } from '../storage/types.js';
+import type { BlobInfo, BlobStore, MetaStore, Versioned } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
@@ -76,9 +76,12 @@ export class DocCache {
     this.#now = opts.now ?? Date.now;
   }
 
-  /** The document under `key`, from cache or upstream; null when the upstream says it is gone. */
-  async read(key: string, fetcher: DocFetcher): Promise<DocResult | null> {
-    const cached = await this.#meta.get<CachedDoc>(key);
+  /**
+   * The document under `key`, from cache or upstream; null when the upstream says it is gone.
+   * `stored`: the record as a `peek` in this request already read it.
+   */
+  async read(key: string, fetcher: DocFetcher, stored?: Promise<Versioned<CachedDoc> | null>): Promise<DocResult | null> {
+    const cached = await (stored ?? this.peek(key));
     if (cached && freshness(cached.doc, this.#now()) === 'fresh') return this.#result(cached.doc, 'fresh');
     if (cached && this.health.resting(this.#now())) {
       this.#counters.add('stale_served');
@@ -88,6 +91,11 @@ export class DocCache {
     if (shared.kind === 'absent') return null;
     if (shared.source === 'stale') this.#counters.add('stale_served');
     return this.#result(shared.record, shared.source, shared.bytes);
+  }
+
+  /** The stored record under `key`, without asking the upstream (what `read` starts with). */
+  peek(key: string): Promise<Versioned<CachedDoc> | null> {
+    return this.#meta.get<CachedDoc>(key);
   }
 
   async #refresh(key: string, fetcher: DocFetcher): Promise<Shared> {

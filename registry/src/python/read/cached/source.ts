@@ -13,11 +13,12 @@ import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js
 import { UpstreamClient } from '../../../roles/upstream.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { Holder } from '../../../storage/holds.js';
-import type { BlobStore, MetaStore } from '../../../storage/types.js';
+import type { BlobStore, MetaStore, Versioned } from '../../../storage/types.js';
+import type { CachedDoc } from '../../../roles/freshness.js';
 import { candidateProjects } from '../source/lookup.js';
-import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../../model/overrides.js';
+import { applyOverrides, withOverridesVersion, type LoadedOverrides, type ProjectOverrides } from '../../model/overrides.js';
 import type { ResolvedProject } from '../../model/resolved.js';
-import type { IndexSource, ListedFile, NameList, ProjectView } from '../source/types.js';
+import type { IndexSource, ListedFile, NameList, ProjectView, StartedReads } from '../source/types.js';
 import { CachedFiles } from './files.js';
 import { KnownSizes, withKnownSizes, withSizesVersion, type LoadedSizes } from './known-sizes.js';
 import { toCachedProject, type CachedProject } from './to-resolved.js';
@@ -46,6 +47,19 @@ export interface CachedSourceOptions {
   onFlight?: (outcome: FlightOutcome) => void;
 }
 
+/** The stored record of a project's upstream page. */
+function pageKey(indexName: string, normalized: string): string {
+  return `python/${indexName}/cache/pages/${normalized}`;
+}
+
+/** What `project` reads from the store, started together. */
+interface ProjectReads {
+  record: Promise<Versioned<CachedDoc> | null>;
+  overrides: Promise<LoadedOverrides | null>;
+  wantsSizes: boolean;
+  sizes: Promise<LoadedSizes | null>;
+}
+
 interface Loaded {
   doc: DocResult;
   normalized: string;
@@ -60,6 +74,10 @@ export class CachedSource implements IndexSource {
   readonly #o: CachedSourceOptions;
   readonly #parsed = new Map<string, CachedProject>();
   #list: { digest: string; names: string[] } | null = null;
+  /** Projects whose page, when last parsed here, left some file without a size: their sizes are read alongside. */
+  readonly #unsized = new Set<string>();
+  /** Reads started by `startReads`, until the request that started them is done with its token. */
+  readonly #started = new WeakMap<StartedReads, ProjectReads>();
 
   constructor(opts: CachedSourceOptions) {
     this.#o = opts;
@@ -98,15 +116,46 @@ export class CachedSource implements IndexSource {
     return this.#o.index;
   }
 
-  async project(normalized: string): Promise<ProjectView | null> {
-    const loaded = await this.#load(normalized);
+  /**
+   * The stored page, this index's overrides and (when the page last read gave some file no size)
+   * the learnt sizes are read together: a warm page is one round trip to the store. An override
+   * document that does not exist is read like one that does, so one written by another process
+   * is seen on the next request.
+   */
+  async project(normalized: string, started?: StartedReads): Promise<ProjectView | null> {
+    const mine = started && started.normalized === normalized ? this.#started.get(started) : undefined;
+    // Once: the reads belong to the request that started them.
+    if (started) this.#started.delete(started);
+    const reads = mine ?? this.#startReads(normalized);
+    const [loaded, overrides, early] = await Promise.all([this.#load(normalized, reads.record), reads.overrides, reads.sizes]);
     if (!loaded) return null;
-    const [cached, overrides] = await Promise.all([this.#parse(loaded), this.#o.overrides.get(this.index.name, normalized)]);
-    const sizes = await this.#sizes(cached, normalized);
+    const cached = await this.#parse(loaded);
+    this.#noteUnsized(normalized, cached.unsized);
+    const sizes = !cached.unsized ? null : reads.wantsSizes ? early : await this.#sizes(cached, normalized);
     return {
       version: withOverridesVersion(withSizesVersion(loaded.doc.record.digest, sizes), overrides),
       hosted: false,
       resolve: async () => applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc),
+    };
+  }
+
+  startReads(normalized: string): StartedReads {
+    const token: StartedReads = { normalized };
+    const reads = this.#startReads(normalized);
+    // Used by a later `project` of this request, or not at all (a private member shadowed it).
+    for (const p of [reads.record, reads.overrides, reads.sizes]) p.catch(() => undefined);
+    this.#started.set(token, reads);
+    return token;
+  }
+
+  /** The store reads of `project`: the page record, the overrides, the learnt sizes if wanted. */
+  #startReads(normalized: string): ProjectReads {
+    const wantsSizes = this.#unsized.has(normalized);
+    return {
+      record: this.docs.peek(pageKey(this.index.name, normalized)),
+      overrides: this.#o.overrides.get(this.index.name, normalized),
+      wantsSizes,
+      sizes: wantsSizes ? this.sizes.get(normalized) : Promise.resolve(null),
     };
   }
 
@@ -153,10 +202,17 @@ export class CachedSource implements IndexSource {
     this.client.close();
   }
 
-  #load(normalized: string): Promise<Loaded | null> {
-    const key = `python/${this.index.name}/cache/pages/${normalized}`;
+  #noteUnsized(normalized: string, unsized: boolean): void {
+    this.#unsized.delete(normalized);
+    if (!unsized) return;
+    this.#unsized.add(normalized);
+    if (this.#unsized.size > PARSED_PAGES) this.#unsized.delete(this.#unsized.values().next().value!);
+  }
+
+  #load(normalized: string, stored?: Promise<Versioned<CachedDoc> | null>): Promise<Loaded | null> {
+    const key = pageKey(this.index.name, normalized);
     return this.docs
-      .read(key, (cond) => fetchDoc(this.client, `${encodeURIComponent(normalized)}/`, cond, { headers: { accept: UPSTREAM_ACCEPT } }))
+      .read(key, (cond) => fetchDoc(this.client, `${encodeURIComponent(normalized)}/`, cond, { headers: { accept: UPSTREAM_ACCEPT } }), stored)
       .then((doc) => (doc ? { doc, normalized } : null));
   }
 

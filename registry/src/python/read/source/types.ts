@@ -70,9 +70,23 @@ export interface ListedFile {
   open(part: FilePart, opts?: OpenOptions): Promise<FileBody | null>;
 }
 
+/** Store reads a source started ahead of its `project` call (`IndexSource.startReads`); opaque to callers. */
+export interface StartedReads {
+  readonly normalized: string;
+}
+
 export interface IndexSource {
-  /** Null when the index has no such project. */
-  project(normalized: string): Promise<ProjectView | null>;
+  /**
+   * Null when the index has no such project. `started`: what `startReads` of this source returned
+   * for the same project in the same request, used instead of reading again.
+   */
+  project(normalized: string, started?: StartedReads): Promise<ProjectView | null>;
+  /**
+   * Starts the store reads `project` will make, without asking any upstream, so a caller that may
+   * ask this source after another (a virtual route's upstream members, after its private ones)
+   * need not wait for them then. Reads started and never used cost the store calls, nothing else.
+   */
+  startReads?(normalized: string): StartedReads;
   names(): Promise<NameList>;
   /** The file this index lists under `filename` with exactly these bytes, else null. */
   locate(sha256: string, filename: string): Promise<ListedFile | null>;

@@ -8,11 +8,11 @@
  */
 import { createHash } from 'node:crypto';
 import type { IndexConfig } from '../../../config/types.js';
-import { shadowedAnswers } from '../../../roles/shadowing.js';
+import { isUpstream, shadowedAnswers } from '../../../roles/shadowing.js';
 import { candidateProjects } from '../source/lookup.js';
 import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../../model/overrides.js';
 import type { ResolvedProject } from '../../model/resolved.js';
-import type { IndexSource, ListedFile, NameList, ProjectView } from '../source/types.js';
+import type { IndexSource, ListedFile, NameList, ProjectView, StartedReads } from '../source/types.js';
 import { MAX_LIST_NAMES } from '../cached/upstream-list.js';
 import { mergeProjects } from './merge.js';
 
@@ -34,10 +34,20 @@ export class VirtualSource implements IndexSource {
     readonly overrides: ProjectOverrides,
   ) {}
 
+  /**
+   * The route's own overrides are read alongside its members' views, not after them, and the
+   * upstream members' store reads start with the private members' (`startReads`: no upstream is
+   * asked before shadowing allows it), so a warm page is one round trip to the store.
+   */
   async project(normalized: string): Promise<ProjectView | null> {
-    const parts = await this.#contributions(normalized);
+    // By member name: `members()` builds its entries afresh on every call.
+    const started = new Map<string, StartedReads>();
+    for (const m of this.members()) {
+      const reads = isUpstream(m.index) ? m.source.startReads?.(normalized) : undefined;
+      if (reads) started.set(m.index.name, reads);
+    }
+    const [parts, overrides] = await Promise.all([this.#contributions(normalized, started), this.overrides.get(this.index.name, normalized)]);
     if (parts.length === 0) return null;
-    const overrides = await this.overrides.get(this.index.name, normalized);
     const version = hash(parts.map((p) => `${p.member.index.name}=${p.view.version}`).join('\n'));
     return {
       version: withOverridesVersion(version, overrides),
@@ -98,11 +108,11 @@ export class VirtualSource implements IndexSource {
   }
 
   /** The members that contribute to `normalized`, in order, after shadowing (`roles/shadowing.ts`). */
-  async #contributions(normalized: string): Promise<Contribution[]> {
+  async #contributions(normalized: string, started?: ReadonlyMap<string, StartedReads>): Promise<Contribution[]> {
     return shadowedAnswers(
       this.members(),
       (m) => m.index,
-      (group) => views(group, normalized),
+      (group) => views(group, normalized, started),
       (p) => p.member,
       (p) => p.view.hosted,
     );
@@ -113,8 +123,8 @@ export class VirtualSource implements IndexSource {
  * Every member's view of a project. A failing member is left out while another answers; when
  * all that were asked fail, the first failure is the answer (a 502 with the upstream's reason).
  */
-async function views(members: readonly Member[], normalized: string): Promise<Contribution[]> {
-  const settled = await Promise.allSettled(members.map((m) => m.source.project(normalized)));
+async function views(members: readonly Member[], normalized: string, started?: ReadonlyMap<string, StartedReads>): Promise<Contribution[]> {
+  const settled = await Promise.allSettled(members.map((m) => m.source.project(normalized, started?.get(m.index.name))));
   const parts: Contribution[] = [];
   let failure: unknown;
   let failed = false;

@@ -1,0 +1,196 @@
+/**
+ * What a warm read costs the store, counted (never timed): velodex's app in process over the
+ * run's backend, its stores wrapped by `countedStores`. A warm manifest GET (by tag or digest) and
+ * a blob HEAD make one round trip to the store. Two apps over one store stand for two processes:
+ * a tag moved or a manifest deleted through one is what the other serves on its next read.
+ */
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseToml } from 'smol-toml';
+import { buildConfig } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
+import { buildApp } from '../../registry/src/http/app.js';
+import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
+import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
+import { openStores } from '../../registry/src/storage/index.js';
+import { storageOf } from '../support/store-probe.js';
+import { basicAuth, tempDir } from '../support/velodex.js';
+import { expectOciError, imageManifest, Registry } from './api-support.js';
+
+const REPO = 'root/oci/warm';
+
+/**
+ * A hosted index, and a virtual one over it and a cached member whose upstream is never asked
+ * (nothing listens there): the hosted member holds every name these tests read, and shadows it.
+ */
+const CONFIG = `
+[[index]]
+name = "hosted"
+route = "root/oci"
+ecosystem = "oci"
+hosted = true
+upload_token = "token"
+
+[[index]]
+name = "mirror"
+route = "mirror"
+ecosystem = "oci"
+cached = "http://127.0.0.1:9"
+
+[[index]]
+name = "all"
+route = "all"
+ecosystem = "oci"
+members = ["mirror", "hosted"]
+`;
+
+interface Process {
+  app: FastifyInstance;
+  running: Ecosystem[];
+  reg: Registry;
+  counter: StoreCallCounter;
+}
+
+/** One velodex app over the store of `dataDir` (shared by every app started on it), counting its store calls. */
+async function startProcess(dataDir: string, name: string): Promise<Process> {
+  const config = buildConfig(parseToml(CONFIG), 'warm-reads', { ecosystems, overrides: { dataDir: join(dataDir, name) } });
+  const counter = new StoreCallCounter();
+  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
+  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return { app, running, counter, reg: new Registry(`http://127.0.0.1:${port}`, basicAuth('token')) };
+}
+
+async function stop(p: Process | undefined): Promise<void> {
+  await p?.app.close();
+  await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
+}
+
+/** The store calls of one request, after it has been answered. */
+async function costOf(p: Process, request: () => Promise<Response>, status = 200): Promise<StoreCalls> {
+  p.counter.reset();
+  const res = await request();
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  return p.counter.snapshot();
+}
+
+/** Pushes an image (config, one layer, manifest) under `tag`; returns the manifest's digest. */
+async function pushImage(reg: Registry, tag: string, seed: string): Promise<string> {
+  const config = Buffer.from(`{"seed":"${seed}"}`);
+  const layer = Buffer.from(`layer ${seed}`);
+  const configHex = await reg.pushBlob(REPO, config);
+  const layerHex = await reg.pushBlob(REPO, layer);
+  const res = await reg.pushManifest(REPO, tag, imageManifest(configHex, config.length, [{ hex: layerHex, size: layer.length }]));
+  expect(res.status, await res.text()).toBe(201);
+  return res.headers.get('docker-content-digest') ?? '';
+}
+
+describe('warm OCI reads cost one store round trip', () => {
+  let dataDir: string;
+  let one: Process;
+  let two: Process;
+
+  beforeAll(async () => {
+    dataDir = tempDir();
+    one = await startProcess(dataDir, 'one');
+    two = await startProcess(dataDir, 'two');
+  });
+  afterAll(async () => {
+    await stop(one);
+    await stop(two);
+  });
+
+  it('serves a warm manifest by tag and by digest in one round trip, and a blob HEAD in one', async () => {
+    const digest = await pushImage(one.reg, 'v1', 'a');
+    const byTag = () => one.reg.fetch(`/v2/${REPO}/manifests/v1`);
+    const byDigest = () => one.reg.fetch(`/v2/${REPO}/manifests/${digest}`);
+    // Warm up: the first reads learn what a later one may start with.
+    await costOf(one, byTag);
+    await costOf(one, byDigest);
+
+    const tagCost = await costOf(one, byTag);
+    expect(tagCost.rounds, JSON.stringify(tagCost)).toBe(1);
+    // The tag map, the manifest record, the index's hold on its bytes: the bytes come from memory.
+    expect(tagCost.calls, JSON.stringify(tagCost)).toEqual({ 'meta.get': 3 });
+
+    const digestCost = await costOf(one, byDigest);
+    expect(digestCost.rounds, JSON.stringify(digestCost)).toBe(1);
+    expect(digestCost.calls, JSON.stringify(digestCost)).toEqual({ 'meta.get': 2 });
+
+    // Through the virtual index: the check that the hosted member holds the repository (so the
+    // cached member is not asked) goes out with the hosted member's reads.
+    const viaVirtual = () => one.reg.fetch(`/v2/all/warm/manifests/v1`);
+    await costOf(one, viaVirtual);
+    const virtualCost = await costOf(one, viaVirtual);
+    expect(virtualCost.rounds, JSON.stringify(virtualCost)).toBe(1);
+    expect(virtualCost.calls, JSON.stringify(virtualCost)).toEqual({ 'meta.get': 4 });
+
+    const manifest = JSON.parse(await (await byDigest()).text()) as { layers: { digest: string }[] };
+    const layer = manifest.layers[0]?.digest ?? '';
+    const head = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`, { method: 'HEAD' }));
+    expect(head.rounds, JSON.stringify(head)).toBe(1);
+    expect(head.calls, JSON.stringify(head)).toEqual({ 'meta.get': 1, 'blobs.stat': 1 });
+  });
+
+  it('serves a tag another process moved on the next read, and guesses right again on the read after', async () => {
+    const first = await pushImage(one.reg, 'moving', 'b');
+    // Process two learns where the tag points.
+    for (let i = 0; i < 2; i++) {
+      const res = await two.reg.fetch(`/v2/${REPO}/manifests/moving`);
+      expect(res.headers.get('docker-content-digest')).toBe(first);
+      await res.arrayBuffer();
+    }
+    const second = await pushImage(one.reg, 'moving', 'c');
+    expect(second).not.toBe(first);
+    two.counter.reset();
+    const res = await two.reg.fetch(`/v2/${REPO}/manifests/moving`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('docker-content-digest')).toBe(second);
+    await res.arrayBuffer();
+    // What it guessed from the last read was wrong: one more round for the new target's record
+    // and hold, and one for its bytes, which this process has not read yet.
+    const moved = two.counter.snapshot();
+    expect(moved.rounds, JSON.stringify(moved)).toBe(3);
+    expect(moved.calls, JSON.stringify(moved)).toEqual({ 'meta.get': 5, 'blobs.get': 1 });
+    const again = await costOf(two, () => two.reg.fetch(`/v2/${REPO}/manifests/moving`));
+    expect(again.rounds).toBe(1);
+  });
+
+  it('serves a tag another process created after this one answered it unknown', async () => {
+    for (let i = 0; i < 2; i++) await expectOciError(await two.reg.fetch(`/v2/${REPO}/manifests/late`), 404, 'MANIFEST_UNKNOWN');
+    const digest = await pushImage(one.reg, 'late', 'e');
+    const res = await two.reg.fetch(`/v2/${REPO}/manifests/late`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('docker-content-digest')).toBe(digest);
+    await res.arrayBuffer();
+  });
+
+  it('stops serving a manifest another process deleted, by tag and by digest', async () => {
+    const digest = await pushImage(one.reg, 'doomed', 'd');
+    for (const ref of ['doomed', digest]) {
+      const res = await two.reg.fetch(`/v2/${REPO}/manifests/${ref}`);
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    const del = await one.reg.fetch(`/v2/${REPO}/manifests/${digest}`, { method: 'DELETE' });
+    expect(del.status, await del.text()).toBe(202);
+    await expectOciError(await two.reg.fetch(`/v2/${REPO}/manifests/doomed`), 404, 'MANIFEST_UNKNOWN');
+    await expectOciError(await two.reg.fetch(`/v2/${REPO}/manifests/${digest}`), 404, 'MANIFEST_UNKNOWN');
+  });
+
+  it('stops serving a blob another process deleted, and serves it again once pushed again', async () => {
+    const bytes = Buffer.from('a blob that comes and goes');
+    const hex = await one.reg.pushBlob(REPO, bytes);
+    const blob = () => two.reg.fetch(`/v2/${REPO}/blobs/sha256:${hex}`);
+    expect(await (await blob()).text()).toBe(bytes.toString());
+    const del = await one.reg.fetch(`/v2/${REPO}/blobs/sha256:${hex}`, { method: 'DELETE' });
+    expect(del.status, await del.text()).toBe(202);
+    await expectOciError(await blob(), 404, 'BLOB_UNKNOWN');
+    await one.reg.pushBlob(REPO, bytes);
+    expect(await (await blob()).text()).toBe(bytes.toString());
+  });
+});

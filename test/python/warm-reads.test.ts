@@ -1,0 +1,176 @@
+/**
+ * What a warm Simple page costs the store, counted (never timed): velodex's app in process over
+ * the run's backend, its stores wrapped by `countedStores`, in front of a small real upstream. A
+ * warm hosted page and a warm cached page each make one round trip to the store. Two apps over
+ * one store stand for two processes: an override document written through one, where the other
+ * had read none, is what the other serves on its next request.
+ */
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { parse as parseToml } from 'smol-toml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildConfig } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
+import { buildApp } from '../../registry/src/http/app.js';
+import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
+import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
+import { openStores } from '../../registry/src/storage/index.js';
+import { Origin } from '../roles/origin.js';
+import { storageOf } from '../support/store-probe.js';
+import { tempDir } from '../support/velodex.js';
+import { buildProject } from './fixtures/projects.js';
+import { postUpload } from './fixtures/upload-client.js';
+import { detail, write } from './mutations-client.js';
+
+const TOKEN = 'warm-token';
+const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
+const A_SHA = 'a'.repeat(64);
+const B_SHA = 'b'.repeat(64);
+
+interface Process {
+  app: FastifyInstance;
+  running: Ecosystem[];
+  url: string;
+  counter: StoreCallCounter;
+}
+
+function configText(upstream: string): string {
+  return `
+[[index]]
+name = "local"
+route = "root/local"
+hosted = true
+upload_token = "${TOKEN}"
+
+[[index]]
+name = "mirror"
+route = "root/mirror"
+cached = "${upstream}/simple/"
+
+[[index]]
+name = "dev"
+route = "root/dev"
+members = ["local", "mirror"]
+upload_target = "local"
+`;
+}
+
+/** One velodex app over the store of `dataDir` (shared by every app started on it), counting its store calls. */
+async function startProcess(dataDir: string, name: string, upstream: string): Promise<Process> {
+  const config = buildConfig(parseToml(configText(upstream)), 'warm-reads', { ecosystems, overrides: { dataDir: join(dataDir, name) } });
+  const counter = new StoreCallCounter();
+  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
+  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return { app, running, counter, url: `http://127.0.0.1:${port}` };
+}
+
+async function stop(p: Process | undefined): Promise<void> {
+  await p?.app.close();
+  await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
+}
+
+/** The store calls of one page request, after it has been answered 200. */
+async function costOf(p: Process, path: string): Promise<StoreCalls> {
+  p.counter.reset();
+  const res = await fetch(`${p.url}${path}`, { headers: { accept: SIMPLE_JSON } });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  return p.counter.snapshot();
+}
+
+/** A PEP 691 page of `project` with one wheel, with or without its size. */
+function upstreamPage(origin: Origin, project: string, sha: string, size: number | null): string {
+  const filename = `${project}-1.0-py3-none-any.whl`;
+  return JSON.stringify({
+    meta: { 'api-version': '1.0' },
+    name: project,
+    files: [{ filename, url: `${origin.url}/files/${filename}`, hashes: { sha256: sha }, ...(size === null ? {} : { size }) }],
+  });
+}
+
+describe('warm Simple pages cost one store round trip', () => {
+  let dataDir: string;
+  let origin: Origin;
+  let one: Process;
+  let two: Process;
+
+  beforeAll(async () => {
+    origin = await new Origin().start();
+    origin.docs.set('/simple/alpha/', { body: upstreamPage(origin, 'alpha', A_SHA, 1234), headers: { 'content-type': SIMPLE_JSON } });
+    origin.docs.set('/simple/unsized/', { body: upstreamPage(origin, 'unsized', B_SHA, null), headers: { 'content-type': SIMPLE_JSON } });
+    dataDir = tempDir();
+    one = await startProcess(dataDir, 'one', origin.url);
+    two = await startProcess(dataDir, 'two', origin.url);
+  });
+  afterAll(async () => {
+    await stop(one);
+    await stop(two);
+    await origin.close();
+  });
+
+  it('serves a warm hosted page with one read of its record', async () => {
+    const built = await buildProject('warmhosted', '1.0');
+    const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    await costOf(one, '/root/local/simple/warmhosted/');
+    const cost = await costOf(one, '/root/local/simple/warmhosted/');
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 1 }, total: 1, rounds: 1 });
+  });
+
+  it('serves a warm cached page in one round trip: the stored page and the overrides, read together', async () => {
+    await costOf(one, '/root/mirror/simple/alpha/');
+    const cost = await costOf(one, '/root/mirror/simple/alpha/');
+    // The cache record of the upstream page and the (absent) overrides document; the page's bytes
+    // and its parsed form are in memory under its digest.
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 2 }, total: 2, rounds: 1 });
+  });
+
+  it('reads the learnt sizes of a page that gives none in the same round trip', async () => {
+    await costOf(one, '/root/mirror/simple/unsized/');
+    const cost = await costOf(one, '/root/mirror/simple/unsized/');
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 3 }, total: 3, rounds: 1 });
+  });
+
+  it('serves a warm virtual page with its own overrides read alongside its members', async () => {
+    await costOf(one, '/root/dev/simple/unsized/');
+    const cost = await costOf(one, '/root/dev/simple/unsized/');
+    // All in one round: the hosted member's record (absent), the route's overrides (absent), and
+    // the cached member's page record, overrides and learnt sizes, read from the store before the
+    // hosted member's answer says whether the cached one may answer at all.
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 5 }, total: 5, rounds: 1 });
+  });
+
+  it('never asks the upstream for a name a hosted member holds, though the store reads start early', async () => {
+    const built = await buildProject('warmprivate', '1.0');
+    const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const page = await detail(`${one.url}/root/dev/simple/`, 'warmprivate');
+      expect(page.files.map((f) => f.filename)).toEqual([built.wheelFilename]);
+    }
+    expect(origin.seen.filter((r) => r.path.includes('warmprivate'))).toEqual([]);
+    // The hosted record and the route's overrides, and the cached member's page record and
+    // overrides, read early and dropped: one round trip.
+    const cost = await costOf(one, '/root/dev/simple/warmprivate/');
+    expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 4 }, total: 4, rounds: 1 });
+  });
+
+  it('sees overrides another process wrote where it had read none, on the next request', async () => {
+    // Process one serves the page with no overrides document, twice (so any memory of it is warm).
+    for (let i = 0; i < 2; i++) {
+      const page = await detail(`${one.url}/root/dev/simple/`, 'alpha');
+      expect(page.files.map((f) => f.yanked)).toEqual([false]);
+    }
+    const yank = await write('PUT', `${two.url}/root/dev/alpha/1.0/yank?reason=broken`, { token: TOKEN });
+    expect(yank.status, yank.text).toBe(200);
+    expect(yank.json, yank.text).toMatchObject({ changed: 1 });
+    const page = await detail(`${one.url}/root/dev/simple/`, 'alpha');
+    expect(page.files.map((f) => f.yanked)).toEqual(['broken']);
+    // Overrides belong to the route they were written through: the cached index is untouched.
+    const mirror = await detail(`${one.url}/root/mirror/simple/`, 'alpha');
+    expect(mirror.files.map((f) => f.yanked)).toEqual([false]);
+  });
+});
