@@ -4,17 +4,8 @@
  * a blob HEAD make one round trip to the store. Two apps over one store stand for two processes:
  * a tag moved or a manifest deleted through one is what the other serves on its next read.
  */
-import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseToml } from 'smol-toml';
-import { buildConfig } from '../../registry/src/config/load.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
-import { buildApp } from '../../registry/src/http/app.js';
-import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
-import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
-import { openStores } from '../../registry/src/storage/index.js';
-import { storageOf } from '../support/store-probe.js';
+import { costOf, startCountedApp, stopCountedApp, type CountedApp } from '../support/counted-app.js';
 import { basicAuth, tempDir } from '../support/velodex.js';
 import { expectOciError, imageManifest, Registry } from './api-support.js';
 
@@ -45,38 +36,16 @@ ecosystem = "oci"
 members = ["mirror", "hosted"]
 `;
 
-interface Process {
-  app: FastifyInstance;
-  running: Ecosystem[];
+interface Process extends CountedApp {
   reg: Registry;
-  counter: StoreCallCounter;
 }
 
-/** One velodex app over the store of `dataDir` (shared by every app started on it), counting its store calls. */
 async function startProcess(dataDir: string, name: string): Promise<Process> {
-  const config = buildConfig(parseToml(CONFIG), 'warm-reads', { ecosystems, overrides: { dataDir: join(dataDir, name) } });
-  const counter = new StoreCallCounter();
-  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
-  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : 0;
-  return { app, running, counter, reg: new Registry(`http://127.0.0.1:${port}`, basicAuth('token')) };
+  const p = await startCountedApp(dataDir, name, CONFIG);
+  return { ...p, reg: new Registry(p.url, basicAuth('token')) };
 }
 
-async function stop(p: Process | undefined): Promise<void> {
-  await p?.app.close();
-  await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
-}
-
-/** The store calls of one request, after it has been answered. */
-async function costOf(p: Process, request: () => Promise<Response>, status = 200): Promise<StoreCalls> {
-  p.counter.reset();
-  const res = await request();
-  const text = await res.text();
-  expect(res.status, text).toBe(status);
-  return p.counter.snapshot();
-}
+const stop = stopCountedApp;
 
 /** Pushes an image (config, one layer, manifest) under `tag`; returns the manifest's digest. */
 async function pushImage(reg: Registry, tag: string, seed: string): Promise<string> {

@@ -5,18 +5,10 @@
  * one store stand for two processes: an override document written through one, where the other
  * had read none, is what the other serves on its next request.
  */
-import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
-import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConfig } from '../../registry/src/config/load.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
-import { buildApp } from '../../registry/src/http/app.js';
-import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
-import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
-import { openStores } from '../../registry/src/storage/index.js';
+import type { StoreCalls } from '../../registry/src/storage/counted.js';
+import { costOf, startCountedApp, stopCountedApp, type CountedApp } from '../support/counted-app.js';
 import { Origin } from '../roles/origin.js';
-import { storageOf } from '../support/store-probe.js';
 import { tempDir } from '../support/velodex.js';
 import { buildProject } from './fixtures/projects.js';
 import { postUpload } from './fixtures/upload-client.js';
@@ -27,12 +19,7 @@ const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
 const A_SHA = 'a'.repeat(64);
 const B_SHA = 'b'.repeat(64);
 
-interface Process {
-  app: FastifyInstance;
-  running: Ecosystem[];
-  url: string;
-  counter: StoreCallCounter;
-}
+type Process = CountedApp;
 
 function configText(upstream: string): string {
   return `
@@ -55,30 +42,15 @@ upload_target = "local"
 `;
 }
 
-/** One velodex app over the store of `dataDir` (shared by every app started on it), counting its store calls. */
 async function startProcess(dataDir: string, name: string, upstream: string): Promise<Process> {
-  const config = buildConfig(parseToml(configText(upstream)), 'warm-reads', { ecosystems, overrides: { dataDir: join(dataDir, name) } });
-  const counter = new StoreCallCounter();
-  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
-  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : 0;
-  return { app, running, counter, url: `http://127.0.0.1:${port}` };
+  return startCountedApp(dataDir, name, configText(upstream));
 }
 
-async function stop(p: Process | undefined): Promise<void> {
-  await p?.app.close();
-  await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
-}
+const stop = stopCountedApp;
 
 /** The store calls of one page request, after it has been answered 200. */
-async function costOf(p: Process, path: string): Promise<StoreCalls> {
-  p.counter.reset();
-  const res = await fetch(`${p.url}${path}`, { headers: { accept: SIMPLE_JSON } });
-  const text = await res.text();
-  expect(res.status, text).toBe(200);
-  return p.counter.snapshot();
+function pageCost(p: Process, path: string): Promise<StoreCalls> {
+  return costOf(p, () => fetch(`${p.url}${path}`, { headers: { accept: SIMPLE_JSON } }));
 }
 
 /** A PEP 691 page of `project` with one wheel, with or without its size. */
@@ -115,28 +87,28 @@ describe('warm Simple pages cost one store round trip', () => {
     const built = await buildProject('warmhosted', '1.0');
     const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
     expect(up.status, up.body).toBe(200);
-    await costOf(one, '/root/local/simple/warmhosted/');
-    const cost = await costOf(one, '/root/local/simple/warmhosted/');
+    await pageCost(one, '/root/local/simple/warmhosted/');
+    const cost = await pageCost(one, '/root/local/simple/warmhosted/');
     expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 1 }, total: 1, rounds: 1 });
   });
 
   it('serves a warm cached page in one round trip: the stored page and the overrides, read together', async () => {
-    await costOf(one, '/root/mirror/simple/alpha/');
-    const cost = await costOf(one, '/root/mirror/simple/alpha/');
+    await pageCost(one, '/root/mirror/simple/alpha/');
+    const cost = await pageCost(one, '/root/mirror/simple/alpha/');
     // The cache record of the upstream page and the (absent) overrides document; the page's bytes
     // and its parsed form are in memory under its digest.
     expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 2 }, total: 2, rounds: 1 });
   });
 
   it('reads the learnt sizes of a page that gives none in the same round trip', async () => {
-    await costOf(one, '/root/mirror/simple/unsized/');
-    const cost = await costOf(one, '/root/mirror/simple/unsized/');
+    await pageCost(one, '/root/mirror/simple/unsized/');
+    const cost = await pageCost(one, '/root/mirror/simple/unsized/');
     expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 3 }, total: 3, rounds: 1 });
   });
 
   it('serves a warm virtual page with its own overrides read alongside its members', async () => {
-    await costOf(one, '/root/dev/simple/unsized/');
-    const cost = await costOf(one, '/root/dev/simple/unsized/');
+    await pageCost(one, '/root/dev/simple/unsized/');
+    const cost = await pageCost(one, '/root/dev/simple/unsized/');
     // All in one round: the hosted member's record (absent), the route's overrides (absent), and
     // the cached member's page record, overrides and learnt sizes, read from the store before the
     // hosted member's answer says whether the cached one may answer at all.
@@ -154,7 +126,7 @@ describe('warm Simple pages cost one store round trip', () => {
     expect(origin.seen.filter((r) => r.path.includes('warmprivate'))).toEqual([]);
     // The hosted record and the route's overrides, and the cached member's page record and
     // overrides, read early and dropped: one round trip.
-    const cost = await costOf(one, '/root/dev/simple/warmprivate/');
+    const cost = await pageCost(one, '/root/dev/simple/warmprivate/');
     expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 4 }, total: 4, rounds: 1 });
   });
 

@@ -1,0 +1,50 @@
+/**
+ * velodex's app in process over the run's backend (fs, or s3 on an s3 run), its stores wrapped by
+ * `countedStores`, for the suites that count what a request costs the store. Apps started on one
+ * data dir share its store, as processes of one registry do; each has its own scratch folder.
+ */
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { parse as parseToml } from 'smol-toml';
+import { expect } from 'vitest';
+import { buildConfig } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/ecosystems.js';
+import { buildApp } from '../../registry/src/http/app.js';
+import type { Ecosystem } from '../../registry/src/http/ecosystem.js';
+import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
+import { openStores } from '../../registry/src/storage/index.js';
+import { storageOf } from './store-probe.js';
+
+export interface CountedApp {
+  app: FastifyInstance;
+  running: Ecosystem[];
+  /** `http://127.0.0.1:<port>`. */
+  url: string;
+  counter: StoreCallCounter;
+}
+
+/** Starts one app named `name` over the store of `dataDir` with the config text `toml`. */
+export async function startCountedApp(dataDir: string, name: string, toml: string): Promise<CountedApp> {
+  const config = buildConfig(parseToml(toml), name, { ecosystems, overrides: { dataDir: join(dataDir, name) } });
+  const counter = new StoreCallCounter();
+  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
+  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  return { app, running, counter, url: `http://127.0.0.1:${port}` };
+}
+
+export async function stopCountedApp(p: CountedApp | undefined): Promise<void> {
+  await p?.app.close();
+  await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
+}
+
+/** The store calls of one request, after it has been answered with `status`. */
+export async function costOf(p: CountedApp, request: () => Promise<Response>, status = 200): Promise<StoreCalls> {
+  p.counter.reset();
+  const res = await request();
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  return p.counter.snapshot();
+}
