@@ -12,7 +12,12 @@ const registry: PackageRegistry = {
   kind: 'PackageRegistry',
   metadata: { name: 'default', namespace: 'team' },
   spec: {
-    storage: { endpoint: 'http://minio.storage.svc:9000', bucket: 'velodex', credentialsSecretRef: { name: 's3-creds' } },
+    storage: {
+      endpoint: 'http://minio.storage.svc:9000',
+      bucket: 'velodex',
+      credentialsSecretRef: { name: 's3-creds' },
+      redirect: { ttlSeconds: 120, endpoint: 'https://objects.example' },
+    },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
   },
 };
@@ -61,6 +66,7 @@ describe('registry config rendering', () => {
     expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
     expect(config.storage.backend).toBe('s3');
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
+    expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
     expect(rendered.secrets).toEqual(['hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
   });

@@ -50,6 +50,14 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
       ...(storage.prefix ? { prefix: storage.prefix } : {}),
       access_key_file: file({ name: creds.name, key: creds.accessKeyKey ?? DEFAULT_ACCESS_KEY_KEY }),
       secret_key_file: file({ name: creds.name, key: creds.secretKeyKey ?? DEFAULT_SECRET_KEY_KEY }),
+      ...(storage.redirect
+        ? {
+            redirect: true,
+            ...(storage.redirect.minSize !== undefined ? { redirect_min_size: storage.redirect.minSize } : {}),
+            ...(storage.redirect.ttlSeconds !== undefined ? { redirect_ttl_secs: storage.redirect.ttlSeconds } : {}),
+            ...(storage.redirect.endpoint !== undefined ? { redirect_endpoint: storage.redirect.endpoint } : {}),
+          }
+        : {}),
     },
   };
   if (rateLimit) {

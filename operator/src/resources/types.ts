@@ -119,6 +119,8 @@ export interface PackageRegistrySpec {
     region?: string;
     prefix?: string;
     credentialsSecretRef: { name: string; accessKeyKey?: string; secretKeyKey?: string };
+    /** Large blob and file GETs answered with a presigned URL of the object store (docs/storage.md). */
+    redirect?: { minSize?: number; ttlSeconds?: number; endpoint?: string };
   };
   rateLimit?: {
     enabled?: boolean;
