@@ -1,7 +1,7 @@
 /**
  * What a warm read costs the store, counted (never timed): velodex's app in process over the
  * run's backend, its stores wrapped by `countedStores`. A warm manifest GET (by tag or digest) and
- * a blob HEAD make one round trip to the store. Two apps over one store stand for two processes:
+ * a blob HEAD or GET make one round trip to the store. Two apps over one store stand for two processes:
  * a tag moved or a manifest deleted through one is what the other serves on its next read.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,7 +73,7 @@ describe('warm OCI reads cost one store round trip', () => {
     await stop(two);
   });
 
-  it('serves a warm manifest by tag and by digest in one round trip, and a blob HEAD in one', async () => {
+  it('serves a warm manifest by tag and by digest in one round trip, and a blob HEAD and GET in one', async () => {
     const digest = await pushImage(one.reg, 'v1', 'a');
     const byTag = () => one.reg.fetch(`/v2/${REPO}/manifests/v1`);
     const byDigest = () => one.reg.fetch(`/v2/${REPO}/manifests/${digest}`);
@@ -103,6 +103,12 @@ describe('warm OCI reads cost one store round trip', () => {
     const head = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`, { method: 'HEAD' }));
     expect(head.rounds, JSON.stringify(head)).toBe(1);
     expect(head.calls, JSON.stringify(head)).toEqual({ 'meta.get': 1, 'blobs.stat': 1 });
+    // Its size now known (a digest's size never changes), a GET asks for the hold and the bytes at once.
+    const get = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`));
+    expect(get.rounds, JSON.stringify(get)).toBe(1);
+    expect(get.calls, JSON.stringify(get)).toEqual({ 'meta.get': 1, 'blobs.get': 1 });
+    const ranged = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`, { headers: { range: 'bytes=0-3' } }), 206);
+    expect(ranged.rounds, JSON.stringify(ranged)).toBe(1);
   });
 
   it('serves a tag another process moved on the next read, and guesses right again on the read after', async () => {

@@ -4,6 +4,7 @@
  * a DELETE releases the writing index's hold, and the bytes go only when no other index and no
  * other ecosystem holds them (index-holds.ts).
  */
+import type { Readable } from 'node:stream';
 import { authorizeWrite } from './access.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
@@ -25,46 +26,85 @@ export async function getBlob(call: OciCall, digest: string, head: boolean): Pro
 
 /** Serves `hex` from the store; false when the index does not hold it. */
 async function serveStored(call: OciCall, hex: string, head: boolean): Promise<boolean> {
-  const { deps, request, reply } = call;
+  const { deps, request } = call;
+  const size = deps.blobSizes.get(hex);
+  const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
+  // A warm GET with the size known: the hold and the bytes are asked for together (one round
+  // trip). Not with redirects on, where a large GET needs no stream at all.
+  if (size !== undefined && !head && !deps.ctx.stores.redirect) {
+    const wanted = parseRange(rangeHeader, size);
+    if (wanted.kind !== 'unsatisfiable') {
+      const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, hex), size === 0 ? null : deps.ctx.stores.blobs.get(hex, range)]);
+      if (!held || (size > 0 && !stream)) {
+        stream?.destroy();
+        return false;
+      }
+      await send(call, hex, size, range, stream);
+      return true;
+    }
+  }
   const blobs = deps.ctx.stores.blobs;
   const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, hex)]);
   // Bytes only another index or ecosystem holds (a Python file, a blob this index deleted) are not ours.
   if (!info || !held) return false;
-  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
-  const rangeHeader = request.headers.range;
-  const wanted = parseRange(typeof rangeHeader === 'string' ? rangeHeader : undefined, info.size);
+  deps.blobSizes.set(hex, info.size);
+  const wanted = parseRange(rangeHeader, info.size);
   if (wanted.kind === 'unsatisfiable') {
     throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${String(rangeHeader)}" cannot be served from ${info.size} bytes`, {
       'Content-Range': unsatisfiedRange(info.size),
     });
   }
   const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
-  const counters = deps.ctx.counters.index(call.target.index.route);
-  const repo = call.target.repo.join('/');
   // A full GET of a large blob goes to the object store itself, when configured (`redirect.ts`).
   const url = !head && !range ? await deps.ctx.stores.redirect?.urlFor(info) : null;
   if (url) {
-    counters.add('downloads', 1, repo, `sha256:${hex}`);
-    counters.add('bytes', info.size, repo, `sha256:${hex}`);
-    await reply.code(307).header('Location', url).header('Content-Length', '0').header('Cache-Control', 'no-store').removeHeader('Accept-Ranges').send();
+    countDownload(call, hex, info.size);
+    await call.reply
+      .code(307)
+      .header('Docker-Content-Digest', `sha256:${hex}`)
+      .header('Location', url)
+      .header('Content-Length', '0')
+      .header('Cache-Control', 'no-store')
+      .type(OCTET_STREAM)
+      .send();
     return true;
   }
   const length = range ? range.end - range.start + 1 : info.size;
-  reply.header('Content-Length', String(length));
-  if (range) reply.code(206).header('Content-Range', contentRange(range, info.size));
   if (head || length === 0) {
-    await reply.send();
+    await send(call, hex, info.size, range, null);
     return true;
   }
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  await send(call, hex, info.size, range, stream);
+  return true;
+}
+
+/** The answer for a held blob of `size` bytes: headers, and the bytes when `stream` is given. */
+async function send(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined, stream: Readable | null): Promise<void> {
+  const { reply, request } = call;
+  const length = range ? range.end - range.start + 1 : size;
+  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM).header('Content-Length', String(length));
+  if (range) reply.code(206).header('Content-Range', contentRange(range, size));
+  if (!stream) {
+    await reply.send();
+    return;
+  }
   // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
-  counters.add('downloads', 1, repo, `sha256:${hex}`);
-  counters.add('bytes', length, repo, `sha256:${hex}`);
+  countDownload(call, hex, length);
+  const repo = call.target.repo.join('/');
+  const counters = call.deps.ctx.counters.index(call.target.index.route);
   reportRejectedRead(stream, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
   await reply.send(stream);
-  return true;
+}
+
+function countDownload(call: OciCall, hex: string, bytes: number): void {
+  const counters = call.deps.ctx.counters.index(call.target.index.route);
+  const repo = call.target.repo.join('/');
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  counters.add('bytes', bytes, repo, `sha256:${hex}`);
 }
 
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {

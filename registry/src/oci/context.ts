@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import type { Target } from './access.js';
+import type { BlobSizes } from './blob-sizes.js';
 import type { IndexHolds } from './index-holds.js';
 import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
@@ -14,6 +15,8 @@ export interface OciDeps {
   ctx: ServerContext;
   members: Members;
   manifestBytes: ManifestBytes;
+  /** Sizes of blobs seen by this process (immutable per digest): a warm blob GET in one round trip. */
+  blobSizes: BlobSizes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
   /** Each OCI index's holds on shared blobs: a blob is visible through an index iff it holds it. */
