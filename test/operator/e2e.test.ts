@@ -127,10 +127,14 @@ describe('a platform team on a real cluster', () => {
     expect(readFileSync(join(dest, upstreamProject.wheelFilename)).equals(readFileSync(upstreamProject.wheel))).toBe(true);
     // pip read the wheel's metadata first (ranged reads of the upstream file), then the wheel:
     // a second download is served from the bucket without the upstream.
-    const fetched = upstream.count(`/packages/${upstreamProject.wheelFilename}`);
-    expect(fetched).toBeGreaterThan(0);
+    // pypiserver logs a request once it is over: wait for the lines, then for them to settle.
+    const wheelFetches = () => upstream.count(`/packages/${upstreamProject.wheelFilename}`);
+    await until('the upstream to log the wheel fetch', async () => (wheelFetches() > 0 ? true : undefined), 30_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    const fetched = wheelFetches();
     await pip(['download', '--no-deps', '-d', join(work, 'pip-1b'), 'e2e-upstream==2.0']);
-    expect(upstream.count(`/packages/${upstreamProject.wheelFilename}`)).toBe(fetched);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(wheelFetches()).toBe(fetched);
 
     const img = buildImage({ seed: 'e2e' });
     const layout = writeLayout(join(work, 'layout'), [{ tag: 'v1', item: img }]);
