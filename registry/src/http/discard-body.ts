@@ -53,7 +53,8 @@ export interface DiscardLimits {
   lingerMs?: number;
 }
 
-export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 32 * 1024 * 1024, maxMs: 30_000, lingerMs: 2_000 };
+const DEFAULT_LINGER_MS = 2_000;
+export const DEFAULT_DISCARD_LIMITS: DiscardLimits = { maxBytes: 32 * 1024 * 1024, maxMs: 30_000, lingerMs: DEFAULT_LINGER_MS };
 
 /**
  * For a request answered before its body was read: the response goes out at once, and the
@@ -65,7 +66,7 @@ export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAUL
   if (req.complete || req.destroyed) return;
   // Detach whatever parser ran (multipart) so nothing buffers or waits on the remaining bytes.
   req.unpipe();
-  halfCloseAfterAnswer(req.socket);
+  halfCloseAfterAnswer(req.socket, limits.lingerMs ?? DEFAULT_LINGER_MS);
   let seen = 0;
   const cut = () => req.socket.destroy();
   const timer = setTimeout(cut, limits.maxMs);
@@ -77,7 +78,7 @@ export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAUL
     if (seen <= limits.maxBytes || lingering) return;
     lingering = true;
     req.pause();
-    setTimeout(cut, limits.lingerMs ?? DEFAULT_DISCARD_LIMITS.lingerMs).unref();
+    setTimeout(cut, limits.lingerMs ?? DEFAULT_LINGER_MS).unref();
   });
   req.once('end', stop);
   req.once('close', stop);
@@ -91,10 +92,10 @@ export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAUL
  * instead of the status). Here it only half-closes: the answer and a FIN go out, and the reading
  * of `discardRest` goes on until the client is done or a bound of `discardRest` cuts it.
  */
-function halfCloseAfterAnswer(socket: Socket): void {
+function halfCloseAfterAnswer(socket: Socket, lingerMs: number): void {
   socket.destroySoon = function halfClose(this: Socket): void {
     if (this.writable) this.end();
+    // The client closing its side closes the socket; one that never does is cut after the linger.
+    setTimeout(() => this.destroy(), lingerMs).unref();
   };
-  // The client closing its side ends the exchange.
-  socket.once('end', () => socket.destroy());
 }
