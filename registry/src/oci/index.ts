@@ -2,7 +2,7 @@
 import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
 import type { OciDeps } from './context.js';
 import { ociDiscovery } from './discovery.js';
-import { BlobSizes } from './blob-sizes.js';
+import { blobSizes } from './blob-sizes.js';
 import { IndexHolds } from './index-holds.js';
 import { ManifestBytes } from './manifest-bytes.js';
 import { Members } from './members.js';
@@ -24,7 +24,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     ctx,
     members,
     manifestBytes: new ManifestBytes(ctx.stores.blobs),
-    blobSizes: new BlobSizes(),
+    blobSizes: blobSizes(),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
     holds,
