@@ -27,32 +27,59 @@ export function verifying(source: Readable, expected: Sha256Hex, onVerified?: ()
 }
 
 class DigestCheck extends Transform {
-  readonly #hash = createHash('sha256');
+  readonly #check: RunningDigest;
   #held: Buffer | undefined;
 
   constructor(
-    private readonly expected: Sha256Hex,
+    expected: Sha256Hex,
     private readonly onVerified: (() => void) | undefined,
   ) {
     super();
+    this.#check = new RunningDigest(expected);
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.#hash.update(chunk);
+    this.#check.update(chunk);
     const out = this.#held;
     this.#held = chunk;
     done(null, out);
   }
 
   override _flush(done: TransformCallback): void {
-    const actual = this.#hash.digest('hex');
-    if (actual !== this.expected) {
-      done(new DigestMismatchError(this.expected, actual));
+    const mismatch = this.#check.mismatch();
+    if (mismatch) {
+      done(mismatch);
       return;
     }
     this.onVerified?.();
     done(null, this.#held);
   }
+}
+
+/**
+ * The sha256 of bytes as they pass, compared with `expected` once they have all passed. For
+ * readers that know where the end is (a file of known size) and so need not hold a chunk back.
+ */
+export class RunningDigest {
+  readonly #hash = createHash('sha256');
+
+  constructor(readonly expected: Sha256Hex) {}
+
+  update(chunk: Buffer): void {
+    this.#hash.update(chunk);
+  }
+
+  /** After the last byte: the mismatch, or undefined when the bytes hash to `expected`. Once only. */
+  mismatch(): DigestMismatchError | undefined {
+    const actual = this.#hash.digest('hex');
+    return actual === this.expected ? undefined : new DigestMismatchError(this.expected, actual);
+  }
+}
+
+/** What a whole read must check: the digest its bytes must have, and who to tell once they had it. */
+export interface Verification {
+  expected: Sha256Hex;
+  onVerified: () => void;
 }
 
 /** Entries kept; the oldest go first. A forgotten blob is only hashed once more. */
@@ -77,10 +104,16 @@ export class VerifiedVersions {
     }
   }
 
+  /** What a whole read of `digest` as stored in `version` must check; nothing when that version was verified. */
+  verification(digest: Sha256Hex, version: string): Verification | undefined {
+    if (this.has(digest, version)) return undefined;
+    return { expected: digest, onVerified: () => this.add(digest, version) };
+  }
+
   /** Reads `source` (a whole read of `digest` as stored in `version`), verified unless that version already was. */
   read(source: Readable, digest: Sha256Hex, version: string | undefined): Readable {
     if (version === undefined) return verifying(source, digest);
-    if (this.has(digest, version)) return source;
-    return verifying(source, digest, () => this.add(digest, version));
+    const check = this.verification(digest, version);
+    return check ? verifying(source, check.expected, check.onVerified) : source;
   }
 }
