@@ -7,6 +7,7 @@
 #   lua5.4, cjson    Debian packages (the Argo CD health checks of docs/gitops.md run on them)
 #   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm, CoreDNS
 #                    (Go module proxy, hack/k8s-tools.sh; 15-25 min cold, seconds warm)
+#   curl, strace     Debian packages (make bench: its large-download clients, file system call counts)
 #   CNI plugins, iptables, iproute2, openssl, gcc
 #                    Debian packages (the end-to-end cluster: pod network, kube-proxy, its
 #                    certificates, the pause binary)
@@ -36,7 +37,7 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev
+apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev curl strace
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh

@@ -8,6 +8,11 @@
  *           pushed with crane; manifest GET by tag, a small and a large blob GET; and cold and
  *           warm pulls of six images through velodex's cached index beside the Distribution
  *           registry's proxy mode on the same upstream (pull-through.ts).
+ *   Large:  the ~20 MiB wheel and the 16 MiB layer beside a bare Node file server serving the same
+ *           stored files, at 1 and 8 connections, velodex on one and two workers, after page
+ *           traffic; CPU per GiB; peak RSS while 8 clients download a 1 GiB layer (large-files.ts).
+ *   Warm:   manifest GET and cached Simple page with the store on disk and on a RAM disk, with the
+ *           file system calls per request counted by strace (warm-reads.ts).
  *
  * Every server logs nothing per request during the comparison; a last section shows what
  * velodex's default `log_level = "info"` (a log line per request) costs.
@@ -16,8 +21,11 @@
  * fails (a server does not start, an upload or push fails, or the two servers do not serve the
  * same bytes). Knobs (bounded): BENCH_DURATION (s per measured run, default 5), BENCH_WARMUP (s of
  * unrecorded load before each, default 1), BENCH_CONNECTIONS (default 10), BENCH_DOWNLOAD_CONNECTIONS
- * (for the large downloads, default 4).
+ * (for the large downloads, default 4), BENCH_PAGE_TRAFFIC (s of page traffic before the large-file
+ * section, default 60), BENCH_ROUNDS (alternating rounds of the large-file section, default 3).
+ * Needs curl and strace (hack/tools.sh installs both).
  */
+import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -26,7 +34,9 @@ import { buildImage, writeLayout, MT, type Blob } from '../support/oci-image.js'
 import { REPO, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildBigWheel } from '../python/fixtures/big-wheel.js';
+import { measureLargeFiles } from './large-files.js';
 import { measurePullThrough } from './pull-through.js';
+import { measureWarmReads } from './warm-reads.js';
 import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
@@ -50,6 +60,8 @@ function knob(name: string, fallback: number, min: number, max: number): number 
 }
 
 const DURATION = knob('BENCH_DURATION', 5, 1, 30);
+const PAGE_TRAFFIC = knob('BENCH_PAGE_TRAFFIC', 60, 0, 600);
+const ROUNDS = knob('BENCH_ROUNDS', 3, 1, 9);
 const WARMUP = knob('BENCH_WARMUP', 1, 0, 10);
 const PAGE_LOAD: Load = { connections: knob('BENCH_CONNECTIONS', 10, 1, 256), duration: DURATION, warmup: WARMUP };
 const DOWNLOAD_LOAD: Load = { connections: knob('BENCH_DOWNLOAD_CONNECTIONS', 4, 1, 64), duration: DURATION, warmup: WARMUP };
@@ -140,6 +152,8 @@ interface PythonSetup {
   bigWheel: { target: Target; bytes: Buffer };
   /** The detail-page scenario, re-measured at log_level info. */
   detail: Scenario;
+  /** pypiserver's Simple API root (the upstream of the warm-read section's cached index). */
+  peerSimple: string;
 }
 
 async function setupPython(work: string, velodex: Server, token: string, pypi: (dir: string) => Promise<Server>): Promise<PythonSetup> {
@@ -201,6 +215,7 @@ async function setupPython(work: string, velodex: Server, token: string, pypi: (
   const detail: Scenario = { name: `Simple detail, HTML (${alphaFiles.length} files)`, load: PAGE_LOAD, velodex: v('/simple/alpha/'), peer: p('/simple/alpha/') };
   return {
     detail,
+    peerSimple: `${peer.url}/simple/`,
     files,
     bigWheel: { target: vBig, bytes: bigBytes },
     scenarios: [
@@ -439,6 +454,55 @@ async function main(): Promise<void> {
       { name: 'manifest GET by tag', target: v.manifest, load: PAGE_LOAD },
       { name: `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`, target: v.big, load: DOWNLOAD_LOAD, byThroughput: true },
     ]);
+    // Large downloads beside a bare Node file server, on one and two workers; then warm reads with
+    // the store on a RAM disk and on disk.
+    const path = (t: Target) => {
+      const u = new URL(t.url);
+      return u.pathname + u.search;
+    };
+    const stored = (hex: string) => join(velodexData, 'store', 'blobs', 'sha256', hex.slice(0, 2), hex);
+    const wheelHex = createHash('sha256').update(py.bigWheel.bytes).digest('hex');
+    console.log(
+      await measureLargeFiles({
+        dataDir: velodexData,
+        logs,
+        files: [
+          { label: `wheel ${(py.bigWheel.bytes.length / MiB).toFixed(1)} MiB`, path: path(py.bigWheel.target), stored: stored(wheelHex), bytes: py.bigWheel.bytes.length },
+          {
+            label: `layer ${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB`,
+            path: path(v.big),
+            stored: stored(image.bigLayer.descriptor.digest.replace('sha256:', '')),
+            bytes: image.bigLayer.bytes.length,
+          },
+        ],
+        pages: [
+          { path: path(py.detail.velodex), headers: HTML },
+          { path: path(v.manifest), headers: OCI_ACCEPT },
+        ],
+        pageTrafficSecs: PAGE_TRAFFIC,
+        duration: DURATION,
+        warmup: WARMUP,
+        rounds: ROUNDS,
+        gib: { repo: 'root/oci/bench/gib-download', auth: `Basic ${Buffer.from(`__token__:${token}`).toString('base64')}` },
+        progress,
+      }),
+    );
+    console.log(
+      await measureWarmReads({
+        work,
+        logs,
+        token,
+        upstreamSimple: py.peerSimple,
+        project: 'alpha',
+        pushImage: async (label, server, name) => {
+          if (label.startsWith('velodex')) await crane(work, ['auth', 'login', new URL(server.url).host, '-u', '__token__', '--password-stdin'], token);
+          return (await pushAndTargets(work, label, server, name, image)).manifest;
+        },
+        distribution: missing ? undefined : (rootDir, label) => startDistribution(rootDir, `${rootDir}.yml`, join(logs, `${label.replace(/\W+/g, '-')}.log`)),
+        load: PAGE_LOAD,
+        progress,
+      }),
+    );
     console.log(`load average at the end: ${loadAverage()}`);
     progress('done; stopping the servers and removing the temp dir');
   } finally {

@@ -6,12 +6,13 @@
  * pulled through it: the s3 backend streams, so velodex's RSS must stay far below the layer.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { startMinio, type Minio } from '../support/minio.js';
 import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
 import { startDistribution, startVelodexBench, type Server } from './servers.js';
+import { peakRss } from './process-stats.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -141,39 +142,38 @@ async function gibDigest(): Promise<string> {
   return `sha256:${hash.digest('hex')}`;
 }
 
-/** Peak resident memory (VmHWM) of a process, in bytes. */
-function peakRss(pid: number): number {
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m?.[1]) throw new Error(`no VmHWM for pid ${pid}`);
-  return Number(m[1]) * 1024;
+/** Pushes the 1 GiB blob (monolithic POST + PUT, streamed from this process) to `repo`; returns its digest. */
+export async function pushGibLayer(label: string, server: Server, repo: string, auth?: string): Promise<string> {
+  const digest = await gibDigest();
+  const headers: Record<string, string> = auth ? { authorization: auth } : {};
+  const start = await fetch(`${server.url}/v2/${repo}/blobs/uploads/`, { method: 'POST', headers });
+  await start.arrayBuffer();
+  const location = start.headers.get('location');
+  if (start.status !== 202 || !location) throw new Error(`${label}: upload POST answered ${start.status}`);
+  const put = new URL(location, server.url);
+  put.searchParams.set('digest', digest);
+  const res = await fetch(put, {
+    method: 'PUT',
+    headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(GiB) },
+    body: Readable.toWeb(gibStream()) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  const text = await res.text();
+  if (res.status !== 201) throw new Error(`${label}: upload PUT answered ${res.status}: ${text.slice(0, 300)}`);
+  return digest;
 }
 
 /**
- * Pushes a 1 GiB blob (monolithic POST + PUT, streamed from this process) to `repo` on each server,
- * pulls it back whole (checking its digest), and reports each server's peak RSS before and after.
+ * Pushes a 1 GiB blob to `repo` on each server, pulls it back whole (checking its digest), and
+ * reports each server's peak RSS before and after.
  */
 export async function gibLayerRss(servers: { label: string; server: Server; repo: string; auth?: string }[], progress: (m: string) => void): Promise<string> {
-  const digest = await gibDigest();
   const lines = ['### peak RSS while a 1 GiB layer is pushed and pulled (VmHWM of the server process)', '', '| server | before | after push + pull |', '|---|--:|--:|'];
   for (const { label, server, repo, auth } of servers) {
     const before = peakRss(server.pid);
     progress(`1 GiB layer through ${label}`);
-    const headers: Record<string, string> = auth ? { authorization: auth } : {};
-    const start = await fetch(`${server.url}/v2/${repo}/blobs/uploads/`, { method: 'POST', headers });
-    await start.arrayBuffer();
-    const location = start.headers.get('location');
-    if (start.status !== 202 || !location) throw new Error(`${label}: upload POST answered ${start.status}`);
-    const put = new URL(location, server.url);
-    put.searchParams.set('digest', digest);
-    const res = await fetch(put, {
-      method: 'PUT',
-      headers: { ...headers, 'content-type': 'application/octet-stream', 'content-length': String(GiB) },
-      body: Readable.toWeb(gibStream()) as ReadableStream,
-      duplex: 'half',
-    } as RequestInit);
-    const text = await res.text();
-    if (res.status !== 201) throw new Error(`${label}: upload PUT answered ${res.status}: ${text.slice(0, 300)}`);
-    const got = await fetch(`${server.url}/v2/${repo}/blobs/${digest}`, { headers });
+    const digest = await pushGibLayer(label, server, repo, auth);
+    const got = await fetch(`${server.url}/v2/${repo}/blobs/${digest}`, { headers: auth ? { authorization: auth } : {} });
     if (!got.ok || !got.body) throw new Error(`${label}: blob GET answered ${got.status}`);
     const hash = createHash('sha256');
     for await (const c of got.body) hash.update(c);

@@ -1,0 +1,160 @@
+/**
+ * Large downloads beside the plainest Node file server (bare-file-server.ts) serving the very
+ * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, with velodex
+ * on one worker and on two, after a minute of page traffic on velodex (a process whose heap has
+ * grown with pages collects garbage differently from a fresh one, and downloads are what users
+ * run after pages). Rounds alternate the three servers; each cell is the median over the rounds.
+ * Also: CPU seconds per GiB served (all processes of a server), and the peak RSS of each process
+ * while 8 clients download a 1 GiB layer at once.
+ */
+import { join } from 'node:path';
+import { REPO } from '../support/paths.js';
+import { freePort } from '../support/pypiserver.js';
+import { curlDownloads, curlOnceEach } from './curl-load.js';
+import { measure } from './load.js';
+import { cpuSeconds, peakRss, processTree } from './process-stats.js';
+import { pushGibLayer } from './s3.js';
+import { launchServer, startVelodexBench, type Server } from './servers.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export interface LargeFile {
+  label: string;
+  /** The download's path on velodex (`/root/hosted/files/...`, `/v2/.../blobs/...`). */
+  path: string;
+  /** The same bytes as velodex stores them (the bare server's file). */
+  stored: string;
+  bytes: number;
+}
+
+export interface LargeFileOptions {
+  dataDir: string;
+  logs: string;
+  files: LargeFile[];
+  /** Velodex pages for the traffic before the downloads (`path` from the server's root). */
+  pages: { path: string; headers?: Record<string, string> }[];
+  pageTrafficSecs: number;
+  duration: number;
+  warmup: number;
+  rounds: number;
+  /** Where the 1 GiB layer goes, with the upload credentials. */
+  gib: { repo: string; auth: string };
+  progress: (m: string) => void;
+}
+
+const CONNECTIONS = [1, 8] as const;
+
+interface Contender {
+  label: string;
+  server: Server;
+  url: (file: LargeFile, index: number) => string;
+}
+
+interface Cell {
+  rates: number[];
+  cpuPerGiB: number[];
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+};
+
+export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
+  const port = await freePort();
+  const bare = await launchServer({
+    name: 'bare Node file server',
+    cmd: process.execPath,
+    args: ['--import', 'tsx', join(REPO, 'test', 'bench', 'bare-file-server.ts'), String(port), ...o.files.map((f, i) => `f${i}=${f.stored}`)],
+    logFile: join(o.logs, 'bare-file-server.log'),
+    url: `http://127.0.0.1:${port}`,
+    ready: `http://127.0.0.1:${port}/f0`,
+  });
+  const one = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-1-worker.log'), undefined, 1);
+  const two = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-2-workers.log'), undefined, 2);
+  const contenders: Contender[] = [
+    { label: 'bare Node', server: bare, url: (_f, i) => `${bare.url}/f${i}` },
+    { label: 'velodex, 1 worker', server: one, url: (f) => `${one.url}${f.path}` },
+    { label: 'velodex, 2 workers', server: two, url: (f) => `${two.url}${f.path}` },
+  ];
+  const cells = new Map<string, Cell>();
+  try {
+    o.progress(`page traffic on both velodex servers for ${o.pageTrafficSecs} s`);
+    await Promise.all(
+      [one, two].flatMap((s) => o.pages.map((p) => measure({ url: `${s.url}${p.path}`, headers: p.headers }, { connections: 4, duration: o.pageTrafficSecs, warmup: 0 }))),
+    );
+    for (let round = 0; round < o.rounds; round++) {
+      for (const [i, file] of o.files.entries()) {
+        for (const conns of CONNECTIONS) {
+          // Each round starts with another contender, so none always runs right after the same one.
+          for (let k = 0; k < contenders.length; k++) {
+            const c = contenders[(k + round) % contenders.length]!;
+            o.progress(`round ${round + 1}/${o.rounds}: ${file.label}, ${conns} conn: ${c.label}`);
+            const url = c.url(file, i);
+            if (o.warmup > 0) await curlDownloads(url, file.bytes, conns, o.warmup);
+            const cpuBefore = cpuSeconds(c.server.pid);
+            const run = await curlDownloads(url, file.bytes, conns, o.duration);
+            const cpu = cpuSeconds(c.server.pid) - cpuBefore;
+            if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
+            const cell = cells.get(`${i}/${conns}/${c.label}`) ?? { rates: [], cpuPerGiB: [] };
+            cell.rates.push(run.bytesPerSec);
+            cell.cpuPerGiB.push(cpu / ((run.bytesPerSec * o.duration) / GiB));
+            cells.set(`${i}/${conns}/${c.label}`, cell);
+          }
+        }
+      }
+    }
+  } finally {
+    await Promise.all([bare.stop(), one.stop(), two.stop()]);
+  }
+
+  const rate = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.rates ?? []) / MiB;
+  const cpu = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.cpuPerGiB ?? []);
+  const lines = [
+    `### Large downloads beside a bare Node file server (curl clients; after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
+    '',
+    '| file | conns | bare Node MiB/s | velodex 1 worker MiB/s | 1 worker / bare | velodex 2 workers MiB/s | 2 workers / 1 worker | CPU s per GiB: bare, 1 worker, 2 workers |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
+  ];
+  for (const [i, file] of o.files.entries()) {
+    for (const conns of CONNECTIONS) {
+      const [b, v1, v2] = contenders.map((c) => rate(i, conns, c.label)) as [number, number, number];
+      const cpus = contenders.map((c) => cpu(i, conns, c.label).toFixed(2)).join(', ');
+      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v1.toFixed(0)} | ${(v1 / b).toFixed(2)}x | ${v2.toFixed(0)} | ${(v2 / v1).toFixed(2)}x | ${cpus} |`);
+    }
+  }
+  lines.push('', 'CPU s per GiB: user + system time of every process of the server over a run, per GiB it served (lower is better).', '');
+  lines.push(await gibDownloadRss(o));
+  return lines.join('\n');
+}
+
+/** A fresh velodex per worker count; 8 clients download the 1 GiB layer at once; each process's peak RSS. */
+async function gibDownloadRss(o: LargeFileOptions): Promise<string> {
+  const pusher = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-push.log'), undefined, 1);
+  let digest: string;
+  try {
+    o.progress('pushing a 1 GiB layer to velodex');
+    digest = await pushGibLayer('velodex', pusher, o.gib.repo, o.gib.auth);
+  } finally {
+    await pusher.stop();
+  }
+  const lines = ['### peak RSS of each velodex process while 8 clients download a 1 GiB layer at once (VmHWM, fresh processes)', '', '| workers | primary | each worker |', '|--:|--:|--:|'];
+  for (const workers of [1, 2]) {
+    const server = await startVelodexBench(o.dataDir, 'warn', join(o.logs, `velodex-gib-${workers}.log`), undefined, workers);
+    try {
+      o.progress(`8 clients download the 1 GiB layer from velodex on ${workers} worker(s)`);
+      const failures = await curlOnceEach(`${server.url}/v2/${o.gib.repo}/blobs/${digest}`, GiB, 8);
+      if (failures > 0) throw new Error(`${failures} of 8 downloads of the 1 GiB layer failed`);
+      const [primary, ...children] = processTree(server.pid);
+      const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
+      const each = children.length ? children.map((p) => mib(peakRss(p))).join(', ') : '(the primary serves)';
+      lines.push(`| ${workers} | ${mib(peakRss(primary ?? server.pid))} | ${each} |`);
+    } finally {
+      await server.stop();
+    }
+  }
+  lines.push('');
+  return lines.join('\n');
+}

@@ -1,0 +1,44 @@
+/**
+ * What a server process and its workers cost, read from /proc: CPU time (user + system) and peak
+ * resident memory (VmHWM). A server with workers is a primary and its children; each is counted.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ: 100 on Linux). */
+const TICKS_PER_SEC = 100;
+
+/** `pid` and its direct children (a primary's workers). */
+export function processTree(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (stat && stat.ppid === pid) children.push(Number(entry));
+  }
+  return [pid, ...children];
+}
+
+/** CPU seconds (user + system) used so far by `pid` and its children alive now. */
+export function cpuSeconds(pid: number): number {
+  return processTree(pid).reduce((sum, p) => sum + (readStat(p)?.cpuTicks ?? 0), 0) / TICKS_PER_SEC;
+}
+
+/** Peak resident memory (VmHWM) of one process, in bytes. */
+export function peakRss(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m?.[1]) throw new Error(`no VmHWM for pid ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+function readStat(pid: number): { ppid: number; cpuTicks: number } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its end.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // After the name: state(3) ppid(4) ... utime(14) stime(15), so index = field number - 3.
+  return { ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]) };
+}
