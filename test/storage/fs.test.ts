@@ -69,4 +69,19 @@ describe('fs staging', () => {
     await b.put('shared/doc', { n: 3, list: [] });
     expect((await a.get<{ n: number }>('shared/doc'))?.doc.n).toBe(3);
   });
+
+  it('remembers a missing document as missing, and sees it the moment another instance writes it', async () => {
+    const root = tempDir('velodex-meta-missing-');
+    const a = new FsMetaStore(root);
+    const b = new FsMetaStore(root);
+    await a.init();
+    for (let i = 0; i < 3; i++) expect(await a.get('absent/doc')).toBeNull();
+    await b.put('absent/doc', { n: 1 });
+    expect((await a.get<{ n: number }>('absent/doc'))?.doc.n).toBe(1);
+    await b.delete('absent/doc');
+    expect(await a.get('absent/doc')).toBeNull();
+    expect(await a.get('absent/doc')).toBeNull();
+    await b.put('absent/doc', { n: 2 });
+    expect((await a.get<{ n: number }>('absent/doc'))?.doc.n).toBe(2);
+  });
 });
