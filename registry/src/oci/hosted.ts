@@ -98,24 +98,30 @@ export class HostedRepos {
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
     const record = doc ?? pushed;
-    await this.#digests(repo).add(hex);
-    await this.#catalog.add(repo.join('/'));
+    // Once the record is in, the documents that point at it are independent of each other: written
+    // at once (each store write is a round trip, and on fs two syncs), not one after another.
+    const writes: Promise<unknown>[] = [this.#digests(repo).add(hex), this.#catalog.add(repo.join('/'))];
     if (record.subject) {
       const subject = record.subject;
-      await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
-        const next = doc ?? { referrers: {} };
-        next.referrers[hex] = record.descriptor;
-        return next;
-      });
+      writes.push(
+        updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
+          const next = doc ?? { referrers: {} };
+          next.referrers[hex] = record.descriptor;
+          return next;
+        }),
+      );
     }
     if (tag !== undefined) {
-      await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
-        const next = doc ?? { tags: {} };
-        if (tagTarget(next.tags, tag) === hex) return undefined;
-        setTag(next.tags, tag, hex);
-        return next;
-      });
+      writes.push(
+        updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+          const next = doc ?? { tags: {} };
+          if (tagTarget(next.tags, tag) === hex) return undefined;
+          setTag(next.tags, tag, hex);
+          return next;
+        }),
+      );
     }
+    await Promise.all(writes);
   }
 
   /** Drops one tag mapping; false when the tag did not exist. */
