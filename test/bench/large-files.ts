@@ -12,7 +12,7 @@ import { REPO } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
 import { curlDownloads, curlOnceEach } from './curl-load.js';
 import { measure } from './load.js';
-import { cpuSeconds, peakRss, processTree } from './process-stats.js';
+import { cpuTime, peakRss, processTree, type CpuTime } from './process-stats.js';
 import { pushGibLayer } from './s3.js';
 import { launchServer, startVelodexBench, type Server } from './servers.js';
 
@@ -53,7 +53,8 @@ interface Contender {
 
 interface Cell {
   rates: number[];
-  cpuPerGiB: number[];
+  userPerGiB: number[];
+  systemPerGiB: number[];
 }
 
 const median = (xs: number[]) => {
@@ -94,13 +95,15 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
             o.progress(`round ${round + 1}/${o.rounds}: ${file.label}, ${conns} conn: ${c.label}`);
             const url = c.url(file, i);
             if (o.warmup > 0) await curlDownloads(url, file.bytes, conns, o.warmup);
-            const cpuBefore = cpuSeconds(c.server.pid);
+            const cpuBefore = cpuTime(c.server.pid);
             const run = await curlDownloads(url, file.bytes, conns, o.duration);
-            const cpu = cpuSeconds(c.server.pid) - cpuBefore;
+            const cpuAfter = cpuTime(c.server.pid);
             if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
-            const cell = cells.get(`${i}/${conns}/${c.label}`) ?? { rates: [], cpuPerGiB: [] };
+            const cell = cells.get(`${i}/${conns}/${c.label}`) ?? { rates: [], userPerGiB: [], systemPerGiB: [] };
+            const gib = (run.bytesPerSec * o.duration) / GiB;
             cell.rates.push(run.bytesPerSec);
-            cell.cpuPerGiB.push(cpu / ((run.bytesPerSec * o.duration) / GiB));
+            cell.userPerGiB.push((cpuAfter.user - cpuBefore.user) / gib);
+            cell.systemPerGiB.push((cpuAfter.system - cpuBefore.system) / gib);
             cells.set(`${i}/${conns}/${c.label}`, cell);
           }
         }
@@ -111,21 +114,36 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
   }
 
   const rate = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.rates ?? []) / MiB;
-  const cpu = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.cpuPerGiB ?? []);
+  const cpu = (i: number, conns: number, label: string): CpuTime => {
+    const cell = cells.get(`${i}/${conns}/${label}`);
+    return { user: median(cell?.userPerGiB ?? []), system: median(cell?.systemPerGiB ?? []) };
+  };
   const lines = [
     `### Large downloads beside a bare Node file server (curl clients; after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
     '',
-    '| file | conns | bare Node MiB/s | velodex 1 worker MiB/s | 1 worker / bare | velodex 2 workers MiB/s | 2 workers / 1 worker | CPU s per GiB: bare, 1 worker, 2 workers |',
+    '| file | conns | bare Node MiB/s | velodex 1 worker MiB/s | 1 worker / bare | velodex 2 workers MiB/s | 2 workers / 1 worker | CPU s per GiB (user + system): bare; 1 worker; 2 workers |',
     '|---|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const [i, file] of o.files.entries()) {
     for (const conns of CONNECTIONS) {
       const [b, v1, v2] = contenders.map((c) => rate(i, conns, c.label)) as [number, number, number];
-      const cpus = contenders.map((c) => cpu(i, conns, c.label).toFixed(2)).join(', ');
+      const cpus = contenders
+        .map((c) => {
+          const t = cpu(i, conns, c.label);
+          return `${t.user.toFixed(2)} + ${t.system.toFixed(2)}`;
+        })
+        .join('; ');
       lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v1.toFixed(0)} | ${(v1 / b).toFixed(2)}x | ${v2.toFixed(0)} | ${(v2 / v1).toFixed(2)}x | ${cpus} |`);
     }
   }
-  lines.push('', 'CPU s per GiB: user + system time of every process of the server over a run, per GiB it served (lower is better).', '');
+  lines.push(
+    '',
+    'CPU s per GiB: user and system time of every process of the server over a run, per GiB it served (lower is better). System time is',
+    "mostly the kernel copying bytes from the page cache and into the sockets, the same for every server that reads and writes them; user time",
+    "is the server's own work. The curl clients run on the same cores: on a two-core machine they and the kernel's copies bound what a",
+    'second worker can add.',
+    '',
+  );
   lines.push(await gibDownloadRss(o));
   return lines.join('\n');
 }

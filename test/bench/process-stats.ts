@@ -18,9 +18,23 @@ export function processTree(pid: number): number[] {
   return [pid, ...children];
 }
 
-/** CPU seconds (user + system) used so far by `pid` and its children alive now. */
-export function cpuSeconds(pid: number): number {
-  return processTree(pid).reduce((sum, p) => sum + (readStat(p)?.cpuTicks ?? 0), 0) / TICKS_PER_SEC;
+export interface CpuTime {
+  /** Seconds in the process's own code (JavaScript, V8, libuv, OpenSSL...). */
+  user: number;
+  /** Seconds in the kernel on its behalf (copying bytes in and out of files and sockets). */
+  system: number;
+}
+
+/** CPU time used so far by `pid` and its children alive now. */
+export function cpuTime(pid: number): CpuTime {
+  let user = 0;
+  let system = 0;
+  for (const p of processTree(pid)) {
+    const stat = readStat(p);
+    user += stat?.userTicks ?? 0;
+    system += stat?.systemTicks ?? 0;
+  }
+  return { user: user / TICKS_PER_SEC, system: system / TICKS_PER_SEC };
 }
 
 /** Peak resident memory (VmHWM) of one process, in bytes. */
@@ -30,7 +44,7 @@ export function peakRss(pid: number): number {
   return Number(m[1]) * 1024;
 }
 
-function readStat(pid: number): { ppid: number; cpuTicks: number } | null {
+function readStat(pid: number): { ppid: number; userTicks: number; systemTicks: number } | null {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -40,5 +54,5 @@ function readStat(pid: number): { ppid: number; cpuTicks: number } | null {
   // The command name (field 2) may hold spaces and parentheses: fields are counted after its end.
   const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
   // After the name: state(3) ppid(4) ... utime(14) stime(15), so index = field number - 3.
-  return { ppid: Number(fields[1]), cpuTicks: Number(fields[11]) + Number(fields[12]) };
+  return { ppid: Number(fields[1]), userTicks: Number(fields[11]), systemTicks: Number(fields[12]) };
 }
