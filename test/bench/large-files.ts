@@ -1,7 +1,7 @@
 /**
  * Large downloads beside the plainest Node file server (bare-file-server.ts) serving the very
- * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, with velodex
- * on one worker and on two, after a minute of page traffic on velodex (a process whose heap has
+ * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, after a minute
+ * of page traffic on velodex (one process: worker processes, issue 13 item 3, are not built yet) (a process whose heap has
  * grown with pages collects garbage differently from a fresh one, and downloads are what users
  * run after pages). Rounds alternate the three servers; each cell is the median over the rounds.
  * Also: CPU seconds per GiB served (all processes of a server), and the peak RSS of each process
@@ -73,18 +73,16 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     url: `http://127.0.0.1:${port}`,
     ready: `http://127.0.0.1:${port}/f0`,
   });
-  const one = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-1-worker.log'), undefined, 1);
-  const two = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-2-workers.log'), undefined, 2);
+  const one = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-large-files.log'));
   const contenders: Contender[] = [
     { label: 'bare Node', server: bare, url: (_f, i) => `${bare.url}/f${i}` },
-    { label: 'velodex, 1 worker', server: one, url: (f) => `${one.url}${f.path}` },
-    { label: 'velodex, 2 workers', server: two, url: (f) => `${two.url}${f.path}` },
+    { label: 'velodex', server: one, url: (f) => `${one.url}${f.path}` },
   ];
   const cells = new Map<string, Cell>();
   try {
-    o.progress(`page traffic on both velodex servers for ${o.pageTrafficSecs} s`);
+    o.progress(`page traffic on velodex for ${o.pageTrafficSecs} s`);
     await Promise.all(
-      [one, two].flatMap((s) => o.pages.map((p) => measure({ url: `${s.url}${p.path}`, headers: p.headers }, { connections: 4, duration: o.pageTrafficSecs, warmup: 0 }))),
+      [one].flatMap((s) => o.pages.map((p) => measure({ url: `${s.url}${p.path}`, headers: p.headers }, { connections: 4, duration: o.pageTrafficSecs, warmup: 0 }))),
     );
     for (let round = 0; round < o.rounds; round++) {
       for (const [i, file] of o.files.entries()) {
@@ -110,7 +108,7 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
       }
     }
   } finally {
-    await Promise.all([bare.stop(), one.stop(), two.stop()]);
+    await Promise.all([bare.stop(), one.stop()]);
   }
 
   const rate = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.rates ?? []) / MiB;
@@ -121,36 +119,35 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
   const lines = [
     `### Large downloads beside a bare Node file server (curl clients; after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
     '',
-    '| file | conns | bare Node MiB/s | velodex 1 worker MiB/s | 1 worker / bare | velodex 2 workers MiB/s | 2 workers / 1 worker | CPU s per GiB (user + system): bare; 1 worker; 2 workers |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    '| file | conns | bare Node MiB/s | velodex MiB/s | velodex / bare | CPU s per GiB (user + system): bare; velodex |',
+    '|---|--:|--:|--:|--:|--:|',
   ];
   for (const [i, file] of o.files.entries()) {
     for (const conns of CONNECTIONS) {
-      const [b, v1, v2] = contenders.map((c) => rate(i, conns, c.label)) as [number, number, number];
+      const [b, v] = contenders.map((c) => rate(i, conns, c.label)) as [number, number];
       const cpus = contenders
         .map((c) => {
           const t = cpu(i, conns, c.label);
           return `${t.user.toFixed(2)} + ${t.system.toFixed(2)}`;
         })
         .join('; ');
-      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v1.toFixed(0)} | ${(v1 / b).toFixed(2)}x | ${v2.toFixed(0)} | ${(v2 / v1).toFixed(2)}x | ${cpus} |`);
+      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v.toFixed(0)} | ${(v / b).toFixed(2)}x | ${cpus} |`);
     }
   }
   lines.push(
     '',
     'CPU s per GiB: user and system time of every process of the server over a run, per GiB it served (lower is better). System time is',
     "mostly the kernel copying bytes from the page cache and into the sockets, the same for every server that reads and writes them; user time",
-    "is the server's own work. The curl clients run on the same cores: on a two-core machine they and the kernel's copies bound what a",
-    'second worker can add.',
+    "is the server's own work. The curl clients run on the same cores.",
     '',
   );
   lines.push(await gibDownloadRss(o));
   return lines.join('\n');
 }
 
-/** A fresh velodex per worker count; 8 clients download the 1 GiB layer at once; each process's peak RSS. */
+/** A fresh velodex; 8 clients download the 1 GiB layer at once; the peak RSS of each of its processes. */
 async function gibDownloadRss(o: LargeFileOptions): Promise<string> {
-  const pusher = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-push.log'), undefined, 1);
+  const pusher = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-push.log'));
   let digest: string;
   try {
     o.progress('pushing a 1 GiB layer to velodex');
@@ -158,21 +155,19 @@ async function gibDownloadRss(o: LargeFileOptions): Promise<string> {
   } finally {
     await pusher.stop();
   }
-  const lines = ['### peak RSS of each velodex process while 8 clients download a 1 GiB layer at once (VmHWM, fresh processes)', '', '| workers | primary | each worker |', '|--:|--:|--:|'];
-  for (const workers of [1, 2]) {
-    const server = await startVelodexBench(o.dataDir, 'warn', join(o.logs, `velodex-gib-${workers}.log`), undefined, workers);
-    try {
-      o.progress(`8 clients download the 1 GiB layer from velodex on ${workers} worker(s)`);
-      const failures = await curlOnceEach(`${server.url}/v2/${o.gib.repo}/blobs/${digest}`, GiB, 8);
-      if (failures > 0) throw new Error(`${failures} of 8 downloads of the 1 GiB layer failed`);
-      const [primary, ...children] = processTree(server.pid);
-      const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
-      const each = children.length ? children.map((p) => mib(peakRss(p))).join(', ') : '(the primary serves)';
-      lines.push(`| ${workers} | ${mib(peakRss(primary ?? server.pid))} | ${each} |`);
-    } finally {
-      await server.stop();
-    }
+  const server = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-download.log'));
+  try {
+    o.progress('8 clients download the 1 GiB layer from velodex at once');
+    const failures = await curlOnceEach(`${server.url}/v2/${o.gib.repo}/blobs/${digest}`, GiB, 8);
+    if (failures > 0) throw new Error(`${failures} of 8 downloads of the 1 GiB layer failed`);
+    const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
+    return [
+      '### peak RSS while 8 clients download a 1 GiB layer at once (VmHWM of a fresh velodex process; the largest if it has several)',
+      '',
+      `velodex: ${mib(Math.max(...processTree(server.pid).map(peakRss)))}`,
+      '',
+    ].join('\n');
+  } finally {
+    await server.stop();
   }
-  lines.push('');
-  return lines.join('\n');
 }

@@ -9,7 +9,7 @@
  *           warm pulls of six images through velodex's cached index beside the Distribution
  *           registry's proxy mode on the same upstream (pull-through.ts).
  *   Large:  the ~20 MiB wheel and the 16 MiB layer beside a bare Node file server serving the same
- *           stored files, at 1 and 8 connections, velodex on one and two workers, after page
+ *           stored files, at 1 and 8 connections, after page
  *           traffic; CPU per GiB; peak RSS while 8 clients download a 1 GiB layer (large-files.ts).
  *   Warm:   manifest GET and cached Simple page with the store on disk and on a RAM disk, with the
  *           file system calls per request counted by strace (warm-reads.ts).
@@ -454,7 +454,7 @@ async function main(): Promise<void> {
       { name: 'manifest GET by tag', target: v.manifest, load: PAGE_LOAD },
       { name: `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`, target: v.big, load: DOWNLOAD_LOAD, byThroughput: true },
     ]);
-    // Large downloads beside a bare Node file server, on one and two workers; then warm reads with
+    // Large downloads beside a bare Node file server; then warm reads with
     // the store on a RAM disk and on disk.
     const path = (t: Target) => {
       const u = new URL(t.url);

@@ -88,8 +88,7 @@ export async function stopAll(): Promise<void> {
  * velodex with the embedded default (hosted Python index `root/hosted`, hosted OCI index
  * `root/oci`), or with `extra` TOML added to a config file that serves the same two indexes.
  */
-/** `workers`: velodex's `--workers` (omitted: its default). */
-export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string, workers?: number): Promise<Server> {
+export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const config: string[] = [];
@@ -104,9 +103,9 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
     config.push('--config', file);
   }
   return launchServer({
-    name: `velodex (log_level ${logLevel}${workers ? `, ${workers} workers` : ''})`,
+    name: `velodex (log_level ${logLevel})`,
     cmd: process.execPath,
-    args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config, ...(workers ? ['--workers', String(workers)] : [])],
+    args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
     env: { VELODEX_LOG_LEVEL: logLevel },
     logFile,
     url,

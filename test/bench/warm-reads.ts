@@ -76,7 +76,6 @@ async function measurePlace(o: WarmReadOptions, place: string, root: string): Pr
     'warn',
     join(o.logs, `velodex-warm-${place.split(' ')[0]}.log`),
     `[[index]]\nname = "pypi"\nroute = "root/pypi"\ncached = "${o.upstreamSimple}"\n`,
-    1,
   );
   try {
     const manifest = await o.pushImage(`velodex (${place})`, velodex, 'root/oci/bench/app');
