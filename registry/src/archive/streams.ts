@@ -1,5 +1,5 @@
 /** Small stream helpers for the walkers. */
-import { pipeline, Transform, type Readable, type TransformCallback, type Writable } from 'node:stream';
+import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
 import { ArchiveError } from './errors.js';
 
 /**
@@ -81,14 +81,3 @@ export async function sliceWithHead(stream: Readable, offset: number, max: numbe
   return { head: Buffer.concat(head), data: Buffer.concat(data) };
 }
 
-export function drainOrClose(stream: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-  });
-}

@@ -9,7 +9,8 @@ import { createGunzip } from 'node:zlib';
 import * as tar from 'tar-stream';
 import type { Guard } from './limits.js';
 import { formatOf, memberPath, unsafeReason } from './names.js';
-import { chain, drainOrClose } from './streams.js';
+import { chain } from './streams.js';
+import { drainOrClose } from '../storage/drain.js';
 import type { MemberInfo, MemberKind, Visit } from './types.js';
 
 function kindOf(type: tar.Header['type']): MemberKind {

@@ -21,6 +21,7 @@ import { Socket } from 'node:net';
 import { Readable, type Writable } from 'node:stream';
 import type { ByteRange } from '../types.js';
 import { RunningDigest, type Verification } from '../verify.js';
+import { drainOrClose } from '../drain.js';
 import { giveReadBuffer, READ_CHUNK, takeReadBuffer } from './read-buffers.js';
 
 export class FileBody extends Readable {
@@ -77,7 +78,7 @@ export class FileBody extends Readable {
         }
         next = this.#readAhead();
         const more = destination.write(chunk, () => giveReadBuffer(buffer));
-        if (!more && next) await drained(destination);
+        if (!more && next) await drainOrClose(destination);
       }
       this.#verifyEnd();
       if (end) destination.end();
@@ -152,18 +153,4 @@ export class FileBody extends Readable {
  */
 function writesBeforeCallback(destination: NodeJS.WritableStream): destination is Writable {
   return destination instanceof ServerResponse || destination instanceof Socket;
-}
-
-/** Resolves once `destination` wants more, or can take nothing any more. */
-function drained(destination: Writable): Promise<void> {
-  if (destination.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      destination.off('drain', done);
-      destination.off('close', done);
-      resolve();
-    };
-    destination.on('drain', done);
-    destination.on('close', done);
-  });
 }
