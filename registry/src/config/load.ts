@@ -14,6 +14,7 @@ import { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
 import type { AddressRange, Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
 import { embeddedDefault } from './default.js';
+import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from '../policy/duration.js';
 
@@ -21,6 +22,7 @@ export interface Overrides {
   host?: string;
   port?: number;
   dataDir?: string;
+  workers?: WorkersSetting;
 }
 
 export interface LoadOptions {
@@ -79,6 +81,8 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
   const host = overrides.host ?? env.VELODEX_HOST ?? file.host ?? DEFAULT_HOST;
   const port = overrides.port ?? parsePortEnv(env.VELODEX_PORT) ?? file.port ?? DEFAULT_PORT;
   const dataDir = overrides.dataDir ?? env.VELODEX_DATA_DIR ?? file.data_dir ?? DEFAULT_DATA_DIR;
+  const workerEnv = env.VELODEX_WORKERS ? parseWorkersSetting(env.VELODEX_WORKERS, 'VELODEX_WORKERS') : undefined;
+  const workers = resolveWorkers(overrides.workers ?? workerEnv ?? file.workers, env);
 
   const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, secrets, ecosystems));
   checkIndexes(indexes);
@@ -115,6 +119,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     host,
     port,
     dataDir,
+    workers,
     logLevel: env.VELODEX_LOG_LEVEL ?? file.log_level ?? 'info',
     storage,
     indexes,

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../policy/duration.js';
+import { MAX_WORKERS } from './workers.js';
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
@@ -90,6 +91,8 @@ export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
   data_dir: z.string().optional(),
+  // Worker processes sharing the listening socket: a count, or "auto" (config/workers.ts).
+  workers: z.union([z.literal('auto'), z.number().int().min(1).max(MAX_WORKERS)]).optional(),
   log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   storage: storageSchema.optional(),
   index: z.array(indexSchema).optional(),

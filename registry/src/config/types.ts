@@ -1,6 +1,8 @@
 /** The resolved, validated configuration that the rest of the server reads. */
 import type { Secret } from './secret.js';
 
+import type { WorkersConfig } from './workers.js';
+
 export type Role = 'hosted' | 'cached' | 'virtual';
 /** An ecosystem's id (`python`, `oci`, ...): the ecosystems registered in the composition root. */
 export type EcosystemId = string;
@@ -119,6 +121,8 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
+  /** Worker processes sharing the listening socket (1: this process serves alone). */
+  workers: WorkersConfig;
   logLevel: string;
   storage: StorageConfig;
   indexes: IndexConfig[];
