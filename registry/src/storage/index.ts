@@ -1,7 +1,9 @@
 /** Opens the configured storage backend. */
 import type { StorageConfig } from '../config/types.js';
 import { FsBlobStore } from './fs/blob-store.js';
+import { FsChunkStore } from './fs/chunk-store.js';
 import { FsMetaStore } from './fs/meta-store.js';
+import type { KeyLocks } from './key-locks.js';
 import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
@@ -16,7 +18,10 @@ export interface Stores {
   meta: MetaStore;
   /** Who holds which blob: the only way bytes are deleted from the shared store. */
   holds: BlobHolds;
-  /** True when other processes may share the store (s3): state that must be shared lives in it. */
+  /**
+   * True when other processes may share the store (s3, or fs under several workers): state that
+   * must be shared lives in it.
+   */
   shared: boolean;
   /**
    * Staged writes kept in the store, which any process sharing it can continue (`shared-stages.ts`);
@@ -47,6 +52,12 @@ export interface OpenOptions {
   s3?: ConnectOptions;
   /** Age above which `sweep` removes a staged write; a day by default (`STALE_STAGING_MS`). */
   staleStagingMs?: number;
+  /**
+   * fs: the other worker processes of this server share the data dir, and these locks with it
+   * (`workers/`). The store is then `shared`: its compare-and-swap holds across them, and upload
+   * sessions, webhook claims and the token key live in it, as with s3.
+   */
+  workerLocks?: KeyLocks;
 }
 
 /**
@@ -74,8 +85,9 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, sweep: () => blobs.sweepStaging(staleMs) };
   }
   const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
-  const meta = new FsMetaStore(cfg.path);
+  const meta = new FsMetaStore(cfg.path, opts.workerLocks);
   await blobs.init();
   await meta.init();
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: false, sharedStages: null, redirect: null, sweep: () => blobs.sweepStale() };
+  const sharedStages = opts.workerLocks ? new SharedStages(meta, new FsChunkStore(cfg.path, (path, digest) => blobs.adopt(path, digest)), blobs) : null;
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, sweep: () => blobs.sweepStale() };
 }

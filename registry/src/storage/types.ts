@@ -141,6 +141,11 @@ export interface ChunkStore {
   listOlder(before: number): AsyncIterable<string>;
 }
 
+/** A chunk's name is the caller's (`<stage>/<uuid>`), but never leaves the chunk folder. */
+export function assertChunkName(name: string): void {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(name) || name.includes('..')) throw new Error(`unsafe chunk name: ${JSON.stringify(name)}`);
+}
+
 export interface ChunkRef {
   name: string;
   size: number;

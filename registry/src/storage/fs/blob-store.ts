@@ -4,7 +4,7 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { unlessMissing } from './missing.js';
@@ -78,6 +78,23 @@ export class FsBlobStore implements BlobStore {
     }
     await mkdir(dirname(target), { recursive: true });
     await rename(from, target);
+    await fsyncPath(dirname(target));
+  }
+
+  /**
+   * Publishes an fsynced file whose bytes hash to `digest` (the caller checked) by hard-linking it
+   * into place, leaving the file where it is: a shared stage's one chunk (`chunk-store.ts`).
+   */
+  async adopt(path: string, digest: Sha256Hex): Promise<void> {
+    const target = this.#path(digest);
+    await mkdir(dirname(target), { recursive: true });
+    try {
+      await link(path, target);
+    } catch (err) {
+      // Already stored: the same bytes.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      return;
+    }
     await fsyncPath(dirname(target));
   }
 

@@ -1,8 +1,8 @@
 /**
  * Filesystem MetaStore: one JSON file per key under `root/meta/`. Writes go to a temp file that
  * is fsynced and renamed over the old one, so a reader sees the old or the new document, never a
- * torn one. Compare-and-swap is exact within one process (a per-key lock); the fs backend is for
- * a single server process, the s3 backend for replicas.
+ * torn one. Compare-and-swap is exact among the processes that share the store's `KeyLocks`: one
+ * process, or the worker processes of one server (`workers/`); the s3 backend is for replicas.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { statSync, type BigIntStats } from 'node:fs';
@@ -10,15 +10,18 @@ import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
 import { unlessMissing } from './missing.js';
+import { ProcessKeyLocks, type KeyLocks } from '../key-locks.js';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 
 export class FsMetaStore implements MetaStore {
   readonly #root: string;
   readonly #tmp: string;
-  readonly #locks = new Map<string, Promise<unknown>>();
   readonly #parsed = new Map<string, { stamp: string; doc: unknown; version: string }>();
 
-  constructor(root: string) {
+  constructor(
+    root: string,
+    private readonly locks: KeyLocks = new ProcessKeyLocks(),
+  ) {
     this.#root = join(root, 'meta');
     this.#tmp = join(root, 'staging');
   }
@@ -94,22 +97,9 @@ export class FsMetaStore implements MetaStore {
     if (this.#parsed.size > MAX_CACHED_DOCS) this.#parsed.delete(this.#parsed.keys().next().value as string);
   }
 
-  /** Serialises writers of one key inside this process. */
-  async #locked<R>(key: string, fn: () => Promise<R>): Promise<R> {
-    const previous = this.#locks.get(key) ?? Promise.resolve();
-    const run = previous.then(fn, fn);
-    const tail = run.catch(() => undefined);
-    this.#locks.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.#locks.get(key) === tail) this.#locks.delete(key);
-    }
-  }
-
   async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
     const path = this.#path(key);
-    return this.#locked(key, async () => {
+    return this.locks.run(key, async () => {
       if (ifVersion !== undefined) {
         const current = await this.#read(key);
         if ((current?.version ?? null) !== ifVersion) throw new ConflictError(key);
@@ -131,7 +121,7 @@ export class FsMetaStore implements MetaStore {
 
   async delete(key: string, ifVersion?: string): Promise<boolean> {
     const path = this.#path(key);
-    return this.#locked(key, async () => {
+    return this.locks.run(key, async () => {
       const current = await this.#read(key);
       if (!current) return false;
       if (ifVersion !== undefined && current.version !== ifVersion) throw new ConflictError(key);

@@ -20,7 +20,7 @@ import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CopyDestinationOptions, CopySourceOptions } from 'minio';
 import { STAGE_PREFIX } from '../fs/stage.js';
-import type { ChunkRef, ChunkStore, Sha256Hex } from '../types.js';
+import { assertChunkName, type ChunkRef, type ChunkStore, type Sha256Hex } from '../types.js';
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { PartUploader } from './parts.js';
@@ -44,7 +44,7 @@ export class S3ChunkStore implements ChunkStore {
   }
 
   #key(name: string): string {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._/-]*$/.test(name) || name.includes('..')) throw new Error(`unsafe chunk name: ${JSON.stringify(name)}`);
+    assertChunkName(name);
     return `${this.#base}${name}`;
   }
 
