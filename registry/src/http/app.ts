@@ -19,6 +19,8 @@ import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
 import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
 import { countRequests } from '../observe/requests.js';
+import { ServerCounters } from '../observe/server-counters.js';
+import { SoloLink, type WorkerLink } from '../workers/link.js';
 import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
@@ -43,6 +45,8 @@ export interface BuildOptions {
   archiveWalks?: ArchiveWalks;
   /** Where log lines go after scrubbing (stdout by default); tests read them here. */
   logSink?: LineSink;
+  /** The other workers of this server, if any (`workers/`): counters are read across them. */
+  link?: WorkerLink;
 }
 
 export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
@@ -112,6 +116,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
+  const link = options.link ?? new SoloLink();
+  const serverCounters = new ServerCounters(link, { usage: counters, requests, rateLimits: limiter });
   // Outside the store's layout on purpose: with any backend this is a local folder of this process.
   const scratchDir = join(config.dataDir, 'scratch');
   await mkdir(scratchDir, { recursive: true });
@@ -140,7 +146,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
       rateLimit: () => limiter.snapshot(),
-    });
+    }, link);
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
   }
@@ -150,7 +156,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   app.get('/healthz', async () => ({ status: 'ok' }));
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
 
-  await app.register(observeRoutes, { ctx, ecosystems, requests, startedAt });
+  await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem) });

@@ -12,7 +12,7 @@ export function startupLines(config: Config, url: string, ecosystems: readonly E
   const rows = config.indexes.map((ix) => [ix.name, `${ix.ecosystem} ${ix.role}`, byId.get(ix.ecosystem)?.clientUrl?.(ix, base) ?? `${url}/${ix.route}/`, writes(ix)]);
   const widths = [0, 1, 2].map((col) => Math.max(...rows.map((r) => r[col]!.length)));
   return [
-    `velodex listening on ${url} (${config.source})`,
+    `velodex listening on ${url} (${config.source}; ${workerCount(config.workers.count)})`,
     ...rows.map((r) => `  ${r.map((cell, col) => (col < 3 ? cell.padEnd(widths[col]!) : cell)).join('  ')}`.trimEnd()),
   ];
 }
@@ -25,4 +25,8 @@ function writes(ix: IndexConfig): string {
   if (source.startsWith('file:')) return `upload token in ${source.slice('file:'.length)}`;
   if (source.startsWith('env:')) return `upload token from $${source.slice('env:'.length)}`;
   return 'upload token in the config file';
+}
+
+function workerCount(n: number): string {
+  return n === 1 ? 'one process' : `${n} worker processes`;
 }

@@ -3,7 +3,7 @@
  * additions on a preallocated record (no allocation, no I/O on the request path); readers take a
  * snapshot. Counters reset on restart, as the spec says.
  */
-import { ProjectCounters } from './project-counters.js';
+import { ProjectCounters, type ProjectCountersDump } from './project-counters.js';
 
 export const USAGE_COUNTERS = [
   'pages',
@@ -53,6 +53,21 @@ export class IndexCounters implements CounterSink {
   snapshot(): CounterValues {
     return { ...this.#values };
   }
+
+  dump(): IndexCountersDump {
+    return { values: this.snapshot(), projects: this.projects.dump() };
+  }
+
+  absorb(dump: IndexCountersDump): void {
+    for (const k of USAGE_COUNTERS) this.#values[k] += dump.values[k];
+    this.projects.absorb(dump.projects);
+  }
+}
+
+/** One index's counters as plain data, for summing the counts of several worker processes. */
+export interface IndexCountersDump {
+  values: CounterValues;
+  projects: ProjectCountersDump;
 }
 
 /** Every index's counters, created on first use. */
@@ -66,6 +81,19 @@ export class UsageCounters {
       this.#byRoute.set(route, c);
     }
     return c;
+  }
+
+  dump(): Record<string, IndexCountersDump> {
+    const out: Record<string, IndexCountersDump> = {};
+    for (const [route, c] of this.#byRoute) out[route] = c.dump();
+    return out;
+  }
+
+  /** The counters of several processes (their `dump`s) summed into one set. */
+  static sum(dumps: ReadonlyArray<Record<string, IndexCountersDump>>): UsageCounters {
+    const total = new UsageCounters();
+    for (const dump of dumps) for (const [route, d] of Object.entries(dump)) total.index(route).absorb(d);
+    return total;
   }
 
   snapshot(): Record<string, CounterValues> {

@@ -6,9 +6,12 @@
  * values into the exposition. Only the request counter and the request-duration histogram are
  * touched per request. Node's default process metrics come along under the same prefix.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { IndexConfig } from '../config/types.js';
+import { SoloLink, type WorkerLink } from '../workers/link.js';
 import type { UsageCounter, UsageCounters } from './counters.js';
+
+const TOPIC = 'metrics';
 
 export const METRICS_PREFIX = 'velodex_';
 
@@ -53,7 +56,11 @@ export class Metrics {
   readonly #duration: Histogram<'method' | 'status'>;
   readonly #durationBy = new Map<string, Histogram.Internal<'method' | 'status'>>();
 
-  constructor(sources: MetricSources) {
+  constructor(
+    sources: MetricSources,
+    private readonly link: WorkerLink = new SoloLink(),
+  ) {
+    link.provide(TOPIC, () => this.registry.getMetricsAsJSON());
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
     // Three of prom-client's defaults are gauges named `_total`, which promtool (and Prometheus's
@@ -154,8 +161,15 @@ export class Metrics {
     child.observe(seconds);
   }
 
-  exposition(): Promise<string> {
-    return this.registry.metrics();
+  /**
+   * The exposition of the whole server: with several workers, every worker's metrics summed by
+   * prom-client's cluster aggregation (counters and histograms add up; its default process
+   * metrics say how each aggregates), so a scrape that reaches any worker sees one server.
+   */
+  async exposition(): Promise<string> {
+    if (this.link.workers === 1) return this.registry.metrics();
+    const parts = await this.link.gather<object[]>(TOPIC);
+    return AggregatorRegistry.aggregate(parts).metrics();
   }
 
   get contentType(): string {

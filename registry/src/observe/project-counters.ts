@@ -21,6 +21,14 @@ export interface FileCounterValues {
   bytes: number;
 }
 
+const FILE_COUNTERS = ['downloads', 'metadata', 'bytes'] as const;
+
+/** One process's project counters as plain data (`dump`, `absorb`). */
+export interface ProjectCountersDump {
+  evicted: CounterValues;
+  projects: Array<{ name: string; values: CounterValues; files: Array<[string, FileCounterValues]>; evictedFiles: FileCounterValues }>;
+}
+
 function fileCounted(name: UsageCounter): name is keyof FileCounterValues {
   return name === 'downloads' || name === 'metadata' || name === 'bytes';
 }
@@ -92,6 +100,28 @@ export class ProjectCounters {
   /** Every tracked project, least recently counted first. */
   entries(): IterableIterator<[string, ProjectEntry]> {
     return this.#projects.entries();
+  }
+
+  /** Every count, as plain data another process can `absorb`. */
+  dump(): ProjectCountersDump {
+    return {
+      evicted: { ...this.evicted },
+      projects: [...this.#projects].map(([name, e]) => ({ name, values: { ...e.values }, files: [...e.files].map(([f, v]) => [f, { ...v }]), evictedFiles: { ...e.evictedFiles } })),
+    };
+  }
+
+  /** Adds another process's counts to these (the caps hold: what does not fit is evicted as usual). */
+  absorb(dump: ProjectCountersDump): void {
+    for (const key of Object.keys(dump.evicted) as UsageCounter[]) this.evicted[key] += dump.evicted[key];
+    for (const p of dump.projects) {
+      for (const key of Object.keys(p.values) as UsageCounter[]) if (p.values[key] !== 0) this.add(p.name, key, p.values[key]);
+      const entry = this.#projects.get(p.name);
+      if (!entry) continue;
+      for (const [file, v] of p.files) {
+        for (const key of FILE_COUNTERS) if (v[key] !== 0) entry.addFile(file, key, v[key]);
+      }
+      for (const key of FILE_COUNTERS) entry.evictedFiles[key] += p.evictedFiles[key];
+    }
   }
 
   #evictOldest(): void {

@@ -4,6 +4,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 
+export interface RequestSnapshot {
+  total: number;
+  /** `1xx` .. `5xx`. */
+  by_status: Record<string, number>;
+}
+
 export class RequestCounters {
   total = 0;
   /** Index = status / 100 (1xx..5xx); 0 for anything else. */
@@ -15,7 +21,7 @@ export class RequestCounters {
     this.#byClass[cls >= 1 && cls <= 5 ? cls : 0]! += 1;
   }
 
-  snapshot(): { total: number; by_status: Record<string, number> } {
+  snapshot(): RequestSnapshot {
     const by: Record<string, number> = {};
     for (let c = 1; c <= 5; c++) by[`${c}xx`] = this.#byClass[c]!;
     return { total: this.total, by_status: by };

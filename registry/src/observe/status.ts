@@ -14,8 +14,8 @@ import type { IndexConfig } from '../config/types.js';
 import { sanitizeUrl } from '../config/sanitize.js';
 import type { Ecosystem } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
-import type { RateLimitCounters } from '../limits/rate-limiter.js';
-import type { RequestCounters } from './requests.js';
+import type { RateLimitSnapshot } from '../limits/rate-limiter.js';
+import type { RequestSnapshot } from './requests.js';
 import { secretInfo } from './redact.js';
 import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from './summary.js';
 
@@ -30,9 +30,12 @@ export interface StatusSources {
   storageRedirect?: boolean;
   ecosystems: ReadonlyMap<string, Ecosystem>;
   summaries: IndexSummaries;
-  requests: RequestCounters;
-  /** The rate limiter's decisions per class (zero while it is disabled). */
-  rateLimit: { enabled: boolean; counters: RateLimitCounters };
+  /** Every worker's requests, summed (server-counters.ts). */
+  requests: RequestSnapshot;
+  /** The rate limiter's decisions per class (zero while it is disabled), every worker's summed. */
+  rateLimit: { enabled: boolean; counters: RateLimitSnapshot };
+  /** Worker processes serving (1: one process). */
+  workers: number;
   startedAt: Date;
 }
 
@@ -135,8 +138,9 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),
-    requests: src.requests.snapshot(),
-    rate_limit: { enabled: src.rateLimit.enabled, ...src.rateLimit.counters.snapshot() },
+    workers: src.workers,
+    requests: src.requests,
+    rate_limit: { enabled: src.rateLimit.enabled, ...src.rateLimit.counters },
     indexes,
     ...(query.details ? { recent_uploads: capRecent(recent) } : {}),
   };

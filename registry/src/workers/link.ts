@@ -1,0 +1,108 @@
+/**
+ * A worker's line to the other workers of its server, through the primary (`primary.ts`): what
+ * must be seen whole (the counters of `/+stats`, `/+status` and `/metrics`) is gathered from
+ * every worker, and the fs store's per-key locks are held by the primary for all of them.
+ *
+ * A server of one process has the solo link: the same calls, answered in-process.
+ */
+import { isOurs, type FromWorker, type ToWorker } from './messages.js';
+
+export interface WorkerLink {
+  /** How many worker processes serve (1: this process alone). */
+  readonly workers: number;
+  /** Every live worker's answer to `topic`, this one's included. */
+  gather<T>(topic: string): Promise<T[]>;
+  /** This worker's answer to `topic`, computed when asked. */
+  provide(topic: string, answer: () => unknown): void;
+  /** Waits for the server-wide lock of `key`; resolves to its release. */
+  lock(key: string): Promise<() => void>;
+}
+
+type Answer = () => unknown;
+
+/** The link of a process that serves alone. */
+export class SoloLink implements WorkerLink {
+  readonly workers = 1;
+  readonly #answers = new Map<string, Answer>();
+
+  async gather<T>(topic: string): Promise<T[]> {
+    const answer = this.#answers.get(topic);
+    return answer ? [(await answer()) as T] : [];
+  }
+
+  provide(topic: string, answer: Answer): void {
+    this.#answers.set(topic, answer);
+  }
+
+  /** Nothing else takes it: the store's own in-process lock serialises this process. */
+  lock(): Promise<() => void> {
+    return Promise.resolve(() => undefined);
+  }
+}
+
+/** The link of a cluster worker: requests go to the primary and come back by id. */
+export class ClusterLink implements WorkerLink {
+  readonly #answers = new Map<string, Answer>();
+  readonly #waiting = new Map<number, (msg: ToWorker) => void>();
+  #nextId = 1;
+
+  constructor(readonly workers: number) {
+    process.on('message', (msg: unknown) => {
+      if (!isOurs<ToWorker>(msg)) return;
+      if (msg.velodex === 'ask') void this.#answer(msg.id, msg.topic);
+      else this.#waiting.get(msg.id)?.(msg);
+    });
+  }
+
+  #send(msg: FromWorker): void {
+    process.send?.(msg);
+  }
+
+  #request(make: (id: number) => FromWorker): Promise<ToWorker> {
+    const id = this.#nextId++;
+    return new Promise((resolve) => {
+      this.#waiting.set(id, (msg) => {
+        this.#waiting.delete(id);
+        resolve(msg);
+      });
+      this.#send(make(id));
+    });
+  }
+
+  async #answer(id: number, topic: string): Promise<void> {
+    const answer = this.#answers.get(topic);
+    try {
+      this.#send({ velodex: 'part', id, part: answer ? await answer() : undefined });
+    } catch (err) {
+      this.#send({ velodex: 'part', id, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  async gather<T>(topic: string): Promise<T[]> {
+    const reply = await this.#request((id) => ({ velodex: 'gather', id, topic }));
+    return reply.velodex === 'gathered' ? (reply.parts as T[]) : [];
+  }
+
+  provide(topic: string, answer: Answer): void {
+    this.#answers.set(topic, answer);
+  }
+
+  async lock(key: string): Promise<() => void> {
+    let lockId = 0;
+    await this.#request((id) => {
+      lockId = id;
+      return { velodex: 'lock', id, key };
+    });
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#send({ velodex: 'unlock', id: lockId });
+    };
+  }
+
+  /** Tells the primary this worker serves `url`. */
+  listening(url: string, banner: string[], fields: Record<string, unknown>): void {
+    this.#send({ velodex: 'listening', url, banner, fields });
+  }
+}

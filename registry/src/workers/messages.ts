@@ -1,0 +1,27 @@
+/**
+ * What a server's primary and its workers tell each other over the cluster IPC channel. Every
+ * message carries `velodex` (its kind), which tells ours apart from what other modules send on
+ * the same channel (prom-client's cluster module listens there too).
+ */
+
+/** A worker to its primary. */
+export type FromWorker =
+  /** Listening: the url, and the start-up lines and log fields the primary prints once for all. */
+  | { velodex: 'listening'; url: string; banner: string[]; fields: Record<string, unknown> }
+  /** Every worker's answer to `topic` (`WorkerLink.gather`). */
+  | { velodex: 'gather'; id: number; topic: string }
+  /** This worker's answer to an `ask`. */
+  | { velodex: 'part'; id: number; part?: unknown; error?: string }
+  /** Take the lock of `key`; `locked` with the same id grants it. */
+  | { velodex: 'lock'; id: number; key: string }
+  | { velodex: 'unlock'; id: number };
+
+/** The primary to one worker. */
+export type ToWorker =
+  | { velodex: 'gathered'; id: number; parts: unknown[] }
+  | { velodex: 'ask'; id: number; topic: string }
+  | { velodex: 'locked'; id: number };
+
+export function isOurs<T extends { velodex: string }>(msg: unknown): msg is T {
+  return typeof msg === 'object' && msg !== null && typeof (msg as { velodex?: unknown }).velodex === 'string';
+}
