@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 /**
  * The `velodex` command.
- *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR]
+ *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto]
  *   velodex check-config FILE
  */
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { ConfigError } from './config/errors.js';
 import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/load.js';
@@ -11,14 +12,19 @@ import { uploadTokenPath } from './config/default.js';
 import type { Config, RateLimitConfig } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
 import { sanitizeUrl } from './config/sanitize.js';
+import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './server.js';
+import { ClusterLink } from './workers/link.js';
+import { runPrimary } from './workers/primary.js';
 
 const USAGE = `usage:
-  velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR]
+  velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
   velodex check-config FILE
 
 Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
-at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.`;
+at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.
+--workers (or VELODEX_WORKERS, or workers in the config): worker processes sharing the port;
+auto is one per core, and one in a Kubernetes pod.`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -43,11 +49,13 @@ async function main(argv: string[]): Promise<void> {
       host: { type: 'string' },
       port: { type: 'string' },
       'data-dir': { type: 'string' },
+      workers: { type: 'string' },
     },
   });
   const overrides: Overrides = {};
   if (values.host !== undefined) overrides.host = values.host;
   if (values['data-dir'] !== undefined) overrides.dataDir = values['data-dir'];
+  if (values.workers !== undefined) overrides.workers = parseWorkersSetting(values.workers, '--workers');
   if (values.port !== undefined) {
     const port = Number(values.port);
     if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port: "${values.port}" is not a port number (0-65535)`);
@@ -57,22 +65,32 @@ async function main(argv: string[]): Promise<void> {
   switch (command) {
     case 'serve': {
       const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
+      if (config.workers.count > 1 && cluster.isPrimary) {
+        runPrimary(config);
+        return;
+      }
+      const worker = cluster.isWorker ? new ClusterLink(config.workers.count) : undefined;
       // Signals are handled from the start: one that arrives while the server is still starting
       // stops it once it is up, instead of killing the process with unwritten log lines.
       let stopSignal: string | null = null;
       let server: RunningServer | null = null;
+      let stopping = false;
       const stop = async (signal: string) => {
         stopSignal = signal;
-        if (!server) return;
+        // Once: a worker may be told twice (Ctrl-C reaches the whole process group, then the primary's SIGTERM).
+        if (!server || stopping) return;
+        stopping = true;
         server.app.log.info({ signal }, 'shutting down');
         await server.close();
         process.exit(0);
       };
       process.once('SIGINT', () => void stop('SIGINT'));
       process.once('SIGTERM', () => void stop('SIGTERM'));
+      // A worker whose primary is gone (killed) stops too, instead of serving on alone.
+      if (worker) process.once('disconnect', () => void stop('disconnect'));
       // The embedded default's token file is named in the "listening" line (never the token).
       const tokenFile = config.source === 'embedded default' && !process.env.VELODEX_UPLOAD_TOKEN ? uploadTokenPath(config.dataDir) : undefined;
-      server = await startServer(config, tokenFile ? { upload_token_file: tokenFile } : {});
+      server = await startServer(config, tokenFile ? { upload_token_file: tokenFile } : {}, worker);
       if (stopSignal) await stop(stopSignal);
       return;
     }
@@ -80,7 +98,7 @@ async function main(argv: string[]): Promise<void> {
       const file = positionals[0] ?? values.config;
       if (!file) fail('check-config needs a file: velodex check-config FILE');
       const config = load(file, overrides);
-      const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `storage: ${config.storage.backend}`];
+      const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
         const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);

@@ -7,6 +7,8 @@ import { startupLines } from './observe/banner.js';
 import { join } from 'node:path';
 import { openStores } from './storage/index.js';
 import { startSweeper } from './storage/sweeper.js';
+import { WorkerKeyLocks } from './workers/key-locks.js';
+import { ClusterLink, SoloLink } from './workers/link.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -14,10 +16,15 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** `notes`: extra fields for the "velodex listening" log line. */
-export async function startServer(config: Config, notes: Record<string, string> = {}): Promise<RunningServer> {
-  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch') });
-  const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems);
+/**
+ * `notes`: extra fields for the "velodex listening" log line. `worker`: this process is one of
+ * several workers (`workers/`); it shares the store's locks and its counters through the link,
+ * and leaves the "listening" line and the banner to the primary, which prints them once.
+ */
+export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
+  const link = worker ?? new SoloLink();
+  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: new WorkerKeyLocks(worker) } : {}) });
+  const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems, { link });
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {
       if (removed > 0) app.log.info({ event: 'staging_swept', removed }, 'removed stale staged writes left by stopped processes');
@@ -30,17 +37,19 @@ export async function startServer(config: Config, notes: Record<string, string> 
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   const url = `http://${host}:${port}`;
-  app.log.info(
-    {
-      url,
-      config: config.source,
-      storage: config.storage.backend === 'fs' ? config.storage.path : `${config.storage.endpoint}/${config.storage.bucket}`,
-      indexes: config.indexes.map((ix) => ({ name: ix.name, route: ix.route, ecosystem: ix.ecosystem, role: ix.role })),
-      ...notes,
-    },
-    'velodex listening',
-  );
-  process.stderr.write(`${startupLines(config, url, running).join('\n')}\n`);
+  const fields = {
+    config: config.source,
+    storage: config.storage.backend === 'fs' ? config.storage.path : `${config.storage.endpoint}/${config.storage.bucket}`,
+    indexes: config.indexes.map((ix) => ({ name: ix.name, route: ix.route, ecosystem: ix.ecosystem, role: ix.role })),
+    ...notes,
+  };
+  const banner = startupLines(config, url, running);
+  if (worker) {
+    worker.listening(url, banner, fields);
+  } else {
+    app.log.info({ url, ...fields, workers: 1 }, 'velodex listening');
+    process.stderr.write(`${banner.join('\n')}\n`);
+  }
   return {
     app,
     url,

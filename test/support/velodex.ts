@@ -55,7 +55,9 @@ export async function startVelodex(opts: StartOptions = {}): Promise<Velodex> {
   }
   const child = spawn(process.execPath, args, {
     cwd: REPO,
-    env: { ...process.env, VELODEX_LOG_LEVEL: 'info', ...opts.env },
+    // One process unless a test asks for workers (test/workers/ does): the suites check one
+    // server's behaviour, and auto would give every server one worker per core of the machine.
+    env: { ...process.env, VELODEX_LOG_LEVEL: 'info', VELODEX_WORKERS: '1', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
