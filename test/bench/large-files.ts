@@ -1,11 +1,12 @@
 /**
  * Large downloads beside the plainest Node file server (bare-file-server.ts) serving the very
  * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, after a minute
- * of page traffic on velodex (one process: worker processes, issue 13 item 3, are not built yet) (a process whose heap has
- * grown with pages collects garbage differently from a fresh one, and downloads are what users
- * run after pages). Rounds alternate the three servers; each cell is the median over the rounds.
- * Also: CPU seconds per GiB served (all processes of a server), and the peak RSS of each process
- * while 8 clients download a 1 GiB layer at once.
+ * of page traffic on velodex (a process whose heap has grown with pages collects garbage
+ * differently from a fresh one, and downloads are what users run after pages). velodex runs twice:
+ * one process, and two worker processes (`--workers 2`). Rounds alternate the three servers; each
+ * cell is the median over the rounds. Also: CPU seconds per GiB served (all processes of a
+ * server), and the peak RSS of each process of a two-worker velodex while 8 clients download a
+ * 1 GiB layer at once.
  */
 import { join } from 'node:path';
 import { REPO } from '../support/paths.js';
@@ -74,15 +75,17 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     ready: `http://127.0.0.1:${port}/f0`,
   });
   const one = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-large-files.log'));
+  const two = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-large-files-2-workers.log'), undefined, 2);
   const contenders: Contender[] = [
     { label: 'bare Node', server: bare, url: (_f, i) => `${bare.url}/f${i}` },
     { label: 'velodex', server: one, url: (f) => `${one.url}${f.path}` },
+    { label: 'velodex 2 workers', server: two, url: (f) => `${two.url}${f.path}` },
   ];
   const cells = new Map<string, Cell>();
   try {
     o.progress(`page traffic on velodex for ${o.pageTrafficSecs} s`);
     await Promise.all(
-      [one].flatMap((s) => o.pages.map((p) => measure({ url: `${s.url}${p.path}`, headers: p.headers }, { connections: 4, duration: o.pageTrafficSecs, warmup: 0 }))),
+      [one, two].flatMap((s) => o.pages.map((p) => measure({ url: `${s.url}${p.path}`, headers: p.headers }, { connections: 4, duration: o.pageTrafficSecs, warmup: 0 }))),
     );
     for (let round = 0; round < o.rounds; round++) {
       for (const [i, file] of o.files.entries()) {
@@ -108,7 +111,7 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
       }
     }
   } finally {
-    await Promise.all([bare.stop(), one.stop()]);
+    await Promise.all([bare.stop(), one.stop(), two.stop()]);
   }
 
   const rate = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.rates ?? []) / MiB;
@@ -119,19 +122,19 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
   const lines = [
     `### Large downloads beside a bare Node file server (curl clients; after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
     '',
-    '| file | conns | bare Node MiB/s | velodex MiB/s | velodex / bare | CPU s per GiB (user + system): bare; velodex |',
-    '|---|--:|--:|--:|--:|--:|',
+    '| file | conns | bare Node MiB/s | velodex MiB/s | velodex / bare | velodex 2 workers MiB/s | 2 workers / 1 | CPU s per GiB (user + system): bare; velodex; 2 workers |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const [i, file] of o.files.entries()) {
     for (const conns of CONNECTIONS) {
-      const [b, v] = contenders.map((c) => rate(i, conns, c.label)) as [number, number];
+      const [b, v, w] = contenders.map((c) => rate(i, conns, c.label)) as [number, number, number];
       const cpus = contenders
         .map((c) => {
           const t = cpu(i, conns, c.label);
           return `${t.user.toFixed(2)} + ${t.system.toFixed(2)}`;
         })
         .join('; ');
-      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v.toFixed(0)} | ${(v / b).toFixed(2)}x | ${cpus} |`);
+      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v.toFixed(0)} | ${(v / b).toFixed(2)}x | ${w.toFixed(0)} | ${(w / v).toFixed(2)}x | ${cpus} |`);
     }
   }
   lines.push(
@@ -145,7 +148,7 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
   return lines.join('\n');
 }
 
-/** A fresh velodex; 8 clients download the 1 GiB layer at once; the peak RSS of each of its processes. */
+/** A fresh two-worker velodex; 8 clients download the 1 GiB layer at once; the peak RSS of each of its processes. */
 async function gibDownloadRss(o: LargeFileOptions): Promise<string> {
   const pusher = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-push.log'));
   let digest: string;
@@ -155,16 +158,17 @@ async function gibDownloadRss(o: LargeFileOptions): Promise<string> {
   } finally {
     await pusher.stop();
   }
-  const server = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-download.log'));
+  const server = await startVelodexBench(o.dataDir, 'warn', join(o.logs, 'velodex-gib-download.log'), undefined, 2);
   try {
     o.progress('8 clients download the 1 GiB layer from velodex at once');
     const failures = await curlOnceEach(`${server.url}/v2/${o.gib.repo}/blobs/${digest}`, GiB, 8);
     if (failures > 0) throw new Error(`${failures} of 8 downloads of the 1 GiB layer failed`);
     const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
+    const [primary, ...workers] = processTree(server.pid);
     return [
-      '### peak RSS while 8 clients download a 1 GiB layer at once (VmHWM of a fresh velodex process; the largest if it has several)',
+      '### peak RSS while 8 clients download a 1 GiB layer at once (VmHWM of each process of a fresh two-worker velodex)',
       '',
-      `velodex: ${mib(Math.max(...processTree(server.pid).map(peakRss)))}`,
+      `velodex workers: ${workers.map((p) => mib(peakRss(p))).join(', ')}; primary (serves nothing): ${mib(peakRss(primary!))}`,
       '',
     ].join('\n');
   } finally {

@@ -88,7 +88,7 @@ export async function stopAll(): Promise<void> {
  * velodex with the embedded default (hosted Python index `root/hosted`, hosted OCI index
  * `root/oci`), or with `extra` TOML added to a config file that serves the same two indexes.
  */
-export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string): Promise<Server> {
+export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string, workers = 1): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const config: string[] = [];
@@ -103,10 +103,11 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
     config.push('--config', file);
   }
   return launchServer({
-    name: `velodex (log_level ${logLevel})`,
+    name: `velodex (log_level ${logLevel}, ${workers} worker${workers === 1 ? '' : 's'})`,
     cmd: process.execPath,
     args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
-    env: { VELODEX_LOG_LEVEL: logLevel },
+    // One process unless asked: auto would give one worker per core, and the rows compare processes.
+    env: { VELODEX_LOG_LEVEL: logLevel, VELODEX_WORKERS: String(workers) },
     logFile,
     url,
     ready: `${url}/root/hosted/simple/`,
