@@ -19,6 +19,7 @@ build: install
 
 typecheck: build
 	npx tsc -p test --noEmit
+	npx tsc -p registry/ui
 
 lint: install
 	npx eslint --max-warnings 0 .

@@ -26,6 +26,7 @@ import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
 import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
+import { uiRoutes } from '../ui/routes.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { indexNamespace } from './index-namespace.js';
@@ -157,6 +158,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
 
   await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt });
+  await app.register(uiRoutes, { config, ecosystems });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem) });

@@ -1,0 +1,79 @@
+/** Reads the documents every client reads; a failure becomes a sentence a person can act on. */
+export class ApiError extends Error {}
+
+export async function getJson<T>(url: string, accept = 'application/json'): Promise<T> {
+  const res = await fetch(url, { headers: { accept } });
+  if (!res.ok) throw new ApiError(`${url} answered ${res.status}: ${await reason(res)}`);
+  return (await res.json()) as T;
+}
+
+export async function getText(url: string): Promise<{ text: string; next: string | null; size: string | null }> {
+  const res = await fetch(url);
+  if (!res.ok) throw new ApiError(`${url} answered ${res.status}: ${await reason(res)}`);
+  return { text: await res.text(), next: res.headers.get('x-velodex-next-offset'), size: res.headers.get('x-velodex-member-size') };
+}
+
+async function reason(res: Response): Promise<string> {
+  const body = await res.text();
+  try {
+    const parsed = JSON.parse(body) as { message?: string; errors?: { message?: string }[] };
+    return parsed.message ?? parsed.errors?.[0]?.message ?? body;
+  } catch {
+    return body.slice(0, 200);
+  }
+}
+
+export interface ClientText {
+  description: string;
+  path?: string;
+  text: string;
+}
+
+export interface IndexEntry {
+  name: string;
+  route: string;
+  ecosystem: string;
+  role: string;
+  members?: string[];
+  upstream?: string;
+  urls: Record<string, string>;
+  client_configuration?: Record<string, ClientText>;
+}
+
+export interface Discovery {
+  indexes: IndexEntry[];
+}
+
+export type Counters = Record<string, number>;
+
+export interface StatusIndex {
+  name: string;
+  route: string;
+  ecosystem: string;
+  role: string;
+  serial: number;
+  upstream?: { url: string; offline: boolean };
+  upload_token?: { configured: boolean; source?: string };
+  members: string[];
+  details?: { projects: number; files: number };
+  [key: string]: unknown;
+}
+
+export interface Status {
+  version: string;
+  instance: string;
+  serial: number;
+  started_at: string;
+  uptime_secs: number;
+  workers: number;
+  storage: { backend: string };
+  requests: { total: number; by_status: Record<string, number> };
+  indexes: StatusIndex[];
+  recent_uploads?: { time: string; index: string; project: string; version?: string; filename: string }[];
+}
+
+export interface Stats {
+  since: string;
+  totals: Counters;
+  indexes: Record<string, { name: string; ecosystem: string; role: string; counters: Counters }>;
+}

@@ -1,0 +1,63 @@
+/** `/admin/status`: `/+status?details=admin`, made readable. Read-only: nothing here writes. */
+import { getJson, type Status } from './api.js';
+import { fill, h } from './dom.js';
+
+export async function statusPage(app: HTMLElement): Promise<void> {
+  const s = await getJson<Status>('/+status?details=admin');
+  const row = (k: string, v: string | number) => [h('dt', {}, k), h('dd', {}, String(v))];
+  fill(
+    app,
+    h(
+      'dl',
+      { class: 'facts' },
+      row('version', s.version),
+      row('serial', s.serial),
+      row('instance', s.instance),
+      row('worker processes', s.workers),
+      row('storage', s.storage.backend),
+      row('started', new Date(s.started_at).toLocaleString()),
+      row('uptime', duration(s.uptime_secs)),
+      row('requests', `${s.requests.total} (${Object.entries(s.requests.by_status).map(([k, v]) => `${k} ${v}`).join(', ')})`),
+    ),
+    h('h2', {}, 'Indexes'),
+    h(
+      'table',
+      {},
+      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'upload token'].map((c) => h('th', { scope: 'col' }, c)))),
+      h(
+        'tbody',
+        {},
+        s.indexes.map((ix) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, ix.name),
+            h('td', {}, h('code', {}, `/${ix.route}/`)),
+            h('td', {}, `${ix.ecosystem} ${ix.role}`, ix.members.length ? ` of ${ix.members.join(', ')}` : ''),
+            h('td', {}, ix.upstream ? h('span', { class: ix.upstream.offline ? 'bad' : 'good' }, `${ix.upstream.offline ? 'upstream offline' : 'upstream reachable'} (${ix.upstream.url})`) : h('span', { class: 'good' }, 'ok')),
+            h('td', {}, ix.serial),
+            h('td', {}, ix.details?.projects ?? '—'),
+            h('td', {}, ix.details?.files ?? '—'),
+            h('td', {}, ix.upload_token ? (ix.upload_token.configured ? `configured (${ix.upload_token.source ?? 'set'})` : 'none: uploads off') : '—'),
+          ),
+        ),
+      ),
+    ),
+    h('h2', {}, 'Recent uploads'),
+    s.recent_uploads?.length
+      ? h(
+          'table',
+          { class: 'recent' },
+          h('thead', {}, h('tr', {}, ['when', 'index', 'project', 'version', 'file'].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, s.recent_uploads.map((u) => h('tr', {}, h('td', {}, new Date(u.time).toLocaleString()), h('td', {}, u.index), h('td', {}, u.project), h('td', {}, u.version ?? ''), h('td', {}, u.filename)))),
+        )
+      : h('p', {}, 'No uploads yet.'),
+  );
+}
+
+function duration(secs: number): string {
+  const d = Math.floor(secs / 86400);
+  const hh = Math.floor((secs % 86400) / 3600);
+  const m = Math.floor((secs % 3600) / 60);
+  return d ? `${d} d ${hh} h` : hh ? `${hh} h ${m} min` : `${m} min ${secs % 60} s`;
+}
