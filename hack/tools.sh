@@ -37,7 +37,9 @@ apt_install() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 }
-apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev curl strace
+# chromium (and a font for its text): the web UI suites drive it through playwright-core, whose own
+# browser download cannot work here.
+apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev curl strace chromium fonts-dejavu-core
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh

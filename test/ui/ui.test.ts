@@ -1,0 +1,252 @@
+/**
+ * The web UI in a real browser: Chromium (Debian's, driven by playwright-core) against a real
+ * velodex holding a project uploaded with twine and an image pushed with crane. Every page loads
+ * with its own title; the dashboard lists the indexes (also without JavaScript) with their client
+ * configuration and no secret; the status page shows the recent upload; the browser searches as
+ * the person types, opens the project (versions, files, hashes, METADATA, archive contents and a
+ * text preview) and the repository (tag, manifest, layers, a file in a layer); the usage page
+ * draws its chart. Keyboard alone gets from the search box to a project. A project whose metadata,
+ * member names and contents carry markup and script is shown as text, and nothing of it runs.
+ * Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
+ * UPDATE_SCREENSHOTS=1).
+ */
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allBlobs, buildImage, writeLayout } from '../support/oci-image.js';
+import { REPO, tool } from '../support/paths.js';
+import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { run } from '../support/run.js';
+import { basicAuth, defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SHOTS = tempDir('velodex-ui-shots-');
+
+let server: Velodex;
+let browser: Browser;
+let token: string;
+let project: BuiltProject;
+let xssWheel: string;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: hack/tools.sh installs Debian's chromium`);
+  server = await startVelodex();
+  token = defaultToken(server);
+  project = await buildProject('ui-demo', '1.0', { classifiers: ['Programming Language :: Python :: 3'] });
+  const twine = (files: string[]) => run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${server.url}/root/hosted/`, '-u', '__token__', '-p', token, ...files], { env: { NO_COLOR: '1' } });
+  await twine([project.wheel, project.sdist]);
+  xssWheel = (await run(tool('python'), [join(REPO, 'test', 'ui', 'xss-wheel.py'), tempDir('velodex-ui-xss-'), 'ui-xss', '6.6.6'])).stdout.trim();
+  await twine([xssWheel]);
+  const yank = await fetch(`${server.url}/root/hosted/ui-xss/6.6.6/yank?reason=${encodeURIComponent('<script>window.__xss=1</script> bad <b>build</b>')}`, { method: 'PUT', headers: { authorization: basicAuth(token) } });
+  expect(yank.status).toBe(200);
+
+  const work = tempDir('velodex-ui-crane-');
+  const image = buildImage({ seed: 'ui-image', layers: 2, bigFileSize: 4096 });
+  const env = { HOME: work, DOCKER_CONFIG: join(work, '.docker') };
+  await run(tool('crane'), ['auth', 'login', `127.0.0.1:${server.port}`, '-u', '__token__', '--password-stdin'], { env, input: token });
+  await run(tool('crane'), ['push', '--insecure', writeLayout(join(work, 'src'), [{ tag: 'v1', item: image }]), `127.0.0.1:${server.port}/root/oci/team/app:v1`], { env });
+  expect(allBlobs(image).length).toBe(4);
+
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** A page that fails the test on any script error, dialog or request the CSP refused. */
+async function open(path: string, opts: { javaScript?: boolean } = {}): Promise<Page> {
+  const context = await browser.newContext({ javaScriptEnabled: opts.javaScript ?? true, viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (err) => problems.push(`script error: ${err.message}`));
+  page.on('dialog', (d) => {
+    problems.push(`dialog: ${d.message()}`);
+    void d.dismiss();
+  });
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  (page as Page & { problems: string[] }).problems = problems;
+  await page.goto(`${server.url}${path}`);
+  return page;
+}
+
+function problemsOf(page: Page): string[] {
+  return (page as Page & { problems: string[] }).problems;
+}
+
+/** Saves a screenshot and checks that it shows more than a blank page. */
+async function shoot(page: Page, name: string): Promise<void> {
+  const file = join(SHOTS, `${name}.png`);
+  const png = PNG.sync.read(await page.screenshot({ path: file, fullPage: true }));
+  const colours = new Set<number>();
+  for (let i = 0; i < png.data.length; i += 4 * 7) colours.add(png.data.readUInt32BE(i));
+  expect(colours.size, `${name}.png looks blank`).toBeGreaterThan(20);
+  if (process.env.UPDATE_SCREENSHOTS === '1') {
+    mkdirSync(join(REPO, 'docs', 'ui'), { recursive: true });
+    copyFileSync(file, join(REPO, 'docs', 'ui', `${name}.png`));
+  }
+}
+
+describe('the web UI in Chromium', () => {
+  it('every page has its own title, the same navigation, and a CSP that allows nothing external', async () => {
+    const titles = new Set<string>();
+    for (const path of ['/', '/admin/status', '/browse', '/stats']) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+      const page = await open(path);
+      titles.add(await page.title());
+      expect(await page.locator('nav[aria-label=main] a').allTextContents()).toEqual(['Indexes', 'Status', 'Browse packages', 'Usage']);
+      await page.context().close();
+    }
+    expect([...titles].sort()).toEqual(['Browse packages · velodex', 'Indexes · velodex', 'Status · velodex', 'Usage · velodex']);
+  });
+
+  it('the bundle is content-hashed, cached for a year and sent compressed', async () => {
+    const html = await (await fetch(server.url)).text();
+    const script = /<script type="module" src="(\/pkg\/app\.[0-9a-f]{16}\.js)"><\/script>/.exec(html)?.[1];
+    expect(script).toBeDefined();
+    const res = await fetch(`${server.url}${script}`, { headers: { 'accept-encoding': 'br' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(res.headers.get('content-encoding')).toBe('br');
+    expect((await fetch(`${server.url}/pkg/app.0000000000000000.js`)).status).toBe(404);
+  });
+
+  it('the dashboard lists every index with health, counters and client configuration, and no secret', async () => {
+    const page = await open('/');
+    await page.getByRole('heading', { name: 'Client configuration' }).waitFor();
+    const rows = page.locator('table.indexes tbody tr');
+    expect(await rows.count()).toBe(2);
+    await expect.poll(() => rows.first().textContent()).toContain('healthy');
+    expect(await rows.first().textContent()).toContain('uploads');
+    const text = (await page.textContent('body'))!;
+    expect(text).toContain(`index-url = ${server.url}/root/hosted/simple/`);
+    expect(text).toContain('password = <upload-token>');
+    expect(text).not.toContain(token);
+    await shoot(page, 'dashboard');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('without JavaScript the dashboard still lists the indexes and links to their Simple pages', async () => {
+    const page = await open('/', { javaScript: false });
+    expect(await page.locator('table.indexes tbody tr').count()).toBe(2);
+    await page.getByRole('link', { name: 'simple' }).first().click();
+    await page.waitForURL('**/root/hosted/simple/');
+    expect(await page.textContent('body')).toContain('ui-demo');
+    await page.context().close();
+  });
+
+  it('the status page shows the version, the serial and the recent uploads', async () => {
+    const page = await open('/admin/status');
+    await page.getByRole('heading', { name: 'Recent uploads' }).waitFor();
+    const text = (await page.textContent('main'))!;
+    expect(text).toMatch(/version\s*0\.\d+\.\d+/);
+    expect(text).toContain(project.wheelFilename);
+    expect(text).toContain('configured (file)');
+    expect(text).not.toContain(token);
+    await shoot(page, 'status');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('browse: search as you type, then a project with its files, METADATA and archive contents', async () => {
+    const page = await open('/browse');
+    const search = page.getByRole('searchbox');
+    await search.pressSequentially('demo');
+    await expect.poll(() => page.locator('#results li').allTextContents()).toEqual(['ui-demo']);
+    await page.getByRole('link', { name: 'ui-demo' }).click();
+    await page.getByRole('heading', { name: 'ui-demo' }).waitFor();
+    const files = page.locator('table.files tbody tr');
+    expect(await files.count()).toBe(2);
+    const wheelRow = files.filter({ hasText: project.wheelFilename });
+    const sha = (await import('node:crypto')).createHash('sha256').update(readFileSync(project.wheel)).digest('hex');
+    expect(await wheelRow.locator('code').getAttribute('title')).toBe(sha);
+    expect(await wheelRow.textContent()).toContain('>=3.8');
+    await wheelRow.getByRole('button', { name: 'METADATA' }).click();
+    await expect.poll(() => page.locator('pre.metadata').textContent()).toContain('Name: ui-demo');
+    await wheelRow.getByRole('button', { name: 'Contents' }).click();
+    await page.getByRole('link', { name: 'ui_demo/__init__.py' }).click();
+    await expect.poll(() => page.locator('pre.member').textContent()).toContain('def hello()');
+    await shoot(page, 'browse-project');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('browse: an image repository with its tag, manifest, layers and a file inside a layer', async () => {
+    const page = await open('/browse?index=oci');
+    await page.getByRole('link', { name: 'root/oci/team/app' }).click();
+    await page.getByRole('link', { name: 'v1' }).click();
+    await page.getByRole('heading', { name: 'Manifest v1' }).waitFor();
+    expect(await page.locator('ol.layers li').count()).toBe(2);
+    await expect.poll(() => page.locator('.referrers').textContent()).toContain('None');
+    await page.locator('ol.layers li').first().getByRole('button', { name: 'Browse files' }).click();
+    await page.getByRole('link', { name: 'etc/velodex/layer-0.txt' }).click();
+    await expect.poll(() => page.locator('pre.member').textContent()).toContain('layer 0 of image ui-image');
+    await shoot(page, 'browse-image');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('the keyboard alone gets from the search box to a project', async () => {
+    const page = await open('/browse');
+    await page.getByRole('searchbox').waitFor();
+    // The search box has focus on arrival; type, Tab past the count to the first result, Enter.
+    await page.keyboard.type('ui-d');
+    await expect.poll(() => page.locator('#results li').count()).toBe(1);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('ui-demo');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'ui-demo' }).waitFor();
+    await page.context().close();
+  });
+
+  it('the usage page samples /+stats and draws a line per index that rises with traffic', async () => {
+    const page = await open('/stats');
+    await expect.poll(() => page.locator('.chart polyline').count()).toBe(2);
+    // Traffic while the page samples: the hosted index's line must climb.
+    for (let i = 0; i < 20; i++) await fetch(`${server.url}/root/hosted/simple/ui-demo/`);
+    await expect.poll(() => page.locator('.chart svg').getAttribute('aria-label'), { timeout: 10_000 }).toMatch(/[3-9] samples/);
+    const points = await page.locator('.chart polyline[data-route="root/hosted"]').getAttribute('points');
+    const ys = points!.split(' ').map((p) => Number(p.split(',')[1]));
+    // SVG y grows downwards: a later sample with more requests sits higher (smaller y).
+    expect(ys[ys.length - 1]!).toBeLessThan(ys[0]!);
+    await shoot(page, 'stats');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('markup and script in every field of a package are shown as text and never run', async () => {
+    const checks: Array<[string, (p: Page) => Promise<void>]> = [
+      ['/admin/status', async (p) => p.getByRole('heading', { name: 'Recent uploads' }).waitFor()],
+      [
+        '/browse?index=hosted&project=ui-xss',
+        async (p) => {
+          await p.getByRole('heading', { name: 'ui-xss' }).waitFor();
+          expect(await p.locator('table.files').textContent()).toContain('yanked: <script>window.__xss=1</script> bad <b>build</b>');
+          await p.getByRole('button', { name: 'METADATA' }).click();
+          await expect.poll(() => p.locator('pre.metadata').textContent()).toContain('Summary: <script>window.__xss=1</script> <img src=x onerror="window.__xss=1">');
+          await p.getByRole('button', { name: 'Contents' }).click();
+          await p.getByRole('link', { name: 'ui_xss/<img src=x onerror=window.__xss=1>.txt' }).click();
+          await expect.poll(() => p.locator('pre.member').textContent()).toContain('"><svg onload="window.__xss=1">');
+        },
+      ],
+    ];
+    for (const [path, drive] of checks) {
+      const page = await open(path);
+      await drive(page);
+      // Nothing ran, and nothing of the payloads became an element.
+      expect(await page.evaluate('window.__xss')).toBeUndefined();
+      expect(await page.locator('main script, main img, main svg[onload], main b').count()).toBe(0);
+      expect(problemsOf(page)).toEqual([]);
+      if (path.startsWith('/browse')) await shoot(page, 'xss-as-text');
+      await page.context().close();
+    }
+  });
+});
