@@ -13,6 +13,7 @@
  *           traffic; CPU per GiB; peak RSS while 8 clients download a 1 GiB layer (large-files.ts).
  *   Warm:   manifest GET and cached Simple page with the store on disk and on a RAM disk, with the
  *           file system calls per request counted by strace (warm-reads.ts).
+ *   UI:     the compressed script and stylesheet each web UI page's first load moves (ui-weight.ts).
  *
  * Every server logs nothing per request during the comparison; a last section shows what
  * velodex's default `log_level = "info"` (a log line per request) costs.
@@ -36,6 +37,7 @@ import { run } from '../support/run.js';
 import { buildBigWheel } from '../python/fixtures/big-wheel.js';
 import { measureLargeFiles } from './large-files.js';
 import { measurePullThrough } from './pull-through.js';
+import { measureUiWeight } from './ui-weight.js';
 import { measureWarmReads } from './warm-reads.js';
 import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
@@ -503,6 +505,12 @@ async function main(): Promise<void> {
         progress,
       }),
     );
+    const ui = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-ui.log'));
+    try {
+      console.log(await measureUiWeight(ui.url));
+    } finally {
+      await ui.stop();
+    }
     console.log(`load average at the end: ${loadAverage()}`);
     progress('done; stopping the servers and removing the temp dir');
   } finally {
