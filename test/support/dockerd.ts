@@ -86,7 +86,8 @@ function readPid(path: string): number | null {
   }
 }
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (signal 0 probes without signalling). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

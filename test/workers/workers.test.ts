@@ -18,6 +18,7 @@ import { runV111 } from '../oci/conformance-support.js';
 import { allBlobs, buildImage, layoutMismatches, pseudoRandom, readLayout, writeLayout } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
 import { buildProject } from '../python/fixtures/projects.js';
+import { alive } from '../support/dockerd.js';
 import { rawRequest } from '../support/raw-http.js';
 import { run } from '../support/run.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -314,11 +315,3 @@ describe('stopping', () => {
   }, 60_000);
 });
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
