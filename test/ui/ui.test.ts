@@ -10,12 +10,14 @@
  * Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
  * UPDATE_SCREENSHOTS=1).
  */
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allBlobs, buildImage, writeLayout } from '../support/oci-image.js';
+import { Registry, OCI_MANIFEST } from '../oci/api-support.js';
+import { allBlobs, buildImage, buildIndex, writeLayout } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { run } from '../support/run.js';
@@ -166,7 +168,7 @@ describe('the web UI in Chromium', () => {
     const files = page.locator('table.files tbody tr');
     expect(await files.count()).toBe(2);
     const wheelRow = files.filter({ hasText: project.wheelFilename });
-    const sha = (await import('node:crypto')).createHash('sha256').update(readFileSync(project.wheel)).digest('hex');
+    const sha = createHash('sha256').update(readFileSync(project.wheel)).digest('hex');
     expect(await wheelRow.locator('code').getAttribute('title')).toBe(sha);
     expect(await wheelRow.textContent()).toContain('>=3.8');
     await wheelRow.getByRole('button', { name: 'METADATA' }).click();
@@ -190,6 +192,37 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('link', { name: 'etc/velodex/layer-0.txt' }).click();
     await expect.poll(() => page.locator('pre.member').textContent()).toContain('layer 0 of image ui-image');
     await shoot(page, 'browse-image');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('browse: a multi-platform image lists its platforms, and a manifest shows its referrers (an SBOM)', async () => {
+    const work = tempDir('velodex-ui-multi-');
+    const index = buildIndex('ui-multi');
+    const env = { HOME: work, DOCKER_CONFIG: join(work, '.docker') };
+    await run(tool('crane'), ['auth', 'login', `127.0.0.1:${server.port}`, '-u', '__token__', '--password-stdin'], { env, input: token });
+    await run(tool('crane'), ['push', '--insecure', writeLayout(join(work, 'src'), [{ tag: 'v2', item: index }]), `127.0.0.1:${server.port}/root/oci/team/multi:v2`], { env });
+    // An SBOM that refers to the arm64 image, pushed through the API as a signing tool would.
+    const registry = new Registry(server.url, basicAuth(token));
+    const arm = index.images[1]!.manifest.descriptor;
+    const empty = await registry.pushBlob('root/oci/team/multi', '{}');
+    const sbom = await registry.pushBlob('root/oci/team/multi', '{"spdxVersion":"SPDX-2.3"}');
+    const artifact = JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI_MANIFEST,
+      artifactType: 'application/spdx+json',
+      config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: `sha256:${empty}`, size: 2 },
+      layers: [{ mediaType: 'application/spdx+json', digest: `sha256:${sbom}`, size: 26 }],
+      subject: { mediaType: arm.mediaType, digest: arm.digest, size: arm.size },
+    });
+    expect((await registry.pushManifest('root/oci/team/multi', `sha256:${createHash('sha256').update(artifact).digest('hex')}`, artifact)).status).toBe(201);
+
+    const page = await open('/browse?index=oci&repo=root/oci/team/multi&ref=v2');
+    await page.getByRole('heading', { name: 'Manifest v2' }).waitFor();
+    expect(await page.locator('ul.platforms li').allTextContents()).toEqual([expect.stringContaining('linux/amd64'), expect.stringContaining('linux/arm64')]);
+    await page.getByRole('link', { name: 'linux/arm64' }).click();
+    await page.getByRole('heading', { name: `Manifest ${arm.digest}` }).waitFor();
+    await expect.poll(() => page.locator('.referrers').textContent()).toContain('application/spdx+json');
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
   });
