@@ -181,6 +181,26 @@ describe('the web UI in Chromium', () => {
     await page.context().close();
   });
 
+  it('browse: a nested archive opens in place, and a long member is previewed a page at a time', async () => {
+    const page = await open('/browse?index=hosted&project=ui-xss');
+    await page.getByRole('button', { name: 'Contents' }).click();
+    await page.getByRole('link', { name: 'ui_xss/vendor/tool-1.0.tar.gz' }).click();
+    await page.getByRole('heading', { name: 'Contents of ui_xss-6.6.6-py3-none-any.whl › ui_xss/vendor/tool-1.0.tar.gz' }).waitFor();
+    await page.getByRole('link', { name: 'tool-1.0/README.txt' }).click();
+    await expect.poll(() => page.locator('pre.member').textContent()).toContain('a vendored archive inside the wheel');
+
+    await page.goto(`${server.url}/browse?index=hosted&project=ui-xss`);
+    await page.getByRole('button', { name: 'Contents' }).click();
+    await page.getByRole('link', { name: 'ui_xss/big.txt' }).click();
+    await page.getByRole('button', { name: 'Next page' }).waitFor();
+    expect(await page.locator('pre.member').textContent()).not.toContain('THE LAST LINE');
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await expect.poll(() => page.locator('pre.member').textContent()).toContain('THE LAST LINE');
+    expect(await page.getByRole('button', { name: 'Next page' }).count()).toBe(0);
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
   it('browse: an image repository with its tag, manifest, layers and a file inside a layer', async () => {
     const page = await open('/browse?index=oci');
     await page.getByRole('link', { name: 'root/oci/team/app' }).click();

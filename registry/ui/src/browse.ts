@@ -172,8 +172,10 @@ async function showArchive(detail: HTMLElement, base: string, title: string): Pr
                   href: '#',
                   onclick: (e: Event) => {
                     e.preventDefault();
-                    if (m.nested) void showArchive(detail, `${base}/${memberPath(m.path)}!/`, `${title} › ${m.path}`);
-                    else void showPreview(preview, `${base}/${memberPath(m.path)}`, m.path);
+                    // A nested archive's listing URL ends in `!/`; its members follow that slash.
+                    const member = `${base.replace(/\/$/, '')}/${memberPath(m.path)}`;
+                    if (m.nested) void showArchive(detail, `${member}!/`, `${title} › ${m.path}`);
+                    else void showPreview(preview, member, m.path);
                   },
                 },
                 m.path,
