@@ -1,16 +1,19 @@
 /**
  * The web UI in a real browser: Chromium (Debian's, driven by playwright-core) against a real
- * velodex holding a project uploaded with twine and an image pushed with crane. Every page loads
- * with its own title; the dashboard lists the indexes (also without JavaScript) with their client
- * configuration and no secret; the status page shows the recent upload; the browser searches as
- * the person types, opens the project (versions, files, hashes, METADATA, archive contents and a
- * text preview) and the repository (tag, manifest, layers, a file in a layer); the usage page
- * draws its chart. Keyboard alone gets from the search box to a project. A project whose metadata,
- * member names and contents carry markup and script is shown as text, and nothing of it runs.
- * Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
+ * velodex with a hosted, a cached (pypiserver upstream), a virtual (with a deny-projects policy)
+ * and an OCI index, holding projects uploaded with twine, one fetched by pip through the virtual
+ * index, and images pushed with crane. Every page loads with its own title; the dashboard lists
+ * the indexes (also without JavaScript) with their client configuration and no secret; the status
+ * page shows the recent upload; the browser searches as the person types, opens the project
+ * (versions, files, hashes, METADATA, archive contents and a text preview) and the repository
+ * (tag, manifest, layers, a file in a layer); a denied project never shows; the usage page draws
+ * its chart and drills down from an index to a project to its files. Keyboard alone gets from the
+ * search box to a project. With the upstream stopped, the dashboard and status say so. A project
+ * whose metadata, member names and contents carry markup and script is shown as text, and nothing
+ * of it runs. Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
  * UPDATE_SCREENSHOTS=1).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -20,25 +23,70 @@ import { Registry, OCI_MANIFEST } from '../oci/api-support.js';
 import { allBlobs, buildImage, buildIndex, writeLayout } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { run } from '../support/run.js';
-import { basicAuth, defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SHOTS = tempDir('velodex-ui-shots-');
 
 let server: Velodex;
+let upstream: PypiServer;
 let browser: Browser;
-let token: string;
+const token = `velodex_${randomBytes(16).toString('hex')}`;
 let project: BuiltProject;
 let xssWheel: string;
 
+/** The indexes a platform team would start with: hosted, a cache of an upstream, both behind one virtual route whose policy denies `evil-*`, and images. */
+function uiConfig(upstreamUrl: string): string {
+  return `
+[[index]]
+name = "hosted"
+route = "root/hosted"
+hosted = true
+upload_token = "${token}"
+
+[[index]]
+name = "pypi"
+route = "root/pypi"
+cached = "${upstreamUrl}/simple/"
+cache_ttl_secs = 1
+
+[[index]]
+name = "dev"
+route = "root/dev"
+members = ["hosted", "pypi"]
+upload_target = "hosted"
+[index.policy]
+deny-projects = ["evil-*"]
+
+[[index]]
+name = "oci"
+route = "root/oci"
+ecosystem = "oci"
+hosted = true
+upload_token = "${token}"
+`;
+}
+
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: hack/tools.sh installs Debian's chromium`);
-  server = await startVelodex();
-  token = defaultToken(server);
-  project = await buildProject('ui-demo', '1.0', { classifiers: ['Programming Language :: Python :: 3'] });
+  const [demo, mirrored, evil] = await Promise.all([
+    buildProject('ui-demo', '1.0', { classifiers: ['Programming Language :: Python :: 3'] }),
+    buildProject('ui-upstream', '2.0'),
+    buildProject('evil-pkg', '1.0'),
+  ]);
+  project = demo;
+  const upstreamDir = tempDir('velodex-ui-upstream-');
+  copyFileSync(mirrored.wheel, join(upstreamDir, mirrored.wheelFilename));
+  upstream = await startPypiserver(upstreamDir);
+  server = await startVelodex({ config: uiConfig(upstream.url) });
   const twine = (files: string[]) => run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${server.url}/root/hosted/`, '-u', '__token__', '-p', token, ...files], { env: { NO_COLOR: '1' } });
-  await twine([project.wheel, project.sdist]);
+  await twine([project.wheel, project.sdist, evil.wheel]);
+  // pip through the virtual route: a download of a hosted wheel and of a mirrored one, counted in /+stats.
+  for (const name of ['ui-demo', 'ui-upstream']) {
+    await run(tool('pip'), ['download', '--no-cache-dir', '--no-deps', '--only-binary', ':all:', '--index-url', `${server.url}/root/dev/simple/`, '--dest', tempDir('velodex-ui-pip-'), name]);
+  }
   xssWheel = (await run(tool('python'), [join(REPO, 'test', 'ui', 'xss-wheel.py'), tempDir('velodex-ui-xss-'), 'ui-xss', '6.6.6'])).stdout.trim();
   await twine([xssWheel]);
   const yank = await fetch(`${server.url}/root/hosted/ui-xss/6.6.6/yank?reason=${encodeURIComponent('<script>window.__xss=1</script> bad <b>build</b>')}`, { method: 'PUT', headers: { authorization: basicAuth(token) } });
@@ -57,6 +105,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await server?.stop();
+  await upstream?.stop();
 });
 
 /** A page that fails the test on any script error, dialog or request the CSP refused. */
@@ -124,11 +173,14 @@ describe('the web UI in Chromium', () => {
     const page = await open('/');
     await page.getByRole('heading', { name: 'Client configuration' }).waitFor();
     const rows = page.locator('table.indexes tbody tr');
-    expect(await rows.count()).toBe(2);
-    await expect.poll(() => rows.first().textContent()).toContain('healthy');
-    expect(await rows.first().textContent()).toContain('uploads');
+    expect(await rows.locator('td:first-child').allTextContents()).toEqual(['hosted', 'pypi', 'dev', 'oci']);
+    await expect.poll(() => rows.filter({ hasText: 'root/pypi' }).textContent()).toContain('healthy');
+    expect(await rows.filter({ hasText: 'root/hosted' }).textContent()).toContain('4 uploads');
+    expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toContain('2 downloads');
+    expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toMatch(/python\s*virtual/);
     const text = (await page.textContent('body'))!;
     expect(text).toContain(`index-url = ${server.url}/root/hosted/simple/`);
+    expect(text).toContain(`index-url = ${server.url}/root/dev/simple/`);
     expect(text).toContain('password = <upload-token>');
     expect(text).not.toContain(token);
     await shoot(page, 'dashboard');
@@ -138,7 +190,7 @@ describe('the web UI in Chromium', () => {
 
   it('without JavaScript the dashboard still lists the indexes and links to their Simple pages', async () => {
     const page = await open('/', { javaScript: false });
-    expect(await page.locator('table.indexes tbody tr').count()).toBe(2);
+    expect(await page.locator('table.indexes tbody tr').count()).toBe(4);
     await page.getByRole('link', { name: 'simple' }).first().click();
     await page.waitForURL('**/root/hosted/simple/');
     expect(await page.textContent('body')).toContain('ui-demo');
@@ -151,8 +203,11 @@ describe('the web UI in Chromium', () => {
     const text = (await page.textContent('main'))!;
     expect(text).toMatch(/version\s*0\.\d+\.\d+/);
     expect(text).toContain(project.wheelFilename);
-    expect(text).toContain('configured (file)');
+    expect(text).toContain('configured (inline)');
     expect(text).not.toContain(token);
+    const rows = page.locator('table.indexes tbody tr');
+    expect(await rows.filter({ hasText: 'root/pypi' }).textContent()).toContain(`upstream reachable (${upstream.url}/simple/)`);
+    expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toContain('python virtual of hosted, pypi');
     await shoot(page, 'status');
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
@@ -179,6 +234,35 @@ describe('the web UI in Chromium', () => {
     await shoot(page, 'browse-project');
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
+  });
+
+  it('browse: a virtual index lists its hosted and mirrored projects and never one its policy denies', async () => {
+    const hosted = await open('/browse?index=hosted');
+    await hosted.getByRole('searchbox').pressSequentially('evil');
+    // The hosted index has no policy: the project is there.
+    await expect.poll(() => hosted.locator('#results li').allTextContents()).toEqual(['evil-pkg']);
+    await hosted.context().close();
+
+    const page = await open('/browse?index=dev');
+    await expect.poll(() => page.locator('#results li').allTextContents()).toEqual(expect.arrayContaining(['ui-demo', 'ui-upstream']));
+    expect(await page.locator('#results').textContent()).not.toContain('evil');
+    await page.getByRole('searchbox').pressSequentially('evil');
+    await expect.poll(() => page.locator('#results li').count()).toBe(0);
+    expect(await page.locator('.count').textContent()).toMatch(/^0 of \d+ projects/);
+    await page.getByRole('searchbox').fill('upstream');
+    await page.getByRole('searchbox').dispatchEvent('input');
+    await page.getByRole('link', { name: 'ui-upstream' }).click();
+    await page.getByRole('heading', { name: 'ui-upstream' }).waitFor();
+    expect(await page.locator('table.files').textContent()).toContain('ui_upstream-2.0-py3-none-any.whl');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+
+    // Straight to the denied project's page: the policy's reason, not the project.
+    const denied = await open('/browse?index=dev&project=evil-pkg');
+    await expect.poll(() => denied.locator('[role=alert]').textContent()).toContain('403');
+    expect(await denied.locator('[role=alert]').textContent()).toContain('deny-projects');
+    expect(await denied.locator('table.files').count()).toBe(0);
+    await denied.context().close();
   });
 
   it('browse: a nested archive opens in place, and a long member is previewed a page at a time', async () => {
@@ -262,15 +346,45 @@ describe('the web UI in Chromium', () => {
 
   it('the usage page samples /+stats and draws a line per index that rises with traffic', async () => {
     const page = await open('/stats');
-    await expect.poll(() => page.locator('.chart polyline').count()).toBe(2);
+    await expect.poll(() => page.locator('.chart polyline').count()).toBe(4);
     // Traffic while the page samples: the hosted index's line must climb.
     for (let i = 0; i < 20; i++) await fetch(`${server.url}/root/hosted/simple/ui-demo/`);
     await expect.poll(() => page.locator('.chart svg').getAttribute('aria-label'), { timeout: 10_000 }).toMatch(/[3-9] samples/);
-    const points = await page.locator('.chart polyline[data-route="root/hosted"]').getAttribute('points');
+    const points = await page.locator('.chart polyline[data-row="root/hosted"]').getAttribute('points');
     const ys = points!.split(' ').map((p) => Number(p.split(',')[1]));
     // SVG y grows downwards: a later sample with more requests sits higher (smaller y).
     expect(ys[ys.length - 1]!).toBeLessThan(ys[0]!);
+    // The table ranks the indexes by what they served; the hosted one leads after that traffic.
+    expect(await page.locator('table.usage tbody th').first().textContent()).toBe('root/hosted');
     await shoot(page, 'stats');
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('the usage page drills down from an index to its projects to the files pip downloaded', async () => {
+    const page = await open('/stats');
+    await page.getByRole('link', { name: 'root/dev' }).click();
+    await page.waitForURL('**/stats?index=root%2Fdev');
+    const projects = page.locator('table.usage tbody tr');
+    await expect.poll(() => projects.locator('th').allTextContents()).toEqual(expect.arrayContaining(['ui-demo', 'ui-upstream']));
+    // pip read the page, the METADATA sibling and the wheel of ui-demo once each through the virtual
+    // route: served (pages + downloads), pages, downloads, metadata, bytes, uploads.
+    const cells = async (row: ReturnType<Page['locator']>) => (await row.locator('td').allTextContents()).map((t) => t.trim());
+    expect(await cells(projects.filter({ hasText: 'ui-demo' }))).toEqual(['2', '1', '1', '1', expect.stringMatching(/KiB$/), '0']);
+    expect(await page.locator('.chart polyline').count()).toBe(2);
+    await shoot(page, 'stats-index');
+    await page.getByRole('link', { name: 'ui-upstream' }).click();
+    await page.waitForURL('**/stats?index=root%2Fdev&project=ui-upstream');
+    const file = page.locator('table.usage tbody tr');
+    await expect.poll(() => file.locator('th').allTextContents()).toEqual(['ui_upstream-2.0-py3-none-any.whl']);
+    // The wheel and its METADATA sibling, each read once by pip (sizes read through the cached index, which counts apart).
+    const page658 = (await (await fetch(`${server.url}/root/pypi/simple/ui-upstream/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } })).json()) as { files: { url: string; size: number }[] };
+    const wheel = page658.files[0]!;
+    const metadataSize = (await (await fetch(new URL(`${wheel.url}.metadata`, `${server.url}/root/pypi/simple/ui-upstream/`))).arrayBuffer()).byteLength;
+    expect(await cells(file)).toEqual(['2', '1', '1', `${((wheel.size + metadataSize) / 1024).toFixed(1)} KiB`]);
+    expect(await page.locator('nav.crumbs').textContent()).toBe('All indexes › root/dev › ui-upstream');
+    await page.getByRole('link', { name: 'ui-upstream in the package browser' }).click();
+    await page.getByRole('heading', { name: 'ui-upstream' }).waitFor();
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
   });
@@ -301,5 +415,22 @@ describe('the web UI in Chromium', () => {
       if (path.startsWith('/browse')) await shoot(page, 'xss-as-text');
       await page.context().close();
     }
+  });
+
+  it('with the upstream stopped, the dashboard and status say the cached index serves what it stored', async () => {
+    await upstream.stop();
+    // The mirrored page is past its freshness window: velodex tries the upstream, fails, serves its copy.
+    await new Promise((r) => setTimeout(r, 1_100));
+    const res = await fetch(`${server.url}/root/pypi/simple/ui-upstream/`);
+    expect(res.status).toBe(200);
+    const page = await open('/');
+    const row = page.locator('table.indexes tbody tr').filter({ hasText: 'root/pypi' });
+    await expect.poll(() => row.textContent()).toContain('upstream offline: serving cached data');
+    expect(await page.locator('table.indexes tbody tr').filter({ hasText: 'root/hosted' }).textContent()).toContain('healthy');
+    await shoot(page, 'dashboard-offline');
+    await page.context().close();
+    const status = await open('/admin/status');
+    await expect.poll(() => status.locator('table.indexes tbody tr').filter({ hasText: 'root/pypi' }).textContent()).toContain('upstream offline');
+    await status.context().close();
   });
 });

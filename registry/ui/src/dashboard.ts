@@ -33,7 +33,8 @@ export async function dashboard(): Promise<void> {
           h(
             'div',
             { class: 'snippet' },
-            h('p', {}, h('strong', {}, tool), ': ', t.description, t.path ? [' — ', h('code', {}, t.path)] : null),
+            // The description names the tool ("pip: install from this index"); the key is only its id.
+            h('p', { 'data-tool': tool }, t.description, t.path ? [' — ', h('code', {}, t.path)] : null),
             h('pre', { tabindex: 0 }, t.text),
             h('button', { type: 'button', onclick: (e: Event) => void copy(e.currentTarget as HTMLButtonElement, t.text) }, 'Copy'),
           ),

@@ -22,7 +22,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
     h('h2', {}, 'Indexes'),
     h(
       'table',
-      {},
+      { class: 'indexes' },
       h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'upload token'].map((c) => h('th', { scope: 'col' }, c)))),
       h(
         'tbody',
