@@ -7,7 +7,8 @@
 #   lua5.4, cjson    Debian packages (the Argo CD health checks of docs/gitops.md run on them)
 #   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm, CoreDNS
 #                    (Go module proxy, hack/k8s-tools.sh; 15-25 min cold, seconds warm)
-#   curl, strace     Debian packages (make bench: its large-download clients, file system call counts)
+#   curl, strace, wrk  Debian packages (make bench: its large-download clients, file system call
+#                    counts, the C load generator of the worker rows)
 #   CNI plugins, iptables, iproute2, openssl, gcc
 #                    Debian packages (the end-to-end cluster: pod network, kube-proxy, its
 #                    certificates, the pause binary)
@@ -39,7 +40,7 @@ apt_install() {
 }
 # chromium (and a font for its text): the web UI suites drive it through playwright-core, whose own
 # browser download cannot work here.
-apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev curl strace chromium fonts-dejavu-core
+apt_install skopeo containerd docker.io lua5.4 lua-cjson containernetworking-plugins iptables iproute2 openssl gcc libc6-dev curl strace wrk chromium fonts-dejavu-core
 
 # --- Go programs -----------------------------------------------------------------------------
 # shellcheck source=hack/go-tools.sh

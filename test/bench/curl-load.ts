@@ -1,15 +1,22 @@
 /**
- * Large downloads driven by curl, one process per connection, each fetching the URL again and
- * again on its keep-alive connection and discarding the bytes. curl spends about a fifth of the
- * CPU per byte that Node's own HTTP client does; on a two-core machine that shares its cores
- * between load and server, a Node client would cap the fastest servers and hide their differences.
+ * Large downloads, one client process per connection, each fetching the URL again and again on
+ * its keep-alive connection and discarding the bytes. Two clients:
+ * - `curl`: what users run; it spends about a fifth of the CPU per byte that Node's own HTTP client
+ *   does, but still copies every byte out of its socket;
+ * - `discard` (discard-client.py): has the kernel drop the body without copying it out, so the
+ *   clients cost this two-core machine about what clients on other machines would, and the
+ *   server gets the cores. It is the measure of what a server can do with the cores it has.
  *
  * The rate counts whole transfers only: the bytes of the transfers that completed before the
  * deadline, over the time from the start to the last of those completions (a transfer still
  * running at the deadline counts neither its bytes nor its time).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { REPO, tool } from '../support/paths.js';
+
+export type DownloadClient = 'curl' | 'discard';
 
 export interface CurlRun {
   bytesPerSec: number;
@@ -21,18 +28,28 @@ export interface CurlRun {
 /** Transfers queued per connection: more than a run can finish (the deadline ends it). */
 const QUEUED = 4000;
 
-export async function curlDownloads(url: string, expectedBytes: number, connections: number, seconds: number): Promise<CurlRun> {
+/** One client process on one connection; its report lines ("<status> <bytes>") on `reports`. */
+function spawnClient(client: DownloadClient, url: string, seconds: number): { child: ChildProcess; reports: NodeJS.ReadableStream } {
+  if (client === 'discard') {
+    const u = new URL(url);
+    const child = spawn(tool('python'), [join(REPO, 'test', 'bench', 'discard-client.py'), u.hostname, u.port, `${u.pathname}${u.search}`, String(seconds + 1)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    return { child, reports: child.stdout! };
+  }
+  // The report of each transfer goes to stderr, which curl does not buffer (stdout into a pipe it does).
+  const child = spawn('curl', ['--silent', '--config', '-', '--write-out', '%{stderr}%{http_code} %{size_download}\\n'], { stdio: ['pipe', 'ignore', 'pipe'] });
+  child.stdin!.end(`url = "${url}"\noutput = "/dev/null"\n`.repeat(QUEUED));
+  return { child, reports: child.stderr! };
+}
+
+export async function curlDownloads(url: string, expectedBytes: number, connections: number, seconds: number, client: DownloadClient = 'curl'): Promise<CurlRun> {
   const start = performance.now();
   const deadline = start + seconds * 1000;
   const run = { bytes: 0, transfers: 0, failures: 0, lastDone: start };
-  const config = `url = "${url}"\noutput = "/dev/null"\n`.repeat(QUEUED);
   const children: ChildProcess[] = [];
   const exits = Array.from({ length: connections }, () => {
-    // The report of each transfer goes to stderr, which curl does not buffer (stdout into a pipe it does).
-    const child = spawn('curl', ['--silent', '--config', '-', '--write-out', '%{stderr}%{http_code} %{size_download}\\n'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const { child, reports } = spawnClient(client, url, seconds);
     children.push(child);
-    child.stdin?.end(config);
-    if (child.stderr) createInterface({ input: child.stderr }).on('line', (line) => count(run, line, expectedBytes, deadline));
+    createInterface({ input: reports }).on('line', (line) => count(run, line, expectedBytes, deadline));
     return new Promise<void>((resolve, reject) => {
       child.once('error', reject);
       child.once('exit', () => resolve());

@@ -2,18 +2,22 @@
  * Large downloads beside the plainest Node file server (bare-file-server.ts) serving the very
  * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, after a minute
  * of page traffic on velodex (a process whose heap has grown with pages collects garbage
- * differently from a fresh one, and downloads are what users run after pages). velodex runs twice:
+ * differently from a fresh one, and downloads are what users run after pages), with two kinds of
+ * client (curl-load.ts: curl, and a client that has the kernel drop the bytes). velodex runs twice:
  * one process, and two worker processes (`--workers 2`). Rounds alternate the three servers; each
  * cell is the median over the rounds. Also: CPU seconds per GiB served (all processes of a
- * server), and the peak RSS of each process of a two-worker velodex while 8 clients download a
- * 1 GiB layer at once.
+ * server), the cores the server and the whole machine kept busy, the requests per second of one
+ * and two workers on warm pages, manifests and small blobs (wrk), and the peak RSS of each process
+ * of a two-worker velodex while 8 clients download a 1 GiB layer at once.
  */
 import { join } from 'node:path';
 import { REPO } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
-import { curlDownloads, curlOnceEach } from './curl-load.js';
+import { cpus } from 'node:os';
+import { curlDownloads, curlOnceEach, type DownloadClient } from './curl-load.js';
 import { measure } from './load.js';
-import { cpuTime, peakRss, processTree, type CpuTime } from './process-stats.js';
+import { busyCores, cpuTime, machineTicks, peakRss, processTree, type CpuTime } from './process-stats.js';
+import { wrk } from './wrk-load.js';
 import { pushGibLayer } from './s3.js';
 import { launchServer, startVelodexBench, type Server } from './servers.js';
 
@@ -35,6 +39,8 @@ export interface LargeFileOptions {
   files: LargeFile[];
   /** Velodex pages for the traffic before the downloads (`path` from the server's root). */
   pages: { path: string; headers?: Record<string, string> }[];
+  /** Warm requests that one and two workers answer, driven by wrk (`path` from the server's root). */
+  requests: { label: string; path: string; headers?: Record<string, string> }[];
   pageTrafficSecs: number;
   duration: number;
   warmup: number;
@@ -45,6 +51,8 @@ export interface LargeFileOptions {
 }
 
 const CONNECTIONS = [1, 8] as const;
+const CLIENTS: readonly DownloadClient[] = ['curl', 'discard'];
+const CORES = cpus().length;
 
 interface Contender {
   label: string;
@@ -56,6 +64,9 @@ interface Cell {
   rates: number[];
   userPerGiB: number[];
   systemPerGiB: number[];
+  /** Cores the server's processes kept busy, and the whole machine. */
+  serverCores: number[];
+  machineCores: number[];
 }
 
 const median = (xs: number[]) => {
@@ -89,24 +100,50 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     );
     for (let round = 0; round < o.rounds; round++) {
       for (const [i, file] of o.files.entries()) {
-        for (const conns of CONNECTIONS) {
-          // Each round starts with another contender, so none always runs right after the same one.
-          for (let k = 0; k < contenders.length; k++) {
-            const c = contenders[(k + round) % contenders.length]!;
-            o.progress(`round ${round + 1}/${o.rounds}: ${file.label}, ${conns} conn: ${c.label}`);
-            const url = c.url(file, i);
-            if (o.warmup > 0) await curlDownloads(url, file.bytes, conns, o.warmup);
-            const cpuBefore = cpuTime(c.server.pid);
-            const run = await curlDownloads(url, file.bytes, conns, o.duration);
-            const cpuAfter = cpuTime(c.server.pid);
-            if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
-            const cell = cells.get(`${i}/${conns}/${c.label}`) ?? { rates: [], userPerGiB: [], systemPerGiB: [] };
-            const gib = (run.bytesPerSec * o.duration) / GiB;
-            cell.rates.push(run.bytesPerSec);
-            cell.userPerGiB.push((cpuAfter.user - cpuBefore.user) / gib);
-            cell.systemPerGiB.push((cpuAfter.system - cpuBefore.system) / gib);
-            cells.set(`${i}/${conns}/${c.label}`, cell);
+        for (const client of CLIENTS) {
+          for (const conns of CONNECTIONS) {
+            // Each round starts with another contender, so none always runs right after the same one.
+            for (let k = 0; k < contenders.length; k++) {
+              const c = contenders[(k + round) % contenders.length]!;
+              o.progress(`round ${round + 1}/${o.rounds}: ${file.label}, ${client}, ${conns} conn: ${c.label}`);
+              const url = c.url(file, i);
+              if (o.warmup > 0) await curlDownloads(url, file.bytes, conns, o.warmup, client);
+              const cpuBefore = cpuTime(c.server.pid);
+              const machineBefore = machineTicks();
+              const run = await curlDownloads(url, file.bytes, conns, o.duration, client);
+              const machineAfter = machineTicks();
+              const cpuAfter = cpuTime(c.server.pid);
+              if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
+              const key = `${i}/${client}/${conns}/${c.label}`;
+              const cell = cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+              const gib = (run.bytesPerSec * o.duration) / GiB;
+              cell.rates.push(run.bytesPerSec);
+              cell.userPerGiB.push((cpuAfter.user - cpuBefore.user) / gib);
+              cell.systemPerGiB.push((cpuAfter.system - cpuBefore.system) / gib);
+              cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
+              cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
+              cells.set(key, cell);
+            }
           }
+        }
+      }
+      for (const r of o.requests) {
+        for (const c of round % 2 ? [two, one] : [one, two]) {
+          o.progress(`round ${round + 1}/${o.rounds}: ${r.label}, wrk 8 conn: ${c === one ? '1 worker' : '2 workers'}`);
+          const url = `${c.url}${r.path}`;
+          if (o.warmup > 0) await wrk(url, r.headers ?? {}, 8, o.warmup);
+          const cpuBefore = cpuTime(c.pid);
+          const machineBefore = machineTicks();
+          const run = await wrk(url, r.headers ?? {}, 8, o.duration);
+          const machineAfter = machineTicks();
+          const cpuAfter = cpuTime(c.pid);
+          if (run.failures > 0) throw new Error(`${r.label}: ${run.failures} failed requests to ${url}`);
+          const key = `req/${r.label}/${c === one ? 1 : 2}`;
+          const cell = cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+          cell.rates.push(run.reqPerSec);
+          cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
+          cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
+          cells.set(key, cell);
         }
       }
     }
@@ -114,36 +151,50 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     await Promise.all([bare.stop(), one.stop(), two.stop()]);
   }
 
-  const rate = (i: number, conns: number, label: string) => median(cells.get(`${i}/${conns}/${label}`)?.rates ?? []) / MiB;
-  const cpu = (i: number, conns: number, label: string): CpuTime => {
-    const cell = cells.get(`${i}/${conns}/${label}`);
-    return { user: median(cell?.userPerGiB ?? []), system: median(cell?.systemPerGiB ?? []) };
-  };
+  const cellOf = (key: string) => cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+  const cores = (key: string) => `${median(cellOf(key).serverCores).toFixed(2)} / ${median(cellOf(key).machineCores).toFixed(2)}`;
   const lines = [
-    `### Large downloads beside a bare Node file server (curl clients; after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
+    `### Large downloads beside a bare Node file server (after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
     '',
-    '| file | conns | bare Node MiB/s | velodex MiB/s | velodex / bare | velodex 2 workers MiB/s | 2 workers / 1 | CPU s per GiB (user + system): bare; velodex; 2 workers |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    '| file | client | conns | bare Node MiB/s | velodex MiB/s | velodex / bare | velodex 2 workers MiB/s | 2 workers / 1 | cores busy, server / machine: velodex; 2 workers | CPU s per GiB (user + system): bare; velodex; 2 workers |',
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const [i, file] of o.files.entries()) {
-    for (const conns of CONNECTIONS) {
-      const [b, v, w] = contenders.map((c) => rate(i, conns, c.label)) as [number, number, number];
-      const cpus = contenders
-        .map((c) => {
-          const t = cpu(i, conns, c.label);
-          return `${t.user.toFixed(2)} + ${t.system.toFixed(2)}`;
-        })
-        .join('; ');
-      lines.push(`| ${file.label} | ${conns} | ${b.toFixed(0)} | ${v.toFixed(0)} | ${(v / b).toFixed(2)}x | ${w.toFixed(0)} | ${(w / v).toFixed(2)}x | ${cpus} |`);
+    for (const client of CLIENTS) {
+      for (const conns of CONNECTIONS) {
+        const key = (label: string) => `${i}/${client}/${conns}/${label}`;
+        const [b, v, w] = contenders.map((c) => median(cellOf(key(c.label)).rates) / MiB) as [number, number, number];
+        const cpus = contenders
+          .map((c) => {
+            const t: CpuTime = { user: median(cellOf(key(c.label)).userPerGiB), system: median(cellOf(key(c.label)).systemPerGiB) };
+            return `${t.user.toFixed(2)} + ${t.system.toFixed(2)}`;
+          })
+          .join('; ');
+        const busy = `${cores(key('velodex'))}; ${cores(key('velodex 2 workers'))}`;
+        lines.push(`| ${file.label} | ${client} | ${conns} | ${b.toFixed(0)} | ${v.toFixed(0)} | ${(v / b).toFixed(2)}x | ${w.toFixed(0)} | ${(w / v).toFixed(2)}x | ${busy} | ${cpus} |`);
+      }
     }
   }
   lines.push(
     '',
-    'CPU s per GiB: user and system time of every process of the server over a run, per GiB it served (lower is better). System time is',
-    "mostly the kernel copying bytes from the page cache and into the sockets, the same for every server that reads and writes them; user time",
-    "is the server's own work. The curl clients run on the same cores.",
+    'Clients: `curl` copies every byte out of its socket, as real clients do; `discard` (discard-client.py) has the kernel drop the bytes',
+    'without copying them out, so the clients cost this machine about what clients on other machines would. CPU s per GiB: user and',
+    'system time of every process of the server over a run, per GiB it served (lower is better). System time is mostly the kernel',
+    "copying bytes from the page cache and into the sockets, the same for every server that reads and writes them; user time is the",
+    "server's own work. Cores busy: the server's processes, and the whole machine (clients, kernel, bench) of its "
+      + `${CORES} cores.`,
     '',
+    `### Warm requests on every core: one velodex process and two workers (wrk, 8 connections; median of ${o.rounds} alternating rounds)`,
+    '',
+    '| request | 1 worker req/s | 2 workers req/s | 2 workers / 1 | cores busy, server / machine: 1 worker; 2 workers |',
+    '|---|--:|--:|--:|--:|',
   );
+  for (const r of o.requests) {
+    const [a, b] = [1, 2].map((n) => median(cellOf(`req/${r.label}/${n}`).rates)) as [number, number];
+    const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+    lines.push(`| ${r.label} | ${fmt(a)} | ${fmt(b)} | ${(b / a).toFixed(2)}x | ${cores(`req/${r.label}/1`)}; ${cores(`req/${r.label}/2`)} |`);
+  }
+  lines.push('');
   lines.push(await gibDownloadRss(o));
   return lines.join('\n');
 }

@@ -37,6 +37,24 @@ export function cpuTime(pid: number): CpuTime {
   return { user: user / TICKS_PER_SEC, system: system / TICKS_PER_SEC };
 }
 
+export interface MachineTicks {
+  total: number;
+  idle: number;
+}
+
+/** The whole machine's CPU time so far (the first line of /proc/stat), busy or idle (idle + iowait). */
+export function machineTicks(): MachineTicks {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  const n = fields.slice(0, 8).map(Number);
+  return { total: n.reduce((a, b) => a + b, 0), idle: (n[3] ?? 0) + (n[4] ?? 0) };
+}
+
+/** How many of the machine's cores were busy, on average, between two readings. */
+export function busyCores(before: MachineTicks, after: MachineTicks, cores: number): number {
+  const total = after.total - before.total;
+  return total > 0 ? ((total - (after.idle - before.idle)) / total) * cores : 0;
+}
+
 /** Peak resident memory (VmHWM) of one process, in bytes. */
 export function peakRss(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -9,8 +9,10 @@
  *           warm pulls of six images through velodex's cached index beside the Distribution
  *           registry's proxy mode on the same upstream (pull-through.ts).
  *   Large:  the ~20 MiB wheel and the 16 MiB layer beside a bare Node file server serving the same
- *           stored files, at 1 and 8 connections, after page
- *           traffic; CPU per GiB; peak RSS while 8 clients download a 1 GiB layer (large-files.ts).
+ *           stored files, at 1 and 8 connections, with curl and with a client that costs nearly
+ *           nothing, after page traffic, one velodex process and two workers; CPU per GiB; warm
+ *           requests of one and two workers (wrk); peak RSS while 8 clients download a 1 GiB
+ *           layer (large-files.ts).
  *   Warm:   manifest GET and cached Simple page with the store on disk and on a RAM disk, with the
  *           file system calls per request counted by strace (warm-reads.ts).
  *   UI:     the compressed script and stylesheet each web UI page's first load moves (ui-weight.ts).
@@ -24,7 +26,7 @@
  * unrecorded load before each, default 1), BENCH_CONNECTIONS (default 10), BENCH_DOWNLOAD_CONNECTIONS
  * (for the large downloads, default 4), BENCH_PAGE_TRAFFIC (s of page traffic before the large-file
  * section, default 60), BENCH_ROUNDS (alternating rounds of the large-file section, default 3).
- * Needs curl and strace (hack/tools.sh installs both).
+ * Needs curl, strace and wrk (hack/tools.sh installs them).
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -480,6 +482,11 @@ async function main(): Promise<void> {
         pages: [
           { path: path(py.detail.velodex), headers: HTML },
           { path: path(v.manifest), headers: OCI_ACCEPT },
+        ],
+        requests: [
+          { label: py.detail.name, path: path(py.detail.velodex), headers: HTML },
+          { label: 'manifest GET by tag', path: path(v.manifest), headers: OCI_ACCEPT },
+          { label: `blob GET, config (${image.config.bytes.length} B)`, path: path(v.config) },
         ],
         pageTrafficSecs: PAGE_TRAFFIC,
         duration: DURATION,
