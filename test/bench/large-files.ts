@@ -93,6 +93,12 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     { label: 'velodex 2 workers', server: two, url: (f) => `${two.url}${f.path}` },
   ];
   const cells = new Map<string, Cell>();
+  /** The cell under `key`, created empty on first use. */
+  const cellOf = (key: string): Cell => {
+    const cell = cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+    cells.set(key, cell);
+    return cell;
+  };
   try {
     o.progress(`page traffic on velodex for ${o.pageTrafficSecs} s`);
     await Promise.all(
@@ -115,14 +121,13 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
               const cpuAfter = cpuTime(c.server.pid);
               if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
               const key = `${i}/${client}/${conns}/${c.label}`;
-              const cell = cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+              const cell = cellOf(key);
               const gib = (run.bytesPerSec * o.duration) / GiB;
               cell.rates.push(run.bytesPerSec);
               cell.userPerGiB.push((cpuAfter.user - cpuBefore.user) / gib);
               cell.systemPerGiB.push((cpuAfter.system - cpuBefore.system) / gib);
               cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
               cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
-              cells.set(key, cell);
             }
           }
         }
@@ -139,11 +144,10 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
           const cpuAfter = cpuTime(c.pid);
           if (run.failures > 0) throw new Error(`${r.label}: ${run.failures} failed requests to ${url}`);
           const key = `req/${r.label}/${c === one ? 1 : 2}`;
-          const cell = cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
+          const cell = cellOf(key);
           cell.rates.push(run.reqPerSec);
           cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
           cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
-          cells.set(key, cell);
         }
       }
     }
@@ -151,7 +155,6 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     await Promise.all([bare.stop(), one.stop(), two.stop()]);
   }
 
-  const cellOf = (key: string) => cells.get(key) ?? { rates: [], userPerGiB: [], systemPerGiB: [], serverCores: [], machineCores: [] };
   const cores = (key: string) => `${median(cellOf(key).serverCores).toFixed(2)} / ${median(cellOf(key).machineCores).toFixed(2)}`;
   const lines = [
     `### Large downloads beside a bare Node file server (after ${o.pageTrafficSecs} s of page traffic on velodex; median of ${o.rounds} alternating rounds)`,
