@@ -3,7 +3,7 @@
  * files velodex stored: a ~20 MiB wheel and a 16 MiB layer, at 1 and 8 connections, after a minute
  * of page traffic on velodex (a process whose heap has grown with pages collects garbage
  * differently from a fresh one, and downloads are what users run after pages), with two kinds of
- * client (curl-load.ts: curl, and a client that has the kernel drop the bytes). velodex runs twice:
+ * client (download-clients.ts: curl, and a client that has the kernel drop the bytes). velodex runs twice:
  * one process, and two worker processes (`--workers 2`). Rounds alternate the three servers; each
  * cell is the median over the rounds. Also: CPU seconds per GiB served (all processes of a
  * server), the cores the server and the whole machine kept busy, the requests per second of one
@@ -14,9 +14,9 @@ import { join } from 'node:path';
 import { REPO } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
 import { cpus } from 'node:os';
-import { curlDownloads, curlOnceEach, type DownloadClient } from './curl-load.js';
+import { downloadLoop, curlOnceEach, type DownloadClient } from './download-clients.js';
 import { measure } from './load.js';
-import { busyCores, cpuTime, machineTicks, peakRss, processTree, type CpuTime } from './process-stats.js';
+import { costed, peakRss, processTree, type CpuTime } from './process-stats.js';
 import { wrk } from './wrk-load.js';
 import { pushGibLayer } from './s3.js';
 import { launchServer, startVelodexBench, type Server } from './servers.js';
@@ -113,21 +113,16 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
               const c = contenders[(k + round) % contenders.length]!;
               o.progress(`round ${round + 1}/${o.rounds}: ${file.label}, ${client}, ${conns} conn: ${c.label}`);
               const url = c.url(file, i);
-              if (o.warmup > 0) await curlDownloads(url, file.bytes, conns, o.warmup, client);
-              const cpuBefore = cpuTime(c.server.pid);
-              const machineBefore = machineTicks();
-              const run = await curlDownloads(url, file.bytes, conns, o.duration, client);
-              const machineAfter = machineTicks();
-              const cpuAfter = cpuTime(c.server.pid);
+              if (o.warmup > 0) await downloadLoop(url, file.bytes, conns, o.warmup, client);
+              const { result: run, cpu, machineCores } = await costed(c.server.pid, CORES, () => downloadLoop(url, file.bytes, conns, o.duration, client));
               if (run.failures > 0 || run.transfers === 0) throw new Error(`${c.label}: ${run.failures} of ${run.transfers + run.failures} downloads of ${url} failed`);
-              const key = `${i}/${client}/${conns}/${c.label}`;
-              const cell = cellOf(key);
+              const cell = cellOf(`${i}/${client}/${conns}/${c.label}`);
               const gib = (run.bytesPerSec * o.duration) / GiB;
               cell.rates.push(run.bytesPerSec);
-              cell.userPerGiB.push((cpuAfter.user - cpuBefore.user) / gib);
-              cell.systemPerGiB.push((cpuAfter.system - cpuBefore.system) / gib);
-              cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
-              cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
+              cell.userPerGiB.push(cpu.user / gib);
+              cell.systemPerGiB.push(cpu.system / gib);
+              cell.serverCores.push((cpu.user + cpu.system) / o.duration);
+              cell.machineCores.push(machineCores);
             }
           }
         }
@@ -137,17 +132,12 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
           o.progress(`round ${round + 1}/${o.rounds}: ${r.label}, wrk 8 conn: ${c === one ? '1 worker' : '2 workers'}`);
           const url = `${c.url}${r.path}`;
           if (o.warmup > 0) await wrk(url, r.headers ?? {}, 8, o.warmup);
-          const cpuBefore = cpuTime(c.pid);
-          const machineBefore = machineTicks();
-          const run = await wrk(url, r.headers ?? {}, 8, o.duration);
-          const machineAfter = machineTicks();
-          const cpuAfter = cpuTime(c.pid);
+          const { result: run, cpu, machineCores } = await costed(c.pid, CORES, () => wrk(url, r.headers ?? {}, 8, o.duration));
           if (run.failures > 0) throw new Error(`${r.label}: ${run.failures} failed requests to ${url}`);
-          const key = `req/${r.label}/${c === one ? 1 : 2}`;
-          const cell = cellOf(key);
+          const cell = cellOf(`req/${r.label}/${c === one ? 1 : 2}`);
           cell.rates.push(run.reqPerSec);
-          cell.serverCores.push((cpuAfter.user - cpuBefore.user + cpuAfter.system - cpuBefore.system) / o.duration);
-          cell.machineCores.push(busyCores(machineBefore, machineAfter, CORES));
+          cell.serverCores.push((cpu.user + cpu.system) / o.duration);
+          cell.machineCores.push(machineCores);
         }
       }
     }

@@ -55,6 +55,24 @@ export function busyCores(before: MachineTicks, after: MachineTicks, cores: numb
   return total > 0 ? ((total - (after.idle - before.idle)) / total) * cores : 0;
 }
 
+export interface Costed<T> {
+  result: T;
+  /** CPU seconds the server's processes spent during `run`. */
+  cpu: CpuTime;
+  /** Cores of the whole machine busy during `run`, on average. */
+  machineCores: number;
+}
+
+/** Runs `run` and says what it cost the server `pid` and the machine of `cores` cores. */
+export async function costed<T>(pid: number, cores: number, run: () => Promise<T>): Promise<Costed<T>> {
+  const cpuBefore = cpuTime(pid);
+  const machineBefore = machineTicks();
+  const result = await run();
+  const machineAfter = machineTicks();
+  const cpuAfter = cpuTime(pid);
+  return { result, cpu: { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }, machineCores: busyCores(machineBefore, machineAfter, cores) };
+}
+
 /** Peak resident memory (VmHWM) of one process, in bytes. */
 export function peakRss(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

@@ -18,7 +18,7 @@ import { REPO, tool } from '../support/paths.js';
 
 export type DownloadClient = 'curl' | 'discard';
 
-export interface CurlRun {
+export interface DownloadRun {
   bytesPerSec: number;
   transfers: number;
   /** Transfers that did not answer 200 or came short. */
@@ -41,7 +41,7 @@ function spawnClient(client: DownloadClient, url: string, seconds: number): { ch
   return { child, reports: child.stderr! };
 }
 
-export async function curlDownloads(url: string, expectedBytes: number, connections: number, seconds: number, client: DownloadClient = 'curl'): Promise<CurlRun> {
+export async function downloadLoop(url: string, expectedBytes: number, connections: number, seconds: number, client: DownloadClient): Promise<DownloadRun> {
   const start = performance.now();
   const deadline = start + seconds * 1000;
   const run = { bytes: 0, transfers: 0, failures: 0, lastDone: start };
