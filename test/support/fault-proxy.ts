@@ -43,7 +43,7 @@ export class FaultProxy {
   readonly #counts = new Map<string, number>();
   readonly #log: string[] = [];
   readonly #seen: SeenRequest[] = [];
-  #stalls: Array<() => void> = [];
+  #stalls: Array<(how: 'go' | 'drop') => void> = [];
   #stallWatchers: Array<{ n: number; resolve: () => void }> = [];
   #stalledTotal = 0;
 
@@ -102,7 +102,14 @@ export class FaultProxy {
   release(): void {
     const stalls = this.#stalls;
     this.#stalls = [];
-    for (const s of stalls) s();
+    for (const s of stalls) s('go');
+  }
+
+  /** Ends the connection of every response stalled mid-body: the upstream died mid-transfer. */
+  dropStalled(): void {
+    const stalls = this.#stalls;
+    this.#stalls = [];
+    for (const s of stalls) s('drop');
   }
 
   /** How many responses have reached a stall so far. */
@@ -137,21 +144,21 @@ export class FaultProxy {
     return { kind: 'pass' };
   }
 
-  #stall(ms: number | undefined): Promise<void> {
+  #stall(ms: number | undefined): Promise<'go' | 'drop'> {
     this.#stalledTotal++;
     this.#stallWatchers = this.#stallWatchers.filter((w) => {
       if (this.#stalledTotal < w.n) return true;
       w.resolve();
       return false;
     });
-    return new Promise<void>((resolve) => {
+    return new Promise<'go' | 'drop'>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
-      const done = (): void => {
+      const done = (how: 'go' | 'drop'): void => {
         if (timer) clearTimeout(timer);
-        resolve();
+        resolve(how);
       };
       this.#stalls.push(done);
-      if (ms !== undefined) timer = setTimeout(done, ms);
+      if (ms !== undefined) timer = setTimeout(() => done('go'), ms);
     });
   }
 
@@ -166,7 +173,7 @@ export class FaultProxy {
       res.writeHead(action.status, { 'content-type': 'text/plain', ...action.headers }).end(action.body ?? `fault proxy: ${action.status}\n`);
       return;
     }
-    if (action.kind === 'stall' && action.afterBytes === undefined) await this.#stall(action.ms);
+    if (action.kind === 'stall' && action.afterBytes === undefined && (await this.#stall(action.ms)) === 'drop') res.destroy();
     if (res.destroyed) return;
     const upstream = await this.#forward(req);
     res.on('close', () => upstream.destroy());
@@ -193,7 +200,11 @@ export class FaultProxy {
         await writeChunk(res, chunk.subarray(0, cut));
         sent += cut;
         chunk = chunk.subarray(cut);
-        await this.#stall(action.ms);
+        if ((await this.#stall(action.ms)) === 'drop') {
+          res.socket?.destroy();
+          upstream.destroy();
+          return;
+        }
         if (res.destroyed) return;
       }
       await writeChunk(res, chunk);

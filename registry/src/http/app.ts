@@ -117,12 +117,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const addresses = new ClientAddress(config.rateLimit.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
-  const link = options.link ?? new SoloLink();
+  const link: WorkerLink = options.link ?? new SoloLink();
   const serverCounters = new ServerCounters(link, { usage: counters, requests, rateLimits: limiter });
   // Outside the store's layout on purpose: with any backend this is a local folder of this process.
   const scratchDir = join(config.dataDir, 'scratch');
   await mkdir(scratchDir, { recursive: true });
-  const ctx: ServerContext = { config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries };
+  const ctx: ServerContext = { config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries, ...(link.fetches ? { fetches: link.fetches } : {}) };
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));

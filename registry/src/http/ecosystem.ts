@@ -15,6 +15,7 @@ import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { IndexDescription } from '../observe/describe.js';
 import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
+import type { SharedFetches } from '../roles/flight-peers.js';
 import type { Stores } from '../storage/index.js';
 
 export interface ServerContext {
@@ -42,6 +43,8 @@ export interface ServerContext {
   rateLimits: RateLimitCounters;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
+  /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */
+  fetches?: SharedFetches;
 }
 
 export interface IndexRequest {

@@ -4,11 +4,13 @@
  * one of them while it is hashed and staged, published (and held by this index) only when the
  * digest verifies; a mismatch or a broken upstream body breaks every client's transfer and stores
  * nothing. A HEAD or a Range request on a miss is passed to the upstream and answered from its
- * reply without storing anything: a part of a blob is never stored.
+ * reply without storing anything: a part of a blob is never stored. With several worker
+ * processes, the flight is theirs together: one fetch for the whole server.
  */
 import type { OciCall } from './context.js';
 import { OCTET_STREAM } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
+import type { FlightPeers } from '../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../roles/single-flight.js';
 import { discard, header } from '../roles/upstream.js';
 import type { Holder } from '../storage/holds.js';
@@ -26,12 +28,15 @@ export class CachedBlobs {
     private readonly repos: CachedRepos,
     private readonly store: BlobStore,
     private readonly holder: Holder,
+    /** The server's other worker processes, which share each blob's fetch with this one. */
+    peers?: { flights: FlightPeers; scope: string },
   ) {
     this.#flights = new BlobFlights({
       store,
       holder,
       counters: repos.counters,
       onOutcome: (outcome) => this.#counted(outcome),
+      ...(peers ? { peers } : {}),
     });
   }
 

@@ -72,7 +72,7 @@ export class CachedRepos implements MemberReader {
     this.stored = new HostedRepos(index, ctx.stores);
     this.upstream = new UpstreamRegistry(index, ctx.upstreamSlots.for(index));
     this.counters = ctx.counters.index(index.route);
-    this.blobs = new CachedBlobs(this, ctx.stores.blobs, holder);
+    this.blobs = new CachedBlobs(this, ctx.stores.blobs, holder, ctx.fetches && { flights: ctx.fetches.flights, scope: `oci:${index.name}` });
   }
 
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
@@ -80,7 +80,12 @@ export class CachedRepos implements MemberReader {
     if (ref.kind === 'digest') {
       const held = await this.stored.resolve(repo, ref);
       if (held) return held;
-      const r = await this.#flights.run(`${name}@${ref.hex}`, () => this.#pullOrFail(repo, `sha256:${ref.hex}`, { digest: ref.hex }));
+      const r = await this.#flights.run(`${name}@${ref.hex}`, () =>
+        this.#acrossWorkers(`${name}@${ref.hex}`, async () => {
+          const pulled = await this.stored.resolve(repo, ref);
+          return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, `sha256:${ref.hex}`, { digest: ref.hex });
+        }),
+      );
       return r.found;
     }
     const key = `${name}:${ref.tag}`;
@@ -160,9 +165,23 @@ export class CachedRepos implements MemberReader {
     return new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed and nothing is cached: ${err.message}`);
   }
 
+  /**
+   * With several worker processes, a first pull runs under a lock they share, after reading the
+   * store again: a manifest another worker just pulled is not fetched twice.
+   */
+  #acrossWorkers(key: string, pull: () => Promise<Resolved>): Promise<Resolved> {
+    const locks = this.#ctx.fetches?.locks;
+    return locks ? locks.run(`oci-pull:${this.index.name}:${key}`, pull) : pull();
+  }
+
   async #revalidate(repo: readonly string[], tag: string, mapped: FoundManifest | null): Promise<Resolved> {
     const name = repo.join('/');
-    if (!mapped) return this.#pullOrFail(repo, tag, { tag });
+    if (!mapped) {
+      return this.#acrossWorkers(`${name}:${tag}`, async () => {
+        const pulled = await this.stored.resolve(repo, { kind: 'tag', tag });
+        return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, tag, { tag });
+      });
+    }
     try {
       const res = await this.upstream.fetch({ method: 'HEAD', repository: this.upstream.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
       discard(res);

@@ -13,7 +13,9 @@
  *   (`stale_served`, per request served), or, with nothing cached, a 502 (`upstream_errors`).
  *
  * `stale_served` counts every request answered stale; `refreshes`, `changed` and
- * `upstream_errors` count once per upstream exchange.
+ * `upstream_errors` count once per upstream exchange. With `locks` (held across the processes of
+ * a server), a refresh waits for another process's refresh of the same key and then finds its
+ * result in the store, instead of asking the upstream again.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -22,6 +24,7 @@ import { SlotsBusyError } from '../limits/slots.js';
 import { CachedBytesLostError, UpstreamUnavailableError } from './errors.js';
 import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
+import type { KeyLocks } from '../storage/key-locks.js';
 import type { BlobInfo, BlobStore, MetaStore, Versioned } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
@@ -52,6 +55,8 @@ export interface DocCacheOptions {
   counters?: CounterSink;
   health?: UpstreamHealth;
   now?: () => number;
+  /** Serialises the refreshes of one key across the server's processes. */
+  locks?: KeyLocks;
 }
 
 type Shared = { kind: 'doc'; record: CachedDoc; source: DocSource; bytes?: Buffer } | { kind: 'absent' };
@@ -65,6 +70,7 @@ export class DocCache {
   readonly #counters: CounterSink;
   readonly #now: () => number;
   readonly #flights = new PromiseFlights<Shared>();
+  readonly #locks: KeyLocks | undefined;
 
   constructor(opts: DocCacheOptions) {
     this.#meta = opts.meta;
@@ -74,6 +80,7 @@ export class DocCache {
     this.#counters = opts.counters ?? NO_COUNTERS;
     this.health = opts.health ?? new UpstreamHealth();
     this.#now = opts.now ?? Date.now;
+    this.#locks = opts.locks;
   }
 
   /**
@@ -87,7 +94,7 @@ export class DocCache {
       this.#counters.add('stale_served');
       return this.#result(cached.doc, 'stale');
     }
-    const shared = await this.#flights.run(key, () => this.#refresh(key, fetcher));
+    const shared = await this.#flights.run(key, () => (this.#locks ? this.#locks.run(`read-through:${key}`, () => this.#refresh(key, fetcher)) : this.#refresh(key, fetcher)));
     if (shared.kind === 'absent') return null;
     if (shared.source === 'stale') this.#counters.add('stale_served');
     return this.#result(shared.record, shared.source, shared.bytes);
@@ -99,7 +106,7 @@ export class DocCache {
   }
 
   async #refresh(key: string, fetcher: DocFetcher): Promise<Shared> {
-    // Read again: another waiter or replica may have refreshed it since.
+    // Read again: another waiter, worker or replica may have refreshed it since.
     const current = (await this.#meta.get<CachedDoc>(key))?.doc;
     if (current && freshness(current, this.#now()) === 'fresh') return { kind: 'doc', record: current, source: 'fresh' };
     let answer: FetchedDoc;

@@ -13,11 +13,17 @@
  *
  * Each flight settles with one `FlightOutcome`, reported once to `onOutcome`, so callers count a
  * shared fetch once, not once per waiter.
+ *
+ * With `peers` (a server of several worker processes), a flight is also shared across them
+ * (`flight-peers.ts`): a process whose flight follows another's tails that one's staged file, and
+ * reports nothing (the leading process counts the fetch).
  */
 import type { Readable } from 'node:stream';
 import type { Holder } from '../storage/holds.js';
-import { DigestMismatchError, type BlobInfo, type BlobStore, type Sha256Hex } from '../storage/types.js';
+import { DigestMismatchError, type BlobInfo, type BlobStage, type BlobStore, type Sha256Hex } from '../storage/types.js';
 import type { CounterSink } from '../observe/counters.js';
+import { FileTail } from './file-tail.js';
+import type { FlightPeers, FollowFlight, LeadFlight, PeerEnd, PeerEvent } from './flight-peers.js';
 import { Spool } from './spool.js';
 
 /** What `start` hands over: the upstream body and what is known about it. */
@@ -27,7 +33,7 @@ export interface FlightSource<M> {
   expected?: Sha256Hex;
   /** The announced length (Content-Length); a body of any other length is an upstream failure. */
   size?: number;
-  /** Whatever the caller needs to answer every waiter (content type, upstream headers...). */
+  /** Whatever the caller needs to answer every waiter (content type, upstream headers...); JSON when shared with `peers`. */
   meta: M;
 }
 
@@ -68,6 +74,8 @@ export interface BlobFlightsOptions {
   /** Holds every published blob, before it is stored; the caller's ecosystem names it. */
   holder?: Holder;
   onOutcome?: (outcome: FlightOutcome) => void;
+  /** Shares every flight with the server's other processes; `scope` keeps this owner's keys apart from others'. */
+  peers?: { flights: FlightPeers; scope: string };
 }
 
 interface Head<M> {
@@ -99,58 +107,163 @@ class Flight<M> {
     return this.#spool?.reserve();
   }
 
-  async run(opts: BlobFlightsOptions, start: () => Promise<FlightSource<M>>, recheck?: () => Promise<boolean>): Promise<FlightOutcome> {
+  async run(opts: BlobFlightsOptions, start: () => Promise<FlightSource<M>>, recheck?: () => Promise<boolean>, lead?: LeadFlight): Promise<FlightOutcome> {
     const key = this.key;
+    const tell = (end: PeerEnd): void => lead?.send({ type: 'end', end });
     let source: FlightSource<M>;
     try {
       if (recheck && (await recheck())) {
         this.#resolveHead(null);
+        tell({ kind: 'already_stored' });
         return this.#settle({ kind: 'already_stored', key });
       }
       source = await start();
     } catch (error) {
+      tell({ kind: 'not_started' });
       this.#rejectHead(error);
       return this.#settle({ kind: 'not_started', key, error });
     }
-    let spool: Spool;
+    let stage: BlobStage;
     try {
-      spool = new Spool(await opts.store.stage({ readBack: true }));
+      stage = await opts.store.stage({ readBack: true });
     } catch (error) {
       source.body.destroy();
+      tell({ kind: 'not_started' });
       this.#rejectHead(error);
       return this.#settle({ kind: 'not_started', key, error });
     }
+    const spool = new Spool(stage);
     this.#spool = spool;
-    this.#resolveHead({ meta: source.meta, size: isLength(source.size) ? source.size : undefined, spool });
+    const size = isLength(source.size) ? source.size : undefined;
+    if (lead && stage.localPath === undefined) {
+      // Nothing the other processes could tail: each fetches for itself.
+      tell({ kind: 'not_started' });
+      lead = undefined;
+    }
+    lead?.send({ type: 'head', head: { meta: source.meta, size, path: stage.localPath! } });
+    this.#resolveHead({ meta: source.meta, size, spool });
     try {
       try {
-        await spool.fill(source.body);
+        await stage.append(source.body, {
+          onWritten: (written) => {
+            spool.grew();
+            lead?.send({ type: 'progress', written });
+          },
+        });
       } catch (err) {
         throw upstreamFailure(err);
       }
-      if (isLength(source.size) && spool.written !== source.size) {
-        throw new Error(`upstream body ended after ${spool.written} of ${source.size} bytes`);
+      if (size !== undefined && stage.size !== size) {
+        throw new Error(`upstream body ended after ${stage.size} of ${size} bytes`);
       }
-      const digest = spool.digest();
+      const digest = stage.digest();
       if (source.expected !== undefined && digest !== source.expected) {
         const error = new DigestMismatchError(source.expected, digest);
         spool.fail(error);
+        tell({ kind: 'rejected', expected: source.expected, actual: digest });
         opts.counters?.add('rejected');
         return this.#settle({ kind: 'rejected', key, error });
       }
       spool.complete();
+      lead?.send({ type: 'progress', written: stage.size, verified: true });
       try {
         await opts.holder?.hold(digest);
-        const info = await spool.commit(digest);
+        const info = await stage.commit(digest);
+        tell({ kind: 'published', info });
         return this.#settle({ kind: 'published', key, info });
       } catch (err) {
-        return this.#settle({ kind: 'store_error', key, error: asError(err) });
+        const error = asError(err);
+        tell({ kind: 'store_error', message: error.message });
+        return this.#settle({ kind: 'store_error', key, error });
       }
     } catch (err) {
       const error = asError(err);
       spool.fail(error);
+      tell({ kind: 'upstream_error', message: error.message });
       opts.counters?.add('upstream_errors');
       return this.#settle({ kind: 'upstream_error', key, error });
+    }
+  }
+
+  /**
+   * Follows another process's flight of this key: the waiters read the leader's staged file as it
+   * grows. Null when this process must fetch for itself (the leader did not start a transfer it
+   * can tail, or its file was gone before this one opened it and its bytes are not stored).
+   */
+  follow(peer: FollowFlight): Promise<FlightOutcome | null> {
+    const key = this.key;
+    return new Promise((resolve) => {
+      let tail: FileTail | null = null;
+      let spool: Spool | undefined;
+      let decided = false;
+      const settle = (outcome: FlightOutcome | null): void => {
+        if (decided) return;
+        decided = true;
+        resolve(outcome ? this.#settle(outcome) : null);
+      };
+      const apply = async (event: PeerEvent): Promise<void> => {
+        if (decided) return;
+        switch (event.type) {
+          case 'head': {
+            tail = await FileTail.open(event.head.path);
+            if (!tail) return; // committed or discarded already: the end says which
+            spool = new Spool(tail);
+            this.#spool = spool;
+            this.#resolveHead({ meta: event.head.meta as M, size: event.head.size, spool });
+            return;
+          }
+          case 'progress':
+            if (!tail || !spool) return;
+            tail.size = event.written;
+            spool.grew();
+            if (event.verified) spool.complete();
+            return;
+          case 'end':
+            return settle(this.#followed(event.end, spool));
+        }
+      };
+      // One event at a time, in order: a head's file opens before the progress that follows it.
+      let queue = Promise.resolve();
+      peer.listen((event) => {
+        queue = queue
+          .then(() => apply(event))
+          .catch((err: unknown) => {
+            // The file could not be read here: waiters already reading fail, others fetch anew.
+            if (!spool) return settle(null);
+            const error = asError(err);
+            spool.fail(error);
+            settle({ kind: 'upstream_error', key, error });
+          });
+      });
+    });
+  }
+
+  /** A follower's outcome for the leader's `end`; null: fetch for itself. */
+  #followed(end: PeerEnd, spool: Spool | undefined): FlightOutcome | null {
+    const key = this.key;
+    if (end.kind === 'already_stored' || (end.kind === 'published' && !spool)) {
+      this.#resolveHead(null);
+      return { kind: 'already_stored', key };
+    }
+    // Without a spool this process's waiters got nothing yet: a fetch of their own serves them.
+    if (!spool || end.kind === 'not_started') return null;
+    switch (end.kind) {
+      case 'published':
+        spool.complete();
+        return { kind: 'published', key, info: end.info };
+      case 'store_error':
+        spool.complete();
+        return { kind: 'store_error', key, error: new Error(end.message) };
+      case 'rejected': {
+        const error = new DigestMismatchError(end.expected, end.actual);
+        spool.fail(error);
+        return { kind: 'rejected', key, error };
+      }
+      case 'upstream_error': {
+        const error = new Error(end.message);
+        spool.fail(error);
+        return { kind: 'upstream_error', key, error };
+      }
     }
   }
 
@@ -189,10 +302,11 @@ export class BlobFlights {
       const created = new Flight<M>(key);
       flight = created;
       this.#flights.set(key, created as Flight<unknown>);
-      void created.run(this.#opts, start, opts.recheck).then(async (outcome) => {
+      void this.#fly(created, start, opts.recheck).then(async ({ outcome, followed }) => {
         if (this.#flights.get(key) === (created as Flight<unknown>)) this.#flights.delete(key);
         await created.dispose();
-        this.#report(outcome);
+        // A followed flight was the leading process's fetch: that one reports it.
+        if (!followed) this.#report(outcome);
       });
     }
     // Hold the spool open for this waiter while it waits for `head` (a flight can settle meanwhile).
@@ -204,6 +318,23 @@ export class BlobFlights {
     }
     release ??= head.spool.reserve();
     return { stream: head.spool.reader(release), size: head.size, meta: head.meta, outcome: flight.outcome };
+  }
+
+  /** Runs `flight` here, or follows the server's other process that runs it (`peers`). */
+  async #fly<M>(flight: Flight<M>, start: () => Promise<FlightSource<M>>, recheck: (() => Promise<boolean>) | undefined): Promise<{ outcome: FlightOutcome; followed: boolean }> {
+    const peers = this.#opts.peers;
+    let role: LeadFlight | FollowFlight | undefined;
+    try {
+      role = await peers?.flights.join(`${peers.scope}\0${flight.key}`);
+    } catch {
+      // The other processes cannot be asked (the primary is going away): fetch alone.
+    }
+    if (role?.role === 'follow') {
+      const outcome = await flight.follow(role);
+      if (outcome) return { outcome, followed: true };
+      role = undefined;
+    }
+    return { outcome: await flight.run(this.#opts, start, recheck, role), followed: false };
   }
 
   #report(outcome: FlightOutcome): void {

@@ -1,27 +1,35 @@
 /**
- * A staged write (`BlobStage`) that one writer fills while any number of readers tail it. The
- * stage's size advances after each write lands; a reader reads up to it with the stage's
- * positional reads and sleeps until it moves. A reader never makes the writer wait and the writer
- * never buffers for a reader, so memory stays bounded by the stream buffers however large the
- * bytes and however slow the reader. The stage is the store's, so the bytes every reader got are
- * the ones its `commit` publishes.
+ * Bytes that one writer adds while any number of readers tail them: a staged write of the store
+ * (`BlobStage`) in the process that fetches, or the same file opened by path in another worker
+ * process of the server (`workers/flight-tail.ts`). The source's size advances after each write
+ * lands (`grew` wakes the readers); a reader reads up to it with positional reads and sleeps until
+ * it moves. A reader never makes the writer wait and the writer never buffers for a reader, so
+ * memory stays bounded by the stream buffers however large the bytes and however slow the reader.
+ * The stage is the store's, so the bytes every reader got are the ones its `commit` publishes.
  */
 import { Readable } from 'node:stream';
-import type { BlobInfo, BlobStage, Sha256Hex } from '../storage/types.js';
 
 const READ_CHUNK = 64 * 1024;
 
 type SpoolState = 'writing' | 'complete' | 'failed';
 
+/** What a spool reads: bytes landed so far, positional reads of them, and an end to the handles. */
+export interface TailSource {
+  readonly size: number;
+  read(buffer: Buffer, position: number): Promise<number>;
+  /** Frees the source once no reader needs it (a `BlobStage` discards an uncommitted write). */
+  abort(): Promise<void>;
+}
+
 export class Spool {
-  readonly #stage: BlobStage;
+  readonly #stage: TailSource;
   #state: SpoolState = 'writing';
   #error: Error | undefined;
   #wakers = new Set<() => void>();
   #refs = 0;
   #closed = false;
 
-  constructor(stage: BlobStage) {
+  constructor(stage: TailSource) {
     this.#stage = stage;
     // The spool's own reference, dropped by `dispose` once no new reader can join.
     this.#refs = 1;
@@ -31,19 +39,9 @@ export class Spool {
     return this.#stage.size;
   }
 
-  /** The sha256 of what was written. */
-  digest(): Sha256Hex {
-    return this.#stage.digest();
-  }
-
-  /** Appends `source`; finishing does not complete the spool (see `complete`). */
-  async fill(source: Readable): Promise<void> {
-    await this.#stage.append(source, { onWritten: () => this.#wake() });
-  }
-
-  /** Publishes the verified bytes (readers already reading go on undisturbed). */
-  commit(expected: Sha256Hex): Promise<BlobInfo> {
-    return this.#stage.commit(expected);
+  /** More bytes landed: readers waiting for them go on. */
+  grew(): void {
+    this.#wake();
   }
 
   /** Readers that reach the end now end cleanly. Call only once the bytes have been verified. */

@@ -92,6 +92,11 @@ export interface BlobStage {
   /** Bytes written so far; grows during `append` as each write lands. */
   readonly size: number;
   /**
+   * The file on this machine that holds the bytes as they land (fs, and s3's local copy), which
+   * another process of this server may open and tail while this one writes.
+   */
+  readonly localPath?: string;
+  /**
    * Streams `source` onto the end while hashing it; resolves once every byte has landed. A
    * failure midway undoes this append (size and digest are as before it) and rejects. One append
    * at a time.

@@ -5,7 +5,10 @@
  *
  * A server of one process has the solo link: the same calls, answered in-process.
  */
+import type { SharedFetches } from '../roles/flight-peers.js';
+import { WorkerKeyLocks } from './key-locks.js';
 import { isOurs, type FromWorker, type ToWorker } from './messages.js';
+import { WorkerFlights } from './worker-flights.js';
 
 export interface WorkerLink {
   /** How many worker processes serve (1: this process alone). */
@@ -16,6 +19,8 @@ export interface WorkerLink {
   provide(topic: string, answer: () => unknown): void;
   /** Waits for the server-wide lock of `key`; resolves to its release. */
   lock(key: string): Promise<() => void>;
+  /** Absent in a process that serves alone: its own single-flight is the server's. */
+  readonly fetches?: SharedFetches;
 }
 
 type Answer = () => unknown;
@@ -42,20 +47,25 @@ export class SoloLink implements WorkerLink {
 
 /** The link of a cluster worker: requests go to the primary and come back by id. */
 export class ClusterLink implements WorkerLink {
+  readonly fetches: SharedFetches;
   readonly #answers = new Map<string, Answer>();
   readonly #waiting = new Map<number, (msg: ToWorker) => void>();
+  readonly #flights = new WorkerFlights((msg) => this.#send(msg));
   #nextId = 1;
 
   constructor(readonly workers: number) {
+    this.fetches = { flights: this.#flights, locks: new WorkerKeyLocks(this) };
     process.on('message', (msg: unknown) => {
       if (!isOurs<ToWorker>(msg)) return;
       if (msg.velodex === 'ask') void this.#answer(msg.id, msg.topic);
+      else if (msg.velodex === 'flying' || msg.velodex === 'flight') this.#flights.receive(msg);
       else this.#waiting.get(msg.id)?.(msg);
     });
   }
 
   #send(msg: FromWorker): void {
-    process.send?.(msg);
+    // After the primary went away there is nobody to tell (the worker is stopping too).
+    if (process.connected) process.send?.(msg);
   }
 
   #request(make: (id: number) => FromWorker): Promise<ToWorker> {

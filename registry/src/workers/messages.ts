@@ -3,6 +3,7 @@
  * message carries `velodex` (its kind), which tells ours apart from what other modules send on
  * the same channel (prom-client's cluster module listens there too).
  */
+import type { PeerEvent } from '../roles/flight-peers.js';
 
 /** A worker to its primary. */
 export type FromWorker =
@@ -14,13 +15,21 @@ export type FromWorker =
   | { velodex: 'part'; id: number; part?: unknown; error?: string }
   /** Take the lock of `key`; `locked` with the same id grants it. */
   | { velodex: 'lock'; id: number; key: string }
-  | { velodex: 'unlock'; id: number };
+  | { velodex: 'unlock'; id: number }
+  /** Join the server-wide flight of `key` (`flight-table.ts`); `flying` with the same id answers. */
+  | { velodex: 'fly'; id: number; key: string }
+  /** The leader of `flight` tells its followers. */
+  | { velodex: 'flight'; flight: number; event: PeerEvent };
 
 /** The primary to one worker. */
 export type ToWorker =
   | { velodex: 'gathered'; id: number; parts: unknown[] }
   | { velodex: 'ask'; id: number; topic: string }
-  | { velodex: 'locked'; id: number };
+  | { velodex: 'locked'; id: number }
+  /** This worker leads `flight`, or follows it (the leader's events so far come next, as `flight`). */
+  | { velodex: 'flying'; id: number; flight: number; lead: boolean }
+  /** What the leader of `flight` told its followers. */
+  | { velodex: 'flight'; flight: number; event: PeerEvent };
 
 export function isOurs<T extends { velodex: string }>(msg: unknown): msg is T {
   return typeof msg === 'object' && msg !== null && typeof (msg as { velodex?: unknown }).velodex === 'string';

@@ -4,7 +4,8 @@
  * next worker), prints the start-up banner once all listen, restarts a worker that dies (with a
  * backoff, so one that dies at once does not spin), and on SIGTERM or SIGINT lets every worker
  * drain its requests and stop. It also runs what the workers share: the fs store's per-key locks
- * (`lock-table.ts`) and the gathering of every worker's counters (`link.ts`).
+ * (`lock-table.ts`), the upstream fetches in flight (`flight-table.ts`) and the gathering of every
+ * worker's counters (`link.ts`).
  *
  * A worker that fails before the first generation is listening (a port in use, a store that
  * cannot be opened) stops the server with its exit code: a restart would fail the same way.
@@ -13,6 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
 import type { Config } from '../config/types.js';
 import { loggerOptions } from '../observe/log.js';
+import { FlightTable, type Forward } from './flight-table.js';
 import { LockTable } from './lock-table.js';
 import { isOurs, type FromWorker, type ToWorker } from './messages.js';
 
@@ -48,6 +50,7 @@ export function runPrimary(config: Config): void {
   const count = config.workers.count;
   const slots: Slot[] = Array.from({ length: count }, (_, index) => ({ index, worker: null, startedAt: 0, backoffMs: FIRST_BACKOFF_MS, listening: false }));
   const locks = new LockTable();
+  const flights = new FlightTable();
   const gatherings = new Map<number, Gathering>();
   let nextGather = 1;
   let announced = false;
@@ -60,6 +63,12 @@ export function runPrimary(config: Config): void {
   const grant = (h: { worker: number; id: number }): void => {
     const w = cluster.workers?.[h.worker];
     if (w) send(w, { velodex: 'locked', id: h.id });
+  };
+  const forward = (f: Forward | undefined): void => {
+    for (const to of f?.to ?? []) {
+      const w = cluster.workers?.[to];
+      if (w) send(w, { velodex: 'flight', flight: f!.flight, event: f!.event });
+    }
   };
 
   const finishGather = (id: number): void => {
@@ -92,6 +101,15 @@ export function runPrimary(config: Config): void {
         if (next) grant(next);
         return;
       }
+      case 'fly': {
+        const joined = flights.join(msg.key, worker.id);
+        send(worker, { velodex: 'flying', id: msg.id, flight: joined.flight, lead: joined.lead });
+        for (const event of joined.catchUp) send(worker, { velodex: 'flight', flight: joined.flight, event });
+        return;
+      }
+      case 'flight':
+        forward(flights.fromLeader(worker.id, msg.flight, msg.event));
+        return;
       case 'gather': {
         const id = nextGather++;
         const live = slots.flatMap((s) => (s.worker && s.listening && s.worker.isConnected() ? [s.worker] : []));
@@ -125,6 +143,7 @@ export function runPrimary(config: Config): void {
   cluster.on('exit', (worker, code, signal) => {
     const slot = slots.find((s) => s.worker === worker);
     for (const h of locks.dropWorker(worker.id)) grant(h);
+    for (const f of flights.dropWorker(worker.id)) forward(f);
     for (const [id, g] of gatherings) {
       if (g.asker === worker) {
         clearTimeout(g.timer);

@@ -42,6 +42,7 @@ export function buildSources(
         scratchDir: ctx.scratchDir,
         counters: countersFor(index),
         overrides,
+        ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
         onFlight: (o) => {
           if (o.kind === 'rejected') ctx.log.warn({ event: 'rejected', index: index.route, key: o.key, reason: o.error.message }, 'upstream bytes failed digest verification; not cached');
           else if (o.kind === 'upstream_error' || o.kind === 'store_error') ctx.log.warn({ event: o.kind, index: index.route, key: o.key, reason: o.error.message }, 'upstream file fetch failed');

@@ -55,6 +55,10 @@ export class FsStage implements BlobStage {
     return this.#size;
   }
 
+  get localPath(): string {
+    return this.path;
+  }
+
   async append(source: Readable, opts: AppendOptions = {}): Promise<void> {
     this.#mustBeOpen('append to');
     if (this.#appending) throw new Error(`stage ${this.id} is already receiving an append`);

@@ -60,6 +60,10 @@ export class S3Stage implements BlobStage {
     return this.local.size;
   }
 
+  get localPath(): string {
+    return this.local.path;
+  }
+
   async append(source: Readable, opts?: AppendOptions): Promise<void> {
     await this.local.append(source, opts);
     // Only now are these bytes stable: a failed append is undone by truncating the file.

@@ -9,6 +9,7 @@ import { HttpError } from '../../../http/errors.js';
 import type { CounterSink } from '../../../observe/counters.js';
 import { fetchDoc } from '../../../roles/fetch-doc.js';
 import { DocCache, type DocResult } from '../../../roles/read-through.js';
+import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
 import { UpstreamClient } from '../../../roles/upstream.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
@@ -45,6 +46,8 @@ export interface CachedSourceOptions {
   overrides: ProjectOverrides;
   /** Told once per finished upstream file fetch (published, rejected, failed). */
   onFlight?: (outcome: FlightOutcome) => void;
+  /** The server's other worker processes, with which pages and files are fetched once. */
+  fetches?: SharedFetches;
 }
 
 /** The stored record of a project's upstream page. */
@@ -91,12 +94,14 @@ export class CachedSource implements IndexSource {
       ...(index.upstreamPassword ? { password: index.upstreamPassword } : {}),
       slots: this.slots,
     });
-    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters });
+    const fetches = opts.fetches;
+    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters, ...(fetches ? { locks: fetches.locks } : {}) });
     const flights = new BlobFlights({
       store: opts.blobs,
       holder: opts.holder,
       counters: opts.counters,
       ...(opts.onFlight ? { onOutcome: opts.onFlight } : {}),
+      ...(fetches ? { peers: { flights: fetches.flights, scope: `python:${index.name}` } } : {}),
     });
     this.sizes = new KnownSizes(opts.meta, index.name);
     this.files = new CachedFiles({
