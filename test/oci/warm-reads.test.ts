@@ -1,7 +1,7 @@
 /**
  * What a warm read costs the store, counted (never timed): velodex's app in process over the
  * run's backend, its stores wrapped by `countedStores`. A warm manifest GET (by tag or digest) and
- * a blob HEAD or GET make one round trip to the store. Two apps over one store stand for two processes:
+ * a blob HEAD or GET make one round trip to the store (a small blob read before, only its hold). Two apps over one store stand for two processes:
  * a tag moved or a manifest deleted through one is what the other serves on its next read.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,6 +107,9 @@ describe('warm OCI reads cost one store round trip', () => {
     const get = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`));
     expect(get.rounds, JSON.stringify(get)).toBe(1);
     expect(get.calls, JSON.stringify(get)).toEqual({ 'meta.get': 1, 'blobs.get': 1 });
+    // A small blob (a config, a signature) read once is served from memory: only its hold is read.
+    const again = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`));
+    expect(again.calls, JSON.stringify(again)).toEqual({ 'meta.get': 1 });
     const ranged = await costOf(one, () => one.reg.fetch(`/v2/${REPO}/blobs/${layer}`, { headers: { range: 'bytes=0-3' } }), 206);
     expect(ranged.rounds, JSON.stringify(ranged)).toBe(1);
   });

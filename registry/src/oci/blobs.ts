@@ -4,12 +4,13 @@
  * a DELETE releases the writing index's hold, and the bytes go only when no other index and no
  * other ecosystem holds them (index-holds.ts).
  */
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { authorizeWrite } from './access.js';
+import { SMALL_BLOB_BYTES } from './blob-bytes.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
-import { reportRejectedRead } from '../http/verified-read.js';
+import { reportIfRejected, reportRejectedRead } from '../http/verified-read.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../http/range.js';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
@@ -30,11 +31,13 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
   const size = deps.blobSizes.get(hex);
   const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
   // A warm GET with the size known: the hold and the bytes are asked for together (one round
-  // trip). Not with redirects on, where a large GET needs no stream at all.
+  // trip; for a small blob the bytes come from memory after the first read, and only the hold is
+  // read). Not with redirects on, where a large GET needs no stream at all.
   if (size !== undefined && !head && !deps.ctx.stores.redirect) {
     const wanted = parseRange(rangeHeader, size);
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+      if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range);
       const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, hex), size === 0 ? null : deps.ctx.stores.blobs.get(hex, range)]);
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
@@ -82,22 +85,39 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
   return true;
 }
 
-/** The answer for a held blob of `size` bytes: headers, and the bytes when `stream` is given. */
-async function send(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined, stream: Readable | null): Promise<void> {
+/** A warm GET of a small blob: its bytes by digest from memory (read whole from the store once). */
+async function serveSmall(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined): Promise<boolean> {
+  const { deps } = call;
+  const counters = deps.ctx.counters.index(call.target.index.route);
+  const bytes = deps.blobBytes.get(hex).catch((err: unknown) => {
+    reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, call.target.repo.join('/'), `sha256:${hex}`));
+    throw err;
+  });
+  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, hex), bytes]);
+  if (!held || !whole) return false;
+  const part = range ? whole.subarray(range.start, range.end + 1) : whole;
+  await send(call, hex, size, range, part);
+  return true;
+}
+
+/** The answer for a held blob of `size` bytes: headers, and the bytes when `body` is given. */
+async function send(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined, body: Readable | Buffer | null): Promise<void> {
   const { reply, request } = call;
   const length = range ? range.end - range.start + 1 : size;
   reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM).header('Content-Length', String(length));
   if (range) reply.code(206).header('Content-Range', contentRange(range, size));
-  if (!stream) {
+  if (!body) {
     await reply.send();
     return;
   }
   // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
   countDownload(call, hex, length);
-  const repo = call.target.repo.join('/');
-  const counters = call.deps.ctx.counters.index(call.target.index.route);
-  reportRejectedRead(stream, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
-  await reply.send(stream);
+  if (body instanceof Readable) {
+    const repo = call.target.repo.join('/');
+    const counters = call.deps.ctx.counters.index(call.target.index.route);
+    reportRejectedRead(body, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
+  }
+  await reply.send(body);
 }
 
 function countDownload(call: OciCall, hex: string, bytes: number): void {
@@ -115,7 +135,7 @@ export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   // Only this index's hold is ours to let go; the bytes go with the last holder.
   const released = await deps.holds.of(hosted.name).release(hex);
   if (!released.released) throw unknown();
-  deps.manifestBytes.forget(hex);
+  deps.blobBytes.forget(hex);
   // Held, but the bytes had already gone missing: absent, as before the hold existed.
   if (released.last && !released.deleted) throw unknown();
   await reply.code(202).header('Content-Length', '0').send();

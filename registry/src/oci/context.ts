@@ -3,9 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
 import type { ServerContext } from '../http/ecosystem.js';
 import type { Target } from './access.js';
+import type { BlobBytes } from './blob-bytes.js';
 import type { BlobSizes } from './blob-sizes.js';
 import type { IndexHolds } from './index-holds.js';
-import type { ManifestBytes } from './manifest-bytes.js';
 import type { Members } from './members.js';
 import type { Credentials } from './token/credentials.js';
 import type { TokenSigner } from './token/tokens.js';
@@ -14,7 +14,8 @@ import type { UploadSessions } from './upload-sessions.js';
 export interface OciDeps {
   ctx: ServerContext;
   members: Members;
-  manifestBytes: ManifestBytes;
+  /** Bytes of manifests and small blobs by digest (immutable): warm GETs of them read no file. */
+  blobBytes: BlobBytes;
   /** Sizes of blobs seen by this process (immutable per digest): a warm blob GET in one round trip. */
   blobSizes: BlobSizes;
   sessions: UploadSessions;

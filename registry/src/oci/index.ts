@@ -4,7 +4,7 @@ import type { OciDeps } from './context.js';
 import { ociDiscovery } from './discovery.js';
 import { blobSizes } from './blob-sizes.js';
 import { IndexHolds } from './index-holds.js';
-import { ManifestBytes } from './manifest-bytes.js';
+import { BlobBytes } from './blob-bytes.js';
 import { Members } from './members.js';
 import { registerOciRoutes } from './routes.js';
 import { ociStatus } from './status.js';
@@ -23,7 +23,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const deps: Omit<OciDeps, 'tokens'> = {
     ctx,
     members,
-    manifestBytes: new ManifestBytes(ctx.stores.blobs),
+    blobBytes: new BlobBytes(ctx.stores.blobs),
     blobSizes: blobSizes(),
     sessions,
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),

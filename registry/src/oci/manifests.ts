@@ -41,7 +41,7 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   // As for blobs: bytes the recording index no longer holds (its blob was DELETEd) are not
   // served, even when another index or ecosystem keeps the same bytes alive.
   const counters = deps.ctx.counters.index(target.index.route);
-  const stored = deps.manifestBytes.get(found.hex).catch((err: unknown) => {
+  const stored = deps.blobBytes.get(found.hex).catch((err: unknown) => {
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, target.repo.join('/'), `sha256:${found.hex}`));
     throw err;
   });
