@@ -93,8 +93,8 @@ async function server(opts: { holder?: Holder } = {}) {
       else hand(to, msg);
     });
   };
-  const primary = (from: number, msg: FromWorker): void => {
-    if (stopped.has(from)) return;
+  const primary = (from: number, msg: FromWorker): boolean => {
+    if (stopped.has(from)) return true;
     setImmediate(() => {
       if (msg.velodex === 'fly') {
         const joined = table.join(msg.key, from);
@@ -105,6 +105,7 @@ async function server(opts: { holder?: Holder } = {}) {
         for (const to of f?.to ?? []) deliver(to, { velodex: 'flight', flight: f!.flight, event: f!.event });
       }
     });
+    return true;
   };
   const workers: Worker[] = [];
   for (let i = 0; i < 2; i++) {

@@ -63,9 +63,11 @@ export class ClusterLink implements WorkerLink {
     });
   }
 
-  #send(msg: FromWorker): void {
-    // After the primary went away there is nobody to tell (the worker is stopping too).
-    if (process.connected) process.send?.(msg);
+  /** False when the primary is gone: there is nobody to tell (the worker is stopping too). */
+  #send(msg: FromWorker): boolean {
+    if (!process.connected || !process.send) return false;
+    process.send(msg);
+    return true;
   }
 
   #request(make: (id: number) => FromWorker): Promise<ToWorker> {

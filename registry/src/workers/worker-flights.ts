@@ -9,7 +9,8 @@ import type { FromWorker, ToWorker } from './messages.js';
 
 const PROGRESS_EVERY_MS = 10;
 
-type Send = (msg: FromWorker) => void;
+/** Sends to the primary; false when it cannot be reached any more. */
+type Send = (msg: FromWorker) => boolean;
 
 export class WorkerFlights implements FlightPeers {
   readonly #joining = new Map<number, (flight: LeadFlight | FollowFlight) => void>();
@@ -20,9 +21,12 @@ export class WorkerFlights implements FlightPeers {
 
   join(key: string): Promise<LeadFlight | FollowFlight> {
     const id = this.#nextId++;
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       this.#joining.set(id, resolve);
-      this.send({ velodex: 'fly', id, key });
+      if (this.send({ velodex: 'fly', id, key })) return;
+      // No primary to ask (it is going away): the caller fetches alone.
+      this.#joining.delete(id);
+      reject(new Error('the primary process cannot be reached'));
     });
   }
 
