@@ -2,7 +2,7 @@
  * Freshness of cached documents and the read-through cache against a real HTTP upstream behind
  * the fault proxy. A fake clock moves time; nothing here depends on how long anything takes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { neutralAnswer } from '../../registry/src/http/errors.js';
 import { ociAnswerOf } from '../../registry/src/oci/errors.js';
 import { UpstreamUnavailableError } from '../../registry/src/roles/errors.js';
@@ -15,28 +15,13 @@ import { UpstreamClient } from '../../registry/src/roles/upstream.js';
 import { UpstreamHealth } from '../../registry/src/roles/upstream-health.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
-import { FaultProxy } from '../support/fault-proxy.js';
 import { freePort } from '../support/pypiserver.js';
 import { tempDir } from '../support/velodex.js';
-import { Origin } from './origin.js';
+import { proxiedOrigin } from './origin.js';
 
-let origin: Origin;
-let proxy: FaultProxy;
-let client: UpstreamClient;
+const up = proxiedOrigin();
 
-beforeAll(async () => {
-  origin = await new Origin().start();
-  proxy = await FaultProxy.start(origin.url);
-  client = new UpstreamClient({ baseUrl: proxy.url });
-});
-
-afterAll(async () => {
-  client.close();
-  await proxy.close();
-  await origin.close();
-});
-
-async function setup(ttl = 300, upstream: UpstreamClient = client) {
+async function setup(ttl = 300, upstream: UpstreamClient = up.client) {
   const root = tempDir('velodex-fresh-');
   const meta = new FsMetaStore(root);
   const blobs = new FsBlobStore(root);
@@ -71,7 +56,7 @@ describe('ttl and freshness', () => {
 
 describe('DocCache (readThrough)', () => {
   it('serves fresh within the TTL, revalidates with the ETag (304), replaces changed content, and serves stale when the upstream is down', async () => {
-    origin.docs.set('/page/a', { body: 'version 1', etag: '"a1"' });
+    up.origin.docs.set('/page/a', { body: 'version 1', etag: '"a1"' });
     const { cache, fetcher, clock, counters } = await setup(60);
     const key = 'cache/idx/pages/a';
 
@@ -79,26 +64,26 @@ describe('DocCache (readThrough)', () => {
     expect(first.source).toBe('fetched');
     expect((await first.body()).toString()).toBe('version 1');
     expect(first.record).toMatchObject({ etag: '"a1"', ttlSecs: 60, size: 9, contentType: 'text/plain' });
-    expect(proxy.count('/page/a')).toBe(1);
+    expect(up.proxy.count('/page/a')).toBe(1);
 
     clock.now += 59_000;
     const fresh = (await cache.read(key, fetcher('/page/a')))!;
     expect(fresh.source).toBe('fresh');
     expect((await fresh.body()).toString()).toBe('version 1');
-    expect(proxy.count('/page/a')).toBe(1);
+    expect(up.proxy.count('/page/a')).toBe(1);
 
     clock.now += 2_000;
     const revalidated = (await cache.read(key, fetcher('/page/a')))!;
     expect(revalidated.source).toBe('revalidated');
     expect(revalidated.record.fetchedAt).toBe(clock.now);
     expect((await revalidated.body()).toString()).toBe('version 1');
-    expect(proxy.count('/page/a')).toBe(2);
-    expect(origin.seen.at(-1)!.headers['if-none-match']).toBe('"a1"');
+    expect(up.proxy.count('/page/a')).toBe(2);
+    expect(up.origin.seen.at(-1)!.headers['if-none-match']).toBe('"a1"');
     expect(counters.snapshot()).toMatchObject({ refreshes: 1, changed: 0 });
     // The 304 restarted the TTL.
     expect((await cache.read(key, fetcher('/page/a')))!.source).toBe('fresh');
 
-    origin.docs.set('/page/a', { body: 'version 2', etag: '"a2"' });
+    up.origin.docs.set('/page/a', { body: 'version 2', etag: '"a2"' });
     clock.now += 61_000;
     const changed = (await cache.read(key, fetcher('/page/a')))!;
     expect(changed.source).toBe('changed');
@@ -106,7 +91,7 @@ describe('DocCache (readThrough)', () => {
     expect(changed.record.etag).toBe('"a2"');
     expect(counters.snapshot()).toMatchObject({ refreshes: 2, changed: 1 });
 
-    proxy.on('/page/a', { kind: 'status', status: 503 });
+    up.proxy.on('/page/a', { kind: 'status', status: 503 });
     clock.now += 61_000;
     const stale = (await cache.read(key, fetcher('/page/a')))!;
     expect(stale.source).toBe('stale');
@@ -116,35 +101,35 @@ describe('DocCache (readThrough)', () => {
     expect(cache.health.lastError).toContain('503');
 
     // While the upstream rests after a failure, stale copies are served without asking it.
-    const asked = proxy.count('/page/a');
+    const asked = up.proxy.count('/page/a');
     expect((await cache.read(key, fetcher('/page/a')))!.source).toBe('stale');
-    expect(proxy.count('/page/a')).toBe(asked);
+    expect(up.proxy.count('/page/a')).toBe(asked);
     expect(counters.get('stale_served')).toBe(2);
 
-    proxy.clear();
+    up.proxy.clear();
     clock.now += 6_000;
     expect((await cache.read(key, fetcher('/page/a')))!.source).toBe('revalidated');
     expect(cache.health.offline).toBe(false);
   });
 
   it('revalidates with Last-Modified when there is no ETag', async () => {
-    origin.docs.set('/page/lm', { body: 'dated', lastModified: 'Wed, 21 Oct 2026 07:28:00 GMT' });
+    up.origin.docs.set('/page/lm', { body: 'dated', lastModified: 'Wed, 21 Oct 2026 07:28:00 GMT' });
     const { cache, fetcher, clock, counters } = await setup(60);
     expect((await cache.read('cache/idx/pages/lm', fetcher('/page/lm')))!.source).toBe('fetched');
     clock.now += 61_000;
     expect((await cache.read('cache/idx/pages/lm', fetcher('/page/lm')))!.source).toBe('revalidated');
-    expect(origin.seen.at(-1)!.headers['if-modified-since']).toBe('Wed, 21 Oct 2026 07:28:00 GMT');
+    expect(up.origin.seen.at(-1)!.headers['if-modified-since']).toBe('Wed, 21 Oct 2026 07:28:00 GMT');
     expect(counters.get('refreshes')).toBe(1);
   });
 
   it('honours the upstream Cache-Control: no-cache revalidates on every read', async () => {
-    origin.docs.set('/page/nc', { body: 'volatile', etag: '"nc"', cacheControl: 'no-cache' });
+    up.origin.docs.set('/page/nc', { body: 'volatile', etag: '"nc"', cacheControl: 'no-cache' });
     const { cache, fetcher } = await setup(300);
     const first = (await cache.read('cache/idx/pages/nc', fetcher('/page/nc')))!;
     expect(first.record.ttlSecs).toBe(0);
-    const before = proxy.count('/page/nc');
+    const before = up.proxy.count('/page/nc');
     expect((await cache.read('cache/idx/pages/nc', fetcher('/page/nc')))!.source).toBe('revalidated');
-    expect(proxy.count('/page/nc')).toBe(before + 1);
+    expect(up.proxy.count('/page/nc')).toBe(before + 1);
   });
 
   it('answers 502 with a clear message when the upstream is down and nothing is cached', async () => {
@@ -164,7 +149,7 @@ describe('DocCache (readThrough)', () => {
 
   it('serves stale when the upstream cannot be reached at all', async () => {
     const port = await freePort();
-    origin.docs.set('/page/s', { body: 'kept', etag: '"s"' });
+    up.origin.docs.set('/page/s', { body: 'kept', etag: '"s"' });
     const { cache, fetcher, clock, counters } = await setup(60);
     expect((await cache.read('cache/idx/pages/s', fetcher('/page/s')))!.source).toBe('fetched');
     clock.now += 61_000;
@@ -185,28 +170,28 @@ describe('DocCache (readThrough)', () => {
   });
 
   it('single-flights concurrent revalidations of one document', async () => {
-    origin.docs.set('/page/sf', { body: 'shared', etag: '"sf"' });
+    up.origin.docs.set('/page/sf', { body: 'shared', etag: '"sf"' });
     const { cache, fetcher, clock, counters } = await setup(60);
-    proxy.on('/page/sf', { kind: 'stall' }, 1);
+    up.proxy.on('/page/sf', { kind: 'stall' }, 1);
     const reads = Array.from({ length: 8 }, () => cache.read('cache/idx/pages/sf', fetcher('/page/sf')));
-    await proxy.stalled(1);
-    proxy.release();
+    await up.proxy.stalled(1);
+    up.proxy.release();
     const results = await Promise.all(reads);
     expect(results.every((r) => r?.source === 'fetched')).toBe(true);
-    expect(proxy.count('/page/sf')).toBe(1);
+    expect(up.proxy.count('/page/sf')).toBe(1);
 
     clock.now += 61_000;
     const again = await Promise.all(Array.from({ length: 8 }, () => cache.read('cache/idx/pages/sf', fetcher('/page/sf'))));
     expect(again.every((r) => r?.source === 'revalidated')).toBe(true);
-    expect(proxy.count('/page/sf')).toBe(2);
+    expect(up.proxy.count('/page/sf')).toBe(2);
     expect(counters.get('refreshes')).toBe(1);
   });
 
   it('drops the record when the upstream says the document is gone', async () => {
-    origin.docs.set('/page/gone', { body: 'here', etag: '"g"' });
+    up.origin.docs.set('/page/gone', { body: 'here', etag: '"g"' });
     const { cache, fetcher, clock, meta } = await setup(60);
     expect((await cache.read('cache/idx/pages/gone', fetcher('/page/gone')))!.source).toBe('fetched');
-    origin.docs.delete('/page/gone');
+    up.origin.docs.delete('/page/gone');
     clock.now += 61_000;
     expect(await cache.read('cache/idx/pages/gone', fetcher('/page/gone'))).toBeNull();
     expect(await meta.get('cache/idx/pages/gone')).toBeNull();

@@ -3,61 +3,22 @@
  * upstream fetch for many concurrent misses, bytes delivered as they arrive (also to waiters that
  * join mid-transfer), publication only of verified bytes, and failures that reach every waiter.
  */
-import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { IndexCounters } from '../../registry/src/observe/counters.js';
-import { BlobFlights, type Delivery, type FlightOutcome, type FlightSource } from '../../registry/src/roles/single-flight.js';
-import { UpstreamClient, header } from '../../registry/src/roles/upstream.js';
+import { BlobFlights, type Delivery, type FlightOutcome } from '../../registry/src/roles/single-flight.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { DigestMismatchError } from '../../registry/src/storage/types.js';
-import { FaultProxy } from '../support/fault-proxy.js';
 import { tempDir } from '../support/velodex.js';
-import { generatedDigest, Origin } from './origin.js';
+import { consume, starter, type Meta } from './flight-support.js';
+import { generatedDigest, proxiedOrigin } from './origin.js';
 
 const MiB = 1024 * 1024;
 const BIG = 50 * MiB;
 const SMALL = 6 * MiB;
 
-let origin: Origin;
-let proxy: FaultProxy;
-let client: UpstreamClient;
-
-beforeAll(async () => {
-  origin = await new Origin().start();
-  origin.files.set('/files/big', BIG);
-  origin.files.set('/files/corrupt', SMALL);
-  origin.files.set('/files/drop', SMALL);
-  origin.files.set('/files/paused', SMALL);
-  proxy = await FaultProxy.start(origin.url);
-  client = new UpstreamClient({ baseUrl: proxy.url });
-});
-
-afterAll(async () => {
-  client.close();
-  await proxy.close();
-  await origin.close();
-});
-
-interface Meta {
-  contentType: string | undefined;
-}
-
-/** The caller's side of a miss: one upstream GET, handed over with what the bytes must hash to. */
-function starter(path: string, expected?: string): () => Promise<FlightSource<Meta>> {
-  return async () => {
-    const res = await client.get(path);
-    if (res.status !== 200) {
-      res.body.resume();
-      throw new Error(`upstream answered ${res.status}`);
-    }
-    const source: FlightSource<Meta> = { body: res.body, size: Number(header(res.headers, 'content-length')), meta: { contentType: header(res.headers, 'content-type') } };
-    if (expected) source.expected = expected;
-    return source;
-  };
-}
+const up = proxiedOrigin({ '/files/big': BIG, '/files/corrupt': SMALL, '/files/drop': SMALL, '/files/paused': SMALL });
 
 async function setup() {
   const root = tempDir('velodex-flight-');
@@ -87,45 +48,30 @@ async function setup() {
   return { store, spoolDir, counters, outcomes, flights, reported };
 }
 
-/** Reads a waiter's stream to the end, hashing; keeps a live byte count for mid-transfer checks. */
-function consume(stream: Readable) {
-  const state = { received: 0 };
-  const result = (async () => {
-    const h = createHash('sha256');
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      h.update(chunk);
-      state.received += chunk.length;
-    }
-    return { digest: h.digest('hex'), size: state.received };
-  })();
-  result.catch(() => undefined);
-  return { state, result };
-}
-
 describe('BlobFlights', () => {
   it('ten concurrent misses for a 50 MiB file share one upstream fetch, late joiners included, and the blob is published', async () => {
     const { store, flights, outcomes, reported, counters } = await setup();
     const digest = generatedDigest('/files/big', BIG);
     // Hold the transfer after 8 MiB, so the first waiters are provably mid-transfer when the rest join.
-    proxy.on('/files/big', { kind: 'stall', afterBytes: 8 * MiB }, 1);
+    up.proxy.on('/files/big', { kind: 'stall', afterBytes: 8 * MiB }, 1);
 
-    const early = await Promise.all(Array.from({ length: 5 }, () => flights.open('sha256:big', starter('/files/big', digest))));
+    const early = await Promise.all(Array.from({ length: 5 }, () => flights.open('sha256:big', starter(up, '/files/big', digest))));
     const earlyReads = early.map((d) => consume(d!.stream));
-    await proxy.stalled(1);
+    await up.proxy.stalled(1);
     // Bytes reach the waiters as they arrive: the upstream is stalled at 8 MiB of 50 (the last
     // byte so far is held back until the digest verifies).
     await vi.waitFor(() => expect(Math.min(...earlyReads.map((r) => r.state.received))).toBe(8 * MiB - 1), { timeout: 60_000 });
 
-    const late = await Promise.all(Array.from({ length: 5 }, () => flights.open('sha256:big', starter('/files/big', digest))));
+    const late = await Promise.all(Array.from({ length: 5 }, () => flights.open('sha256:big', starter(up, '/files/big', digest))));
     expect(late.every((d) => d !== null)).toBe(true);
     expect(late[0]!.size).toBe(BIG);
     expect(late[0]!.meta.contentType).toBe('application/octet-stream');
     const lateReads = late.map((d) => consume(d!.stream));
-    proxy.release();
+    up.proxy.release();
 
     const results = await Promise.all([...earlyReads, ...lateReads].map((r) => r.result));
     for (const r of results) expect(r).toEqual({ digest, size: BIG });
-    expect(proxy.count('/files/big')).toBe(1);
+    expect(up.proxy.count('/files/big')).toBe(1);
 
     await reported(1);
     expect(outcomes).toEqual([{ kind: 'published', key: 'sha256:big', info: { digest, size: BIG } }]);
@@ -134,18 +80,18 @@ describe('BlobFlights', () => {
     expect(counters.snapshot()).toMatchObject({ rejected: 0, upstream_errors: 0 });
 
     // A miss that raced the publication finds the blob on the flight's recheck: no second fetch.
-    const again = await flights.open('sha256:big', starter('/files/big', digest), { recheck: async () => (await store.stat(digest)) !== null });
+    const again = await flights.open('sha256:big', starter(up, '/files/big', digest), { recheck: async () => (await store.stat(digest)) !== null });
     expect(again).toBeNull();
-    expect(proxy.count('/files/big')).toBe(1);
+    expect(up.proxy.count('/files/big')).toBe(1);
   });
 
   it('a waiter that does not read never makes the leader buffer or wait', async () => {
     const { flights, reported, outcomes } = await setup();
     const digest = generatedDigest('/files/paused', SMALL);
-    const idle = (await flights.open('paused', starter('/files/paused', digest)))!;
-    const reader = (await flights.open('paused', starter('/files/paused', digest)))!;
+    const idle = (await flights.open('paused', starter(up, '/files/paused', digest)))!;
+    const reader = (await flights.open('paused', starter(up, '/files/paused', digest)))!;
     // A client that goes away does not disturb the transfer for the others.
-    const quitter = (await flights.open('paused', starter('/files/paused', digest)))!;
+    const quitter = (await flights.open('paused', starter(up, '/files/paused', digest)))!;
     quitter.stream.destroy();
     const read = consume(reader.stream);
     expect(await read.result).toEqual({ digest, size: SMALL });
@@ -160,16 +106,16 @@ describe('BlobFlights', () => {
   it('a corrupted transfer fails every waiter, publishes nothing, counts rejected, and the next miss fetches again', async () => {
     const { store, flights, outcomes, reported, counters, spoolDir } = await setup();
     const digest = generatedDigest('/files/corrupt', SMALL);
-    proxy.on('/files/corrupt', { kind: 'corrupt' }, 1);
-    const before = proxy.count('/files/corrupt');
+    up.proxy.on('/files/corrupt', { kind: 'corrupt' }, 1);
+    const before = up.proxy.count('/files/corrupt');
 
-    const waiters = await Promise.all(Array.from({ length: 4 }, () => flights.open('corrupt', starter('/files/corrupt', digest))));
+    const waiters = await Promise.all(Array.from({ length: 4 }, () => flights.open('corrupt', starter(up, '/files/corrupt', digest))));
     const reads = waiters.map((d) => consume(d!.stream));
     const errors = await Promise.all(reads.map((r) => r.result.then(() => null, (e: unknown) => e)));
     for (const e of errors) expect(e).toBeInstanceOf(DigestMismatchError);
     // No waiter ever holds the full length: a client trusting Content-Length sees a short body.
     for (const r of reads) expect(r.state.received).toBeLessThan(SMALL);
-    expect(proxy.count('/files/corrupt')).toBe(before + 1);
+    expect(up.proxy.count('/files/corrupt')).toBe(before + 1);
 
     await reported(1);
     expect(outcomes[0]?.kind).toBe('rejected');
@@ -177,9 +123,9 @@ describe('BlobFlights', () => {
     expect(await store.stat(digest)).toBeNull();
     expect(readdirSync(spoolDir)).toEqual([]);
 
-    const retry = (await flights.open('corrupt', starter('/files/corrupt', digest)))!;
+    const retry = (await flights.open('corrupt', starter(up, '/files/corrupt', digest)))!;
     expect(await consume(retry.stream).result).toEqual({ digest, size: SMALL });
-    expect(proxy.count('/files/corrupt')).toBe(before + 2);
+    expect(up.proxy.count('/files/corrupt')).toBe(before + 2);
     await reported(2);
     expect(outcomes[1]?.kind).toBe('published');
     expect(await store.stat(digest)).not.toBeNull();
@@ -188,9 +134,9 @@ describe('BlobFlights', () => {
   it('a connection dropped mid-transfer fails every waiter and publishes nothing (upstream_error)', async () => {
     const { store, flights, outcomes, reported, counters, spoolDir } = await setup();
     const digest = generatedDigest('/files/drop', SMALL);
-    proxy.on('/files/drop', { kind: 'drop', afterBytes: 3 * MiB }, 1);
+    up.proxy.on('/files/drop', { kind: 'drop', afterBytes: 3 * MiB }, 1);
 
-    const waiters = await Promise.all(Array.from({ length: 3 }, () => flights.open('drop', starter('/files/drop'))));
+    const waiters = await Promise.all(Array.from({ length: 3 }, () => flights.open('drop', starter(up, '/files/drop'))));
     const results = await Promise.all(waiters.map((d) => consume(d!.stream).result.then(() => null, (e: unknown) => e)));
     for (const e of results) {
       expect(e).toBeInstanceOf(Error);
@@ -206,7 +152,7 @@ describe('BlobFlights', () => {
 
   it('a start that fails rejects every waiter with its error and leaves no flight behind', async () => {
     const { flights, reported, outcomes } = await setup();
-    const opened: Array<Promise<Delivery<Meta> | null>> = Array.from({ length: 3 }, () => flights.open('missing', starter('/files/none')));
+    const opened: Array<Promise<Delivery<Meta> | null>> = Array.from({ length: 3 }, () => flights.open('missing', starter(up, '/files/none')));
     for (const p of opened) await expect(p).rejects.toThrow('upstream answered 404');
     await reported(1);
     expect(outcomes[0]?.kind).toBe('not_started');

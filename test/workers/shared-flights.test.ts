@@ -3,7 +3,7 @@
  * `BlobFlights` (one per "worker", each over its own store handle on one data dir), each joined to
  * the primary's real `FlightTable` through its `WorkerFlights`; only the IPC channel is replaced by
  * an in-order hand-over in this process (the suite with real worker processes, pip, crane and curl
- * is shared-fetches.test.ts). The upstream is a real HTTP server behind the fault proxy.
+ * is shared-fetches.test.ts). The upstream is a real HTTP server behind the fault up.proxy.
  *
  * Checked: a follower tails the leader's staged file (one fetch, every waiter gets every byte); a
  * follower that joins late catches up; a digest mismatch or a broken upstream fails the follower's
@@ -11,41 +11,23 @@
  * start lets each follower fetch for itself; a follower whose leader already published reads the
  * store.
  */
-import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LEADER_STOPPED } from '../../registry/src/roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome, type FlightSource } from '../../registry/src/roles/single-flight.js';
-import { UpstreamClient, header } from '../../registry/src/roles/upstream.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import type { Holder } from '../../registry/src/storage/holds.js';
 import { DigestMismatchError } from '../../registry/src/storage/types.js';
 import { FlightTable } from '../../registry/src/workers/flight-table.js';
 import type { FromWorker, ToWorker } from '../../registry/src/workers/messages.js';
 import { WorkerFlights } from '../../registry/src/workers/worker-flights.js';
-import { FaultProxy } from '../support/fault-proxy.js';
 import { tempDir } from '../support/velodex.js';
-import { generatedDigest, Origin } from '../roles/origin.js';
+import { consume, starter, type Meta } from '../roles/flight-support.js';
+import { generatedDigest, proxiedOrigin } from '../roles/origin.js';
 
 const MiB = 1024 * 1024;
 const SIZE = 12 * MiB;
 
-let origin: Origin;
-let proxy: FaultProxy;
-let client: UpstreamClient;
-
-beforeAll(async () => {
-  origin = await new Origin().start();
-  for (const name of ['shared', 'late', 'corrupt', 'drop', 'stopped', 'published', 'nostart']) origin.files.set(`/files/${name}`, SIZE);
-  proxy = await FaultProxy.start(origin.url);
-  client = new UpstreamClient({ baseUrl: proxy.url });
-});
-
-afterAll(async () => {
-  client.close();
-  await proxy.close();
-  await origin.close();
-});
+const up = proxiedOrigin(Object.fromEntries(['shared', 'late', 'corrupt', 'drop', 'stopped', 'published', 'nostart'].map((name) => [`/files/${name}`, SIZE])));
 
 interface Worker {
   flights: BlobFlights;
@@ -135,53 +117,28 @@ async function server(opts: { holder?: Holder } = {}) {
   return { workers, table, stop, pause, resume, settled };
 }
 
-function starter(path: string, expected?: string): () => Promise<FlightSource<{ type: string | undefined }>> {
-  return async () => {
-    const res = await client.get(path);
-    if (res.status !== 200) {
-      res.body.resume();
-      throw new Error(`upstream answered ${res.status}`);
-    }
-    return { body: res.body, size: Number(header(res.headers, 'content-length')), meta: { type: header(res.headers, 'content-type') }, ...(expected ? { expected } : {}) };
-  };
-}
-
-function consume(stream: Readable) {
-  const state = { received: 0 };
-  const result = (async () => {
-    const h = createHash('sha256');
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
-      h.update(chunk);
-      state.received += chunk.length;
-    }
-    return { digest: h.digest('hex'), size: state.received };
-  })();
-  result.catch(() => undefined);
-  return { state, result };
-}
-
 describe('flights shared by the workers of one server', () => {
   it('the second worker tails the first one\'s fetch: one upstream request, both get every byte, one report', async () => {
     const { workers, table } = await server();
     const [a, b] = workers as [Worker, Worker];
     const digest = generatedDigest('/files/shared', SIZE);
-    proxy.on('/files/shared', { kind: 'stall', afterBytes: 3 * MiB }, 1);
-    const stalls = proxy.stalledCount();
-    const lead = (await a.flights.open('k', starter('/files/shared', digest)))!;
+    up.proxy.on('/files/shared', { kind: 'stall', afterBytes: 3 * MiB }, 1);
+    const stalls = up.proxy.stalledCount();
+    const lead = (await a.flights.open('k', starter(up, '/files/shared', digest)))!;
     const leadRead = consume(lead.stream);
-    await proxy.stalled(stalls + 1);
-    const follow = (await b.flights.open('k', starter('/files/shared', digest)))!;
+    await up.proxy.stalled(stalls + 1);
+    const follow = (await b.flights.open('k', starter(up, '/files/shared', digest)))!;
     expect(follow.size).toBe(SIZE);
     expect(follow.meta).toEqual(lead.meta);
     const followRead = consume(follow.stream);
     // The follower reads what the leader has written, before the upstream goes on (the last byte
     // is held back until the digest verifies).
     await vi.waitFor(() => expect(followRead.state.received).toBe(3 * MiB - 1), { timeout: 20_000 });
-    proxy.release();
+    up.proxy.release();
     expect(await leadRead.result).toEqual({ digest, size: SIZE });
     expect(await followRead.result).toEqual({ digest, size: SIZE });
     expect(await follow.outcome).toEqual({ kind: 'published', key: 'k', info: { digest, size: SIZE } });
-    expect(proxy.count('/files/shared')).toBe(1);
+    expect(up.proxy.count('/files/shared')).toBe(1);
     await vi.waitFor(() => expect(a.outcomes).toHaveLength(1));
     // The follower reports nothing: the fetch is counted once, by its leader.
     expect(b.outcomes).toEqual([]);
@@ -194,53 +151,53 @@ describe('flights shared by the workers of one server', () => {
     const { workers } = await server({ holder: gated.holder });
     const [a, b] = workers as [Worker, Worker];
     const digest = generatedDigest('/files/late', SIZE);
-    const lead = (await a.flights.open('late', starter('/files/late', digest)))!;
+    const lead = (await a.flights.open('late', starter(up, '/files/late', digest)))!;
     const leadRead = consume(lead.stream);
     // Verified and about to be published: the upstream transfer is over.
     await gated.waiting;
-    const follow = (await b.flights.open('late', starter('/files/late', digest), { recheck: async () => false }))!;
+    const follow = (await b.flights.open('late', starter(up, '/files/late', digest), { recheck: async () => false }))!;
     expect(follow).not.toBeNull();
     const followRead = consume(follow.stream);
     expect(await followRead.result).toEqual({ digest, size: SIZE });
     gated.open();
     expect(await leadRead.result).toEqual({ digest, size: SIZE });
     expect((await follow.outcome).kind).toBe('published');
-    expect(proxy.count('/files/late')).toBe(1);
+    expect(up.proxy.count('/files/late')).toBe(1);
   });
 
   it('a digest mismatch fails the follower\'s waiters too; nothing is stored', async () => {
     const { workers } = await server();
     const [a, b] = workers as [Worker, Worker];
     const digest = generatedDigest('/files/corrupt', SIZE);
-    proxy.on('/files/corrupt', { kind: 'stall', afterBytes: 2 * MiB }, 1);
-    const stalls = proxy.stalledCount();
-    const lead = (await a.flights.open('bad', starter('/files/corrupt', 'f'.repeat(64))))!;
+    up.proxy.on('/files/corrupt', { kind: 'stall', afterBytes: 2 * MiB }, 1);
+    const stalls = up.proxy.stalledCount();
+    const lead = (await a.flights.open('bad', starter(up, '/files/corrupt', 'f'.repeat(64))))!;
     const leadRead = consume(lead.stream);
-    await proxy.stalled(stalls + 1);
-    const follow = (await b.flights.open('bad', starter('/files/corrupt', 'f'.repeat(64))))!;
+    await up.proxy.stalled(stalls + 1);
+    const follow = (await b.flights.open('bad', starter(up, '/files/corrupt', 'f'.repeat(64))))!;
     const followRead = consume(follow.stream);
-    proxy.release();
+    up.proxy.release();
     await expect(leadRead.result).rejects.toBeInstanceOf(DigestMismatchError);
     await expect(followRead.result).rejects.toBeInstanceOf(DigestMismatchError);
     expect(followRead.state.received).toBeLessThan(SIZE);
     expect((await follow.outcome).kind).toBe('rejected');
-    expect(proxy.count('/files/corrupt')).toBe(1);
+    expect(up.proxy.count('/files/corrupt')).toBe(1);
     expect(await b.store.stat(digest)).toBeNull();
   });
 
   it('an upstream that dies mid-transfer fails the follower\'s waiters', async () => {
     const { workers } = await server();
     const [a, b] = workers as [Worker, Worker];
-    proxy.on('/files/drop', { kind: 'stall', afterBytes: 2 * MiB }, 1);
-    const stalls = proxy.stalledCount();
-    const lead = (await a.flights.open('drop', starter('/files/drop')))!;
+    up.proxy.on('/files/drop', { kind: 'stall', afterBytes: 2 * MiB }, 1);
+    const stalls = up.proxy.stalledCount();
+    const lead = (await a.flights.open('drop', starter(up, '/files/drop')))!;
     const leadRead = consume(lead.stream);
-    await proxy.stalled(stalls + 1);
-    const follow = (await b.flights.open('drop', starter('/files/drop')))!;
+    await up.proxy.stalled(stalls + 1);
+    const follow = (await b.flights.open('drop', starter(up, '/files/drop')))!;
     const followRead = consume(follow.stream);
     await vi.waitFor(() => expect(followRead.state.received).toBeGreaterThan(0), { timeout: 20_000 });
     // The stalled response's connection goes: the leader's body ends short.
-    proxy.dropStalled();
+    up.proxy.dropStalled();
     await expect(leadRead.result).rejects.toThrow(/upstream/);
     await expect(followRead.result).rejects.toThrow(/upstream/);
     expect((await follow.outcome).kind).toBe('upstream_error');
@@ -249,19 +206,19 @@ describe('flights shared by the workers of one server', () => {
   it('a leader that stops mid-transfer fails its followers, which never fetch on their own', async () => {
     const { workers, stop } = await server();
     const [a, b] = workers as [Worker, Worker];
-    proxy.on('/files/stopped', { kind: 'stall', afterBytes: 2 * MiB }, 1);
-    const stalls = proxy.stalledCount();
-    const lead = (await a.flights.open('stop', starter('/files/stopped')))!;
+    up.proxy.on('/files/stopped', { kind: 'stall', afterBytes: 2 * MiB }, 1);
+    const stalls = up.proxy.stalledCount();
+    const lead = (await a.flights.open('stop', starter(up, '/files/stopped')))!;
     consume(lead.stream);
-    await proxy.stalled(stalls + 1);
-    const follow = (await b.flights.open('stop', starter('/files/stopped')))!;
+    await up.proxy.stalled(stalls + 1);
+    const follow = (await b.flights.open('stop', starter(up, '/files/stopped')))!;
     const followRead = consume(follow.stream);
     await vi.waitFor(() => expect(followRead.state.received).toBe(2 * MiB - 1), { timeout: 20_000 });
     stop(0);
     await expect(followRead.result).rejects.toThrow(LEADER_STOPPED);
     expect((await follow.outcome).kind).toBe('upstream_error');
-    expect(proxy.count('/files/stopped')).toBe(1);
-    proxy.release();
+    expect(up.proxy.count('/files/stopped')).toBe(1);
+    up.proxy.release();
   });
 
   it('a leader that cannot start lets each follower fetch for itself, with its own error', async () => {
@@ -269,20 +226,20 @@ describe('flights shared by the workers of one server', () => {
     const [a, b] = workers as [Worker, Worker];
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const failing = async (): Promise<FlightSource<{ type: string | undefined }>> => {
+    const failing = async (): Promise<FlightSource<Meta>> => {
       await held;
       throw new Error('leader: upstream answered 503');
     };
     const leadOpen = a.flights.open('nostart', failing);
     // Let the leader join first.
     await new Promise((r) => setTimeout(r, 50));
-    const followOpen = b.flights.open('nostart', starter('/files/nostart'));
+    const followOpen = b.flights.open('nostart', starter(up, '/files/nostart'));
     await new Promise((r) => setTimeout(r, 50));
     release();
     await expect(leadOpen).rejects.toThrow('leader: upstream answered 503');
     const follow = (await followOpen)!;
     expect(await consume(follow.stream).result).toEqual({ digest: generatedDigest('/files/nostart', SIZE), size: SIZE });
-    expect(proxy.count('/files/nostart')).toBe(1);
+    expect(up.proxy.count('/files/nostart')).toBe(1);
     // The follower's own fetch is its own to report.
     await vi.waitFor(() => expect(b.outcomes.map((o) => o.kind)).toEqual(['published']));
   });
@@ -292,12 +249,12 @@ describe('flights shared by the workers of one server', () => {
     const { workers, pause, resume, settled } = await server({ holder: gated.holder });
     const [a, b] = workers as [Worker, Worker];
     const digest = generatedDigest('/files/published', SIZE);
-    const lead = (await a.flights.open('pub', starter('/files/published', digest)))!;
+    const lead = (await a.flights.open('pub', starter(up, '/files/published', digest)))!;
     const leadRead = consume(lead.stream);
     await gated.waiting;
     // The follower joins, but hears of it (and of the head) only once the file was renamed away.
     pause(1);
-    const followOpen = b.flights.open('pub', starter('/files/published', digest), { recheck: async () => false });
+    const followOpen = b.flights.open('pub', starter(up, '/files/published', digest), { recheck: async () => false });
     await settled();
     gated.open();
     expect(await lead.outcome).toMatchObject({ kind: 'published' });
@@ -305,7 +262,7 @@ describe('flights shared by the workers of one server', () => {
     resume(1);
     expect(await followOpen).toBeNull();
     expect(await leadRead.result).toEqual({ digest, size: SIZE });
-    expect(proxy.count('/files/published')).toBe(1);
+    expect(up.proxy.count('/files/published')).toBe(1);
     expect(await b.store.stat(digest)).toEqual({ digest, size: SIZE });
   });
 });
