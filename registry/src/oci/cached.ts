@@ -80,12 +80,7 @@ export class CachedRepos implements MemberReader {
     if (ref.kind === 'digest') {
       const held = await this.stored.resolve(repo, ref);
       if (held) return held;
-      const r = await this.#flights.run(`${name}@${ref.hex}`, () =>
-        this.#acrossWorkers(`${name}@${ref.hex}`, async () => {
-          const pulled = await this.stored.resolve(repo, ref);
-          return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, `sha256:${ref.hex}`, { digest: ref.hex });
-        }),
-      );
+      const r = await this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref, `sha256:${ref.hex}`, { digest: ref.hex }));
       return r.found;
     }
     const key = `${name}:${ref.tag}`;
@@ -166,22 +161,22 @@ export class CachedRepos implements MemberReader {
   }
 
   /**
-   * With several worker processes, a first pull runs under a lock they share, after reading the
-   * store again: a manifest another worker just pulled is not fetched twice.
+   * `#pullOrFail` of a manifest this index does not hold. With several worker processes it runs
+   * under a lock they share, after reading the store again: a manifest another worker just pulled
+   * is not fetched twice.
    */
-  #acrossWorkers(key: string, pull: () => Promise<Resolved>): Promise<Resolved> {
+  #firstPull(repo: readonly string[], ref: Reference, reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
     const locks = this.#ctx.fetches?.locks;
-    return locks ? locks.run(`oci-pull:${this.index.name}:${key}`, pull) : pull();
+    if (!locks) return this.#pullOrFail(repo, reference, want);
+    return locks.run(`oci-pull:${this.index.name}:${repo.join('/')}:${reference}`, async () => {
+      const pulled = await this.stored.resolve(repo, ref);
+      return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, reference, want);
+    });
   }
 
   async #revalidate(repo: readonly string[], tag: string, mapped: FoundManifest | null): Promise<Resolved> {
     const name = repo.join('/');
-    if (!mapped) {
-      return this.#acrossWorkers(`${name}:${tag}`, async () => {
-        const pulled = await this.stored.resolve(repo, { kind: 'tag', tag });
-        return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, tag, { tag });
-      });
-    }
+    if (!mapped) return this.#firstPull(repo, { kind: 'tag', tag }, tag, { tag });
     try {
       const res = await this.upstream.fetch({ method: 'HEAD', repository: this.upstream.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
       discard(res);

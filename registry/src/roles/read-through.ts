@@ -94,7 +94,8 @@ export class DocCache {
       this.#counters.add('stale_served');
       return this.#result(cached.doc, 'stale');
     }
-    const shared = await this.#flights.run(key, () => (this.#locks ? this.#locks.run(`read-through:${key}`, () => this.#refresh(key, fetcher)) : this.#refresh(key, fetcher)));
+    const refresh = () => this.#refresh(key, fetcher);
+    const shared = await this.#flights.run(key, () => (this.#locks ? this.#locks.run(`read-through:${key}`, refresh) : refresh()));
     if (shared.kind === 'absent') return null;
     if (shared.source === 'stale') this.#counters.add('stale_served');
     return this.#result(shared.record, shared.source, shared.bytes);
