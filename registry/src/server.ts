@@ -7,7 +7,6 @@ import { startupLines } from './observe/banner.js';
 import { join } from 'node:path';
 import { openStores } from './storage/index.js';
 import { startSweeper } from './storage/sweeper.js';
-import { WorkerKeyLocks } from './workers/key-locks.js';
 import { ClusterLink, SoloLink } from './workers/link.js';
 
 export interface RunningServer {
@@ -23,7 +22,7 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
-  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: new WorkerKeyLocks(worker) } : {}) });
+  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
   const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems, { link });
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {

@@ -6,6 +6,7 @@
  * A server of one process has the solo link: the same calls, answered in-process.
  */
 import type { SharedFetches } from '../roles/flight-peers.js';
+import type { KeyLocks } from '../storage/key-locks.js';
 import { WorkerKeyLocks } from './key-locks.js';
 import { isOurs, type FromWorker, type ToWorker } from './messages.js';
 import { WorkerFlights } from './worker-flights.js';
@@ -47,6 +48,8 @@ export class SoloLink implements WorkerLink {
 
 /** The link of a cluster worker: requests go to the primary and come back by id. */
 export class ClusterLink implements WorkerLink {
+  /** Per-key locks held by the primary for every worker: the fs store's compare-and-swap and shared fetches. */
+  readonly locks: KeyLocks = new WorkerKeyLocks(this);
   readonly fetches: SharedFetches;
   readonly #answers = new Map<string, Answer>();
   readonly #waiting = new Map<number, (msg: ToWorker) => void>();
@@ -54,7 +57,7 @@ export class ClusterLink implements WorkerLink {
   #nextId = 1;
 
   constructor(readonly workers: number) {
-    this.fetches = { flights: this.#flights, locks: new WorkerKeyLocks(this) };
+    this.fetches = { flights: this.#flights, locks: this.locks };
     process.on('message', (msg: unknown) => {
       if (!isOurs<ToWorker>(msg)) return;
       if (msg.velodex === 'ask') void this.#answer(msg.id, msg.topic);
