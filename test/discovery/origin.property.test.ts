@@ -16,7 +16,9 @@ const SAFE_HOST = /^(?:\[[0-9a-f:.]+\]|[a-z0-9_](?:[a-z0-9._-]*[a-z0-9_])?)(?::[
 const label = fc.stringMatching(/^[a-z0-9](?:[a-z0-9-]{0,10}[a-z0-9])?$/).filter((l) => !l.startsWith('xn--'));
 const dnsName = fc
   .array(label, { minLength: 1, maxLength: 4 })
-  .filter((labels) => !/^[0-9]+$/.test(labels[labels.length - 1] ?? ''))
+  // A last label that reads as a number (`123`, or hex such as `0x` and `0x1f`) makes the URL
+  // parser take the whole name for an IPv4 address, which `a.0x` is not: no plausible name.
+  .filter((labels) => !/^(?:[0-9]+|0x[0-9a-f]*)$/.test(labels[labels.length - 1] ?? ''))
   .map((labels) => labels.join('.'));
 const ipv4 = fc.tuple(fc.nat(255), fc.nat(255), fc.nat(255), fc.nat(255)).map((p) => p.join('.'));
 const ipv6 = fc.ipV6().map((a) => `[${a}]`);
