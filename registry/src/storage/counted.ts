@@ -29,6 +29,8 @@ export class StoreCallCounter {
   #rounds = 0;
   /** The round trip of the latest-numbered call that has finished. */
   #finished = 0;
+  /** Bumped by `reset`: a call that began before it (a write still finishing) counts for nothing after. */
+  #generation = 0;
 
   /** What was counted since the last `reset`. */
   snapshot(): StoreCalls {
@@ -40,12 +42,14 @@ export class StoreCallCounter {
     this.#total = 0;
     this.#rounds = 0;
     this.#finished = 0;
+    this.#generation += 1;
   }
 
   /** Counts one call of `name` from now until `call` settles. */
   track<R>(name: string, call: () => Promise<R>): Promise<R> {
     this.#calls[name] = (this.#calls[name] ?? 0) + 1;
     this.#total += 1;
+    const generation = this.#generation;
     const round = this.#finished + 1;
     this.#rounds = Math.max(this.#rounds, round);
     let run: Promise<R>;
@@ -55,7 +59,7 @@ export class StoreCallCounter {
       run = Promise.reject(err as Error);
     }
     return run.finally(() => {
-      this.#finished = Math.max(this.#finished, round);
+      if (generation === this.#generation) this.#finished = Math.max(this.#finished, round);
     });
   }
 }
