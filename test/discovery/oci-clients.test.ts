@@ -120,6 +120,7 @@ describe('the mirror form of hosts.toml', () => {
       role: 'cached',
       upstream: `http://${upstream}`,
       cacheTtlSecs: 300,
+      upstreamHosts: [],
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
     };

@@ -35,6 +35,7 @@ function index(upstream: string, creds?: { user: string; pass: string }): Cached
     role: 'cached',
     upstream,
     cacheTtlSecs: 0,
+    upstreamHosts: [],
     policy: { denyProjects: [], allowProjects: [] },
     webhooks: [],
     ...(creds ? { upstreamUsername: new Secret(creds.user, 'inline'), upstreamPassword: new Secret(creds.pass, 'inline') } : {}),

@@ -221,6 +221,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   };
   onlyFor('upstream_concurrency', 'cached');
   onlyFor('cache_ttl_secs', 'cached');
+  onlyFor('upstream_hosts', 'cached');
   for (const key of secretSpellings('upstream_username', 'upstream_password')) onlyFor(key, 'cached');
   onlyFor('upload_target', 'virtual');
   onlyFor('volatile', 'hosted');
@@ -255,6 +256,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
         upstreamPassword: resolveSecret(ix, 'upstream_password', where, secrets),
         upstreamConcurrency: ix.upstream_concurrency,
         cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
+        upstreamHosts: ix.upstream_hosts ?? [],
       };
     case 'virtual':
       return { ...base, role, members: ix.members!, uploadTarget: ix.upload_target };

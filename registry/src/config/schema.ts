@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DURATION_PATTERN } from '../policy/duration.js';
+import { HOST_PATTERN } from '../roles/egress.js';
 import { MAX_WORKERS } from './workers.js';
 
 const port = z.number().int().min(0).max(65535);
@@ -47,6 +48,8 @@ export const indexSchema = z.strictObject({
   volatile: z.boolean().optional(),
   upstream_concurrency: positiveInt.optional(),
   cache_ttl_secs: z.number().int().min(0).optional(),
+  // Hosts that belong to the upstream besides its own (a files host, a CDN, a token realm): roles/egress.ts.
+  upstream_hosts: z.array(z.string().toLowerCase().regex(HOST_PATTERN, 'must be a host name, "*." and a host name, or an IP address')).optional(),
   ...secretFields('upstream_username'),
   ...secretFields('upstream_password'),
   policy: policySchema.optional(),

@@ -50,6 +50,12 @@ export interface CachedIndex extends IndexBase {
   upstreamPassword?: Secret;
   upstreamConcurrency?: number;
   cacheTtlSecs: number;
+  /**
+   * Hosts that belong to the upstream besides its own (its files host, CDN or token realm), reached
+   * whatever address they resolve to (`upstream_hosts`; names or `*.suffix`). What else an
+   * upstream may send the cache to is the ecosystem's rule (roles/egress.ts).
+   */
+  upstreamHosts: string[];
 }
 
 export interface VirtualIndex extends IndexBase {

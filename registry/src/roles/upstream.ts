@@ -19,6 +19,7 @@ import type { Readable } from 'node:stream';
 import { sanitizeUrl } from '../config/sanitize.js';
 import type { Secret } from '../config/secret.js';
 import type { UpstreamSlots } from '../limits/upstream-slots.js';
+import { type Egress } from './egress.js';
 
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
@@ -37,6 +38,8 @@ export interface UpstreamClientOptions {
   /** Caps concurrent fetches; a slot is held from the request until the body closes. */
   slots?: UpstreamSlots;
   userAgent?: string;
+  /** Which hosts a request (or a redirect) may go to (roles/egress.ts); absent: any. */
+  egress?: Egress;
 }
 
 export interface UpstreamRequest {
@@ -60,7 +63,7 @@ export interface UpstreamResponse {
   body: Readable;
 }
 
-export type UpstreamFailure = 'connect' | 'timeout' | 'redirect' | 'aborted';
+export type UpstreamFailure = 'connect' | 'timeout' | 'redirect' | 'aborted' | 'refused';
 
 /** No answer from the upstream. The message names the sanitized URL and the cause, nothing else. */
 export class UpstreamError extends Error {
@@ -89,6 +92,7 @@ export class UpstreamClient {
   readonly #maxRedirects: number;
   readonly #slots: UpstreamSlots | undefined;
   readonly #userAgent: string;
+  readonly #egress: Egress | undefined;
   readonly #agents = {
     'http:': new http.Agent({ keepAlive: true }),
     'https:': new https.Agent({ keepAlive: true }),
@@ -110,6 +114,7 @@ export class UpstreamClient {
     this.#maxRedirects = opts.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     this.#slots = opts.slots;
     this.#userAgent = opts.userAgent ?? 'velodex';
+    this.#egress = opts.egress;
   }
 
   /** The base URL fit for logs and status documents. */
@@ -178,11 +183,18 @@ export class UpstreamClient {
     const agent = url.protocol === 'https:' ? this.#agents['https:'] : url.protocol === 'http:' ? this.#agents['http:'] : undefined;
     if (!agent) return Promise.reject(new UpstreamError('connect', url.toString(), `unsupported scheme ${url.protocol}`));
     const shown = url.toString();
+    let admitted: ReturnType<Egress['admit']> = {};
+    try {
+      if (this.#egress) admitted = this.#egress.admit(url);
+    } catch (err) {
+      return Promise.reject(new UpstreamError('refused', shown, (err as Error).message));
+    }
     return new Promise<IncomingMessage>((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method: req.method ?? 'GET',
         headers: this.#headers(url, req, firstOrigin),
         agent,
+        ...admitted,
       });
       let settled = false;
       const fail = (err: UpstreamError): void => {
@@ -199,7 +211,9 @@ export class UpstreamClient {
       );
       const onAbort = (): void => fail(new UpstreamError('aborted', shown, 'request aborted'));
       req.signal?.addEventListener('abort', onAbort, { once: true });
-      request.on('error', (err: NodeJS.ErrnoException) => fail(new UpstreamError('connect', shown, describe(err))));
+      request.on('error', (err: NodeJS.ErrnoException) =>
+        fail(err.code === 'EGRESS_REFUSED' ? new UpstreamError('refused', shown, err.message) : new UpstreamError('connect', shown, describe(err))),
+      );
       request.on('response', (res) => {
         if (settled) {
           res.destroy();
@@ -231,8 +245,20 @@ function describe(err: NodeJS.ErrnoException): string {
   return err.code ? `connection failed (${err.code})` : 'connection failed';
 }
 
-/** Reads and drops a body the caller does not want, so the connection and slot are freed. */
+/** A body dropped unread is drained (the connection stays reusable) up to this; past it the connection is cut. */
+const DISCARD_DRAIN_BYTES = 64 * 1024;
+
+/**
+ * Drops a body the caller does not want, so the connection and slot are freed: a short one is
+ * drained so its connection can be reused, a long (or endless) one is cut.
+ */
 export function discard(res: UpstreamResponse): void {
+  let drained = 0;
+  res.body.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DISCARD_DRAIN_BYTES) res.body.destroy();
+  });
+  res.body.on('error', () => {});
   res.body.resume();
 }
 
@@ -240,4 +266,36 @@ export function discard(res: UpstreamResponse): void {
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const v = headers[name.toLowerCase()];
   return Array.isArray(v) ? v[0] : v;
+}
+
+/** An upstream answer that is larger than what its reader keeps in memory. */
+export class DocumentTooLargeError extends Error {
+  constructor(url: string, limit: number) {
+    super(`upstream ${url} sent a document larger than ${limit} bytes`);
+    this.name = 'DocumentTooLargeError';
+  }
+}
+
+/**
+ * Reads a whole upstream body into memory, never more than `limit` bytes: an announced length over
+ * it fails before a byte is read, and a body without one (chunked, or simply endless) fails as
+ * soon as it passes the limit. Every upstream answer read into memory goes through here.
+ */
+export async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
+  const declared = Number(header(res.headers, 'content-length'));
+  if (Number.isFinite(declared) && declared > limit) {
+    res.body.destroy();
+    throw new DocumentTooLargeError(res.url, limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      res.body.destroy();
+      throw new DocumentTooLargeError(res.url, limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
 }

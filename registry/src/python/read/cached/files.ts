@@ -23,10 +23,9 @@ import { ArchiveError, blobSource } from '../../../archive/index.js';
 import { HttpError } from '../../../http/errors.js';
 import { SlotsBusyError } from '../../../limits/slots.js';
 import type { CounterSink } from '../../../observe/counters.js';
-import { DocumentTooLargeError, readBounded } from '../../../roles/fetch-doc.js';
 import { PromiseFlights } from '../../../roles/promise-flights.js';
 import type { BlobFlights } from '../../../roles/single-flight.js';
-import { header, UpstreamError, type UpstreamClient } from '../../../roles/upstream.js';
+import { discard, DocumentTooLargeError, header, readBounded, UpstreamError, type UpstreamClient, type UpstreamResponse } from '../../../roles/upstream.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../../storage/types.js';
 import type { ResolvedFile } from '../../model/resolved.js';
@@ -116,7 +115,7 @@ export class CachedFiles {
     const { up, file } = w;
     const res = await this.#get(up.url, file.filename);
     if (res.status !== 200) {
-      res.body.resume();
+      discard(res);
       this.#o.counters.add('upstream_errors');
       const gone = res.status === 404 || res.status === 410;
       throw new HttpError(gone ? 404 : 502, `the upstream answered ${res.status} for ${file.filename}`);
@@ -147,12 +146,30 @@ export class CachedFiles {
     try {
       return await this.#o.client.get(url);
     } catch (err) {
-      // Our own concurrency cap (429) passes through as it is.
-      if (err instanceof HttpError || err instanceof SlotsBusyError) throw err;
-      this.#o.counters.add('upstream_errors');
-      const why = err instanceof UpstreamError ? err.message : 'upstream request failed';
-      throw new HttpError(502, `could not fetch ${filename} from the upstream: ${why}`);
+      throw this.#failure(err, filename);
     }
+  }
+
+  /**
+   * A sibling (`.metadata`, `.asc`) the page gives no hash for: a link or redirect to a host the
+   * index does not fetch from counts as no sibling at all (the metadata is then read from the
+   * verified wheel), never as a reason to fetch it.
+   */
+  async #getSibling(url: string, filename: string): Promise<UpstreamResponse | null> {
+    try {
+      return await this.#o.client.get(url);
+    } catch (err) {
+      if (err instanceof UpstreamError && err.kind === 'refused') return null;
+      throw this.#failure(err, filename);
+    }
+  }
+
+  #failure(err: unknown, filename: string): unknown {
+    // Our own concurrency cap (429) passes through as it is.
+    if (err instanceof HttpError || err instanceof SlotsBusyError) return err;
+    this.#o.counters.add('upstream_errors');
+    const why = err instanceof UpstreamError ? err.message : 'upstream request failed';
+    return new HttpError(502, `could not fetch ${filename} from the upstream: ${why}`);
   }
 
   // ---- detached signatures
@@ -216,13 +233,14 @@ export class CachedFiles {
   async #fetchSibling(up: UpstreamFile, file: ResolvedFile, suffix: string, maxBytes: number): Promise<Buffer | null> {
     const url = new URL(up.url);
     url.pathname += suffix;
-    const res = await this.#get(url.toString(), `${file.filename}${suffix}`);
+    const res = await this.#getSibling(url.toString(), `${file.filename}${suffix}`);
+    if (res === null) return null;
     if (res.status === 404 || res.status === 410) {
-      res.body.resume();
+      discard(res);
       return null;
     }
     if (res.status !== 200) {
-      res.body.resume();
+      discard(res);
       this.#o.counters.add('upstream_errors');
       throw new HttpError(502, `the upstream answered ${res.status} for ${file.filename}${suffix}`);
     }

@@ -22,6 +22,7 @@ import type { ResolvedProject } from '../../model/resolved.js';
 import type { IndexSource, ListedFile, NameList, ProjectView, StartedReads } from '../source/types.js';
 import { CachedFiles } from './files.js';
 import { KnownSizes, withKnownSizes, withSizesVersion, type LoadedSizes } from './known-sizes.js';
+import { pythonEgress } from './upstream-hosts.js';
 import { toCachedProject, type CachedProject } from './to-resolved.js';
 import { MAX_LIST_BYTES, parseUpstreamList } from './upstream-list.js';
 import { parseUpstreamPage } from './upstream-page.js';
@@ -93,6 +94,7 @@ export class CachedSource implements IndexSource {
       ...(index.upstreamUsername ? { username: index.upstreamUsername } : {}),
       ...(index.upstreamPassword ? { password: index.upstreamPassword } : {}),
       slots: this.slots,
+      egress: pythonEgress(index, base),
     });
     const fetches = opts.fetches;
     this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters, ...(fetches ? { locks: fetches.locks } : {}) });
