@@ -62,6 +62,8 @@ export function pullThroughSuite(name: string, opts: PullThroughOptions = {}): P
         `cache_ttl_secs = ${opts.ttlSecs ?? 0}`,
         `upstream_username = "${MIRROR_USER}"`,
         `upstream_password_file = "${passwordFile}"`,
+        // The upstream's token realm is on \`localhost\`, another name than the upstream's address.
+        'upstream_hosts = ["localhost"]',
         opts.extraIndexes?.(s.proxy.url) ?? '',
       ].join('\n'),
     });

@@ -4,12 +4,11 @@
  * `n` and `last` are forwarded, so paging is the upstream's). A repository the upstream does not
  * know is NAME_UNKNOWN; an upstream that fails is 502 UNKNOWN.
  */
-import { buffer } from 'node:stream/consumers';
 import type { CachedRepos } from './cached.js';
 import type { OciCall } from './context.js';
 import { OciError } from './errors.js';
 import { isObject } from './manifest-check.js';
-import { discard, header } from '../roles/upstream.js';
+import { discard, DocumentTooLargeError, header, readBounded } from '../roles/upstream.js';
 import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
 
 /** A tag list is small; a larger answer is not one. */
@@ -56,14 +55,11 @@ async function fetchTags(cached: CachedRepos, repo: readonly string[], qs: strin
     discard(res);
     throw new UpstreamFailure(`answered ${res.status} to the tag list`);
   }
-  if (Number(header(res.headers, 'content-length') ?? '0') > MAX_TAGS_BYTES) {
-    res.body.destroy();
-    throw new UpstreamFailure('sent a tag list over 16 MiB');
-  }
   let doc: unknown;
   try {
-    doc = JSON.parse((await buffer(res.body)).toString('utf8'));
+    doc = JSON.parse((await readBounded(res, MAX_TAGS_BYTES)).toString('utf8'));
   } catch (err) {
+    if (err instanceof DocumentTooLargeError) throw new UpstreamFailure('sent a tag list over 16 MiB');
     throw err instanceof SyntaxError ? new UpstreamFailure('sent a tag list that is not JSON') : err;
   }
   if (!isObject(doc)) throw new UpstreamFailure('sent a tag list that is not a JSON object');

@@ -25,7 +25,7 @@ import type { ServerContext } from '../http/ecosystem.js';
 import type { IndexCounters } from '../observe/counters.js';
 import { ttlSecs } from '../roles/freshness.js';
 import { PromiseFlights } from '../roles/promise-flights.js';
-import { discard, header, type UpstreamResponse } from '../roles/upstream.js';
+import { discard, DocumentTooLargeError, header, readBounded, type UpstreamResponse } from '../roles/upstream.js';
 import { UpstreamHealth } from '../roles/upstream-health.js';
 import type { Holder } from '../storage/holds.js';
 import { OciError } from './errors.js';
@@ -281,24 +281,14 @@ export class CachedRepos implements MemberReader {
   }
 }
 
+/** A manifest (or a referrers index) from the upstream, at most MAX_MANIFEST_BYTES. */
 async function readCapped(res: UpstreamResponse): Promise<Buffer> {
-  const declared = Number(header(res.headers, 'content-length') ?? '0');
-  const tooLarge = () => new UpstreamFailure(`sent a manifest over the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
-  if (declared > MAX_MANIFEST_BYTES) {
-    res.body.destroy();
-    throw tooLarge();
+  try {
+    return await readBounded(res, MAX_MANIFEST_BYTES);
+  } catch (err) {
+    if (err instanceof DocumentTooLargeError) throw new UpstreamFailure(`sent a manifest over the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
+    throw err;
   }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > MAX_MANIFEST_BYTES) {
-      res.body.destroy();
-      throw tooLarge();
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, total);
 }
 
 /** The well-formed descriptors of an image index's `manifests` (upstream bytes: anything else is skipped). */

@@ -10,12 +10,17 @@
  * - Basic: the index's upstream credentials, when the upstream's challenge asks for Basic.
  *
  * Credentials and tokens go to the origin first asked only (roles/upstream.ts), never to the CDN
- * a blob GET redirects to.
+ * a blob GET redirects to. A challenge counts only when the upstream registry itself answered it
+ * (its own origin, not a response reached by a redirect): a realm a CDN or any other host names
+ * is never asked, nor kept. A realm is never plain http when the registry is https, and a realm
+ * on another host than the registry's is asked only when that host is public (roles/egress.ts),
+ * so an upstream cannot aim the index's credentials at an internal service.
  */
 import { Secret } from '../config/secret.js';
 import type { CachedIndex } from '../config/types.js';
 import type { UpstreamSlots } from '../limits/upstream-slots.js';
-import { BearerTokens, type TokenRequest } from '../roles/bearer-tokens.js';
+import { BearerTokens, TokenError, type TokenRequest } from '../roles/bearer-tokens.js';
+import { Egress } from '../roles/egress.js';
 import { discard, UpstreamClient, type UpstreamResponse } from '../roles/upstream.js';
 import { challengeOf, parseWwwAuthenticate } from '../roles/www-authenticate.js';
 
@@ -58,9 +63,12 @@ export class UpstreamRegistry {
     const given = new URL(index.upstream);
     given.pathname = given.pathname.replace(/\/v2\/?$/, '/');
     const base = given.pathname.endsWith('/') ? given.toString() : `${given.toString()}/`;
+    // Blob redirects may lead to any public host (CDNs; the bytes are verified by digest), realms
+    // to any public host the registry names; private addresses only on hosts the config names.
+    const egress = new Egress({ upstream: base, trustedHosts: index.upstreamHosts, otherHosts: 'public' });
     // No credentials on the client itself: they go out only when a challenge asks for them.
-    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots });
-    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base) });
+    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots, egress });
+    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base), egress });
     const url = new URL(base);
     const user = index.upstreamUsername ?? secretOf(decodeURIComponent(url.username));
     const pass = index.upstreamPassword ?? secretOf(decodeURIComponent(url.password));
@@ -86,11 +94,13 @@ export class UpstreamRegistry {
     if (!this.#scheme) await this.#learnScheme(req.signal);
     let sent = await this.#authorization(wanted, req.signal);
     const res = await this.client.get(target, this.#request(req, sent?.header));
-    if (res.status !== 401) return res;
+    // A 401 from a host a redirect led to (a CDN) is that host's answer, never a challenge of ours.
+    if (res.status !== 401 || !this.#fromRegistry(res)) return res;
     const challenges = parseWwwAuthenticate(res.headers['www-authenticate']);
     const bearer = challengeOf(challenges, 'bearer');
     if (bearer?.params.realm !== undefined) {
-      this.#scheme = bearerScheme(bearer.params.realm, bearer.params.service);
+      discard(res);
+      this.#scheme = this.#bearerScheme(bearer.params.realm, bearer.params.service);
       const scope = bearer.params.scope ?? wanted;
       // The token we sent was refused: drop it (unless a concurrent request already replaced it).
       if (sent?.token && sent.token.req.scope === scope) this.tokens.forget(sent.token.req, sent.token.value);
@@ -98,13 +108,13 @@ export class UpstreamRegistry {
       if (scope !== wanted && bearer.params.error === 'insufficient_scope') this.#scopes.set(req.repository, scope);
       sent = await this.#authorization(scope, req.signal);
     } else if (challengeOf(challenges, 'basic') && this.#basic !== undefined && sent?.header !== this.#basic) {
+      discard(res);
       this.#scheme = { kind: 'basic' };
       sent = { header: this.#basic };
     } else {
       // Nothing to answer the challenge with: the 401 is the answer.
       return res;
     }
-    discard(res);
     return this.client.get(target, this.#request(req, sent?.header));
   }
 
@@ -118,21 +128,44 @@ export class UpstreamRegistry {
       try {
         const res = await this.client.get('v2/', signal ? { signal } : {});
         discard(res);
-        if (res.status !== 401) {
+        if (res.status !== 401 || !this.#fromRegistry(res)) {
           this.#scheme ??= { kind: 'none' };
           return;
         }
         const challenges = parseWwwAuthenticate(res.headers['www-authenticate']);
         const bearer = challengeOf(challenges, 'bearer');
-        if (bearer?.params.realm !== undefined) this.#scheme ??= bearerScheme(bearer.params.realm, bearer.params.service);
+        if (bearer?.params.realm !== undefined) this.#scheme ??= this.#bearerScheme(bearer.params.realm, bearer.params.service);
         else if (challengeOf(challenges, 'basic')) this.#scheme ??= { kind: 'basic' };
       } catch {
-        // Unreachable now: the request that follows reports it.
+        // Unreachable now, or a realm refused: the request that follows meets it and reports it.
       } finally {
         this.#learning = undefined;
       }
     })();
     await this.#learning;
+  }
+
+  /** Whether `res` is the registry's own answer: its origin, not a host a redirect led to. */
+  #fromRegistry(res: UpstreamResponse): boolean {
+    return new URL(res.rawUrl).origin === this.client.baseUrl.origin;
+  }
+
+  /**
+   * The scheme of a Bearer challenge of the registry's own. The realm must be an http(s) URL, and
+   * https when the registry is: the index's credentials are never sent downgraded.
+   */
+  #bearerScheme(realm: string, service: string | undefined): Scheme {
+    let url: URL;
+    try {
+      url = new URL(realm);
+    } catch {
+      throw new TokenError(realm, 'the realm is not a URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TokenError(realm, 'the realm is not an http(s) URL');
+    if (this.client.baseUrl.protocol === 'https:' && url.protocol !== 'https:') {
+      throw new TokenError(realm, 'the realm is plain http while the registry is https; credentials are never sent downgraded, so it is not asked');
+    }
+    return { kind: 'bearer', realm, ...(service !== undefined ? { service } : {}) };
   }
 
   close(): void {
@@ -160,10 +193,6 @@ export class UpstreamRegistry {
     const value = await this.tokens.get(req, signal);
     return { header: `Bearer ${value}`, token: { req, value } };
   }
-}
-
-function bearerScheme(realm: string, service: string | undefined): Scheme {
-  return { kind: 'bearer', realm, ...(service !== undefined ? { service } : {}) };
 }
 
 function stripUserInfo(url: string): string {

@@ -9,11 +9,10 @@
  * and the next `get` fetches a fresh one. Tokens live in process memory only and never appear in
  * an error message or a log line.
  */
-import { buffer } from 'node:stream/consumers';
 import type { Secret } from '../config/secret.js';
 import { sanitizeUrl } from '../config/sanitize.js';
 import { PromiseFlights } from './promise-flights.js';
-import { discard, UpstreamError, type UpstreamClient } from './upstream.js';
+import { discard, DocumentTooLargeError, readBounded, UpstreamError, type UpstreamClient } from './upstream.js';
 
 /** The token spec's default lifetime when the realm names none. */
 export const DEFAULT_TOKEN_SECS = 60;
@@ -112,15 +111,11 @@ export class BearerTokens {
       discard(res);
       throw new TokenError(req.realm, `answered ${res.status}${res.status === 401 ? ' (the upstream credentials were refused)' : ''}`);
     }
-    const declared = Number(res.headers['content-length'] ?? '0');
-    if (declared > MAX_TOKEN_RESPONSE) {
-      res.body.destroy();
-      throw new TokenError(req.realm, 'the token response is too large');
-    }
     let body: Buffer;
     try {
-      body = await buffer(res.body);
+      body = await readBounded(res, MAX_TOKEN_RESPONSE);
     } catch (err) {
+      if (err instanceof DocumentTooLargeError) throw new TokenError(req.realm, `the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`);
       throw err instanceof UpstreamError ? err : new TokenError(req.realm, 'the token response broke off');
     }
     const parsed = parseTokenResponse(body);

@@ -4,7 +4,7 @@
  * not-modified, ok, absent (404/410) or a thrown failure (anything else, 5xx included).
  */
 import type { FreshnessHeaders } from './freshness.js';
-import { header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { discard, header, readBounded, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 export const DEFAULT_MAX_DOC_BYTES = 64 * 1024 * 1024;
 
@@ -30,13 +30,6 @@ export class UpstreamStatusError extends Error {
   }
 }
 
-export class DocumentTooLargeError extends Error {
-  constructor(url: string, limit: number) {
-    super(`upstream ${url} sent a document larger than ${limit} bytes`);
-    this.name = 'DocumentTooLargeError';
-  }
-}
-
 export interface FetchDocOptions {
   headers?: Record<string, string>;
   maxBytes?: number;
@@ -50,15 +43,15 @@ export async function fetchDoc(client: UpstreamClient, target: string | URL, con
   if (opts.signal) req.signal = opts.signal;
   const res = await client.get(target, req);
   if (res.status === 304) {
-    res.body.resume();
+    discard(res);
     return { status: 'not_modified', headers: freshnessHeaders(res) };
   }
   if (res.status === 404 || res.status === 410) {
-    res.body.resume();
+    discard(res);
     return { status: 'absent', code: res.status };
   }
   if (res.status !== 200) {
-    res.body.resume();
+    discard(res);
     throw new UpstreamStatusError(res.status, res.url);
   }
   const body = await readBounded(res, opts.maxBytes ?? DEFAULT_MAX_DOC_BYTES);
@@ -77,19 +70,4 @@ export function freshnessHeaders(res: Pick<UpstreamResponse, 'headers'>): Freshn
   set('lastModified', 'last-modified');
   set('contentType', 'content-type');
   return out;
-}
-
-/** Reads a whole upstream body, failing with DocumentTooLargeError once it passes `limit`. */
-export async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      res.body.destroy();
-      throw new DocumentTooLargeError(res.url, limit);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
 }

@@ -10,7 +10,7 @@
  */
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
 import { SlotsBusyError } from '../limits/slots.js';
-import { header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { discard, header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
 
 /** A file readable by byte ranges (both ends inclusive); the shape archive readers take. */
 export interface RangedFile {
@@ -53,7 +53,7 @@ export async function openRanged(client: UpstreamClient, url: string, opts: Rang
   const range = probe.status === 206 ? parseContentRange(probe) : null;
   // A one-byte body is read off (the connection stays usable); anything else, such as a 200
   // with the whole file, is cut.
-  if (range) probe.body.resume();
+  if (range) discard(probe);
   else probe.body.destroy();
   if (!range || range.start !== 0 || range.end !== 0) return null;
   if (opts.expectedSize !== undefined && range.total !== opts.expectedSize) return null;
