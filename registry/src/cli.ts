@@ -11,7 +11,7 @@ import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/lo
 import { uploadTokenPath } from './config/default.js';
 import type { Config, RateLimitConfig } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
-import { sanitizeUrl } from './config/sanitize.js';
+import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './server.js';
 import { ClusterLink } from './workers/link.js';
@@ -100,7 +100,7 @@ async function main(argv: string[]): Promise<void> {
       const config = load(file, overrides);
       const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
-        const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
+        const extra = ix.role === 'cached' ? ` upstream=${displayUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { IndexConfig } from '../config/types.js';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import type { Ecosystem } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
 import type { RateLimitSnapshot } from '../limits/rate-limiter.js';
@@ -64,7 +64,7 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
     ...(ix.role === 'cached'
       ? {
           upstream: {
-            url: sanitizeUrl(ix.upstream),
+            url: displayUrl(ix.upstream),
             offline: offline ?? false,
             cache_ttl_secs: ix.cacheTtlSecs,
             concurrency: ix.upstreamConcurrency ?? null,
@@ -93,7 +93,7 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
       min_release_age_secs: ix.policy.minReleaseAgeSecs ?? null,
     },
     webhooks: ix.webhooks.map((w) => ({
-      url: sanitizeUrl(w.url),
+      url: displayUrl(w.url),
       events: w.events ?? null,
       secret: secretInfo(w.secret),
       basic_auth: secretInfo(w.basicAuth),

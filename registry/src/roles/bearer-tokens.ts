@@ -11,7 +11,7 @@
  */
 import { buffer } from 'node:stream/consumers';
 import type { Secret } from '../config/secret.js';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import { PromiseFlights } from './promise-flights.js';
 import { discard, UpstreamError, type UpstreamClient } from './upstream.js';
 
@@ -45,12 +45,14 @@ interface Held {
 
 /** The realm refused or answered something that is not a token. */
 export class TokenError extends Error {
-  constructor(
-    readonly realm: string,
-    detail: string,
-  ) {
-    super(`token realm ${sanitizeUrl(realm)}: ${detail}`);
+  /** The realm as `displayUrl` shows it (a logged error carries its fields). */
+  readonly realm: string;
+
+  constructor(realm: string, detail: string) {
+    const shown = displayUrl(realm);
+    super(`token realm ${shown}: ${detail}`);
     this.name = 'TokenError';
+    this.realm = shown;
   }
 }
 
