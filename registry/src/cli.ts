@@ -105,6 +105,7 @@ async function main(argv: string[]): Promise<void> {
       }
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
+      lines.push(`admin token: ${adminTokenSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
@@ -118,6 +119,12 @@ function signingKeySummary(config: Config): string {
   const key = config.auth.tokenSigningKey;
   if (key) return key.source.replace(/^(env|file):/, '$1 ');
   return config.storage.backend === 's3' ? 'generated once into the shared store' : `generated once into ${config.dataDir}/token-signing-key`;
+}
+
+/** Where the admin token comes from (never its value), or that the admin surfaces are open. */
+function adminTokenSummary(config: Config): string {
+  const token = config.admin.token;
+  return token ? token.source.replace(/^(env|file):/, '$1 ') : 'none: /admin/status and /+status?details=admin answer anyone';
 }
 
 /** `read 600/60s, write 60/60s; trusted proxies 10.0.0.0/8`, or `off`. */
