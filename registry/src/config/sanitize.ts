@@ -5,8 +5,8 @@
  * the host is shown, only a fingerprint of the whole URL: enough to tell two targets apart and to
  * check which configured URL a line is about, useless to recover the path.
  *
- *   https://hooks.slack.com/services/T0/B0/XYZ  ->  https://hooks.slack.com/...#1f0e5a3c
- *   https://pypi.example/                        ->  https://pypi.example/  (nothing hidden)
+ *  https://hooks.slack.com/services/T0/B0/XXXX  ->  https://hooks.slack.com/...#c1e10ad4
+ *  https://pypi.example/                         ->  https://pypi.example/  (nothing hidden)
  *
  * The fingerprint is the first 8 hex digits of the SHA-256 of the URL in its normal form (as
  * `new URL(u).href` writes it): `printf %s "$url" | sha256sum | cut -c1-8` of a URL written
