@@ -11,7 +11,7 @@ import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/lo
 import { uploadTokenPath } from './config/default.js';
 import type { Config, RateLimitConfig } from './config/types.js';
 import { ecosystems } from './ecosystems.js';
-import { sanitizeUrl } from './config/sanitize.js';
+import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './server.js';
 import { ClusterLink } from './workers/link.js';
@@ -100,11 +100,12 @@ async function main(argv: string[]): Promise<void> {
       const config = load(file, overrides);
       const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
-        const extra = ix.role === 'cached' ? ` upstream=${sanitizeUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
+        const extra = ix.role === 'cached' ? ` upstream=${displayUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
+      lines.push(`admin token: ${adminTokenSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
@@ -118,6 +119,12 @@ function signingKeySummary(config: Config): string {
   const key = config.auth.tokenSigningKey;
   if (key) return key.source.replace(/^(env|file):/, '$1 ');
   return config.storage.backend === 's3' ? 'generated once into the shared store' : `generated once into ${config.dataDir}/token-signing-key`;
+}
+
+/** Where the admin token comes from (never its value), or that the admin surfaces are open. */
+function adminTokenSummary(config: Config): string {
+  const token = config.admin.token;
+  return token ? token.source.replace(/^(env|file):/, '$1 ') : 'none: /admin/status and /+status?details=admin answer anyone';
 }
 
 /** `read 600/60s, write 60/60s; trusted proxies 10.0.0.0/8`, or `off`. */

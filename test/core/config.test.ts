@@ -5,6 +5,7 @@
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { CLI } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { freePort, startVelodex, tempDir } from '../support/velodex.js';
@@ -51,7 +52,9 @@ upload_target = "hosted"
     expect(res.code).toBe(0);
     expect(res.stdout).toContain('index hosted: /root/hosted/ python hosted');
     expect(res.stdout).toContain('index dev: /root/dev/ python virtual members=hosted,pypi');
-    expect(res.stdout).toContain('upstream=https://pypi.example/simple/');
+    // Scheme and host, and a fingerprint of the rest (a path may carry a token).
+    expect(res.stdout).toContain(`upstream=${displayUrl('https://user:pw@pypi.example/simple/?key=abc')}`);
+    expect(res.stdout).not.toContain('/simple/');
     expect(res.stdout).toContain('listen: http://127.0.0.1:5000');
     // Neither the token nor the upstream credentials are ever printed.
     expect(res.stdout + res.stderr).not.toMatch(/s3cret-token|user:pw|key=abc/);

@@ -1,7 +1,8 @@
 /**
  * No credential reaches the log, at any level. The real server runs at every log level and takes
  * traffic that carries every kind of credential (the upload token through twine's multipart form,
- * a wrong password, a bearer token, a cookie, an OCI push) with every kind of secret configured;
+ * a wrong password, a bearer token, a cookie, an OCI push, the admin token) with every kind of
+ * secret configured;
  * then its whole output is searched for each one. The scrubber itself gets a property test.
  */
 import { writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ const UPSTREAM_QUERY = 'upstream-query-e80c15';
 const HOOK_PASS = 'hook-pass-5c2b38';
 const HOOK_SECRET = 'hook-secret-d94a60';
 const SIGNING_KEY = 'token-signing-key-0b7d52-0123456789abcdef';
+const ADMIN_TOKEN = 'admin-token-6e13f0';
 /** The OCI token realm's tokens the traffic was given (their signatures must not be logged). */
 const minted: string[] = [];
 
@@ -35,6 +37,8 @@ const CREDENTIALS = [
   HOOK_PASS,
   HOOK_SECRET,
   SIGNING_KEY,
+  ADMIN_TOKEN,
+  basicAuth(ADMIN_TOKEN, 'admin').slice('Basic '.length),
   basicAuth(TOKEN).slice('Basic '.length),
   basicAuth(WRONG).slice('Basic '.length),
 ];
@@ -42,6 +46,9 @@ const CREDENTIALS = [
 const CONFIG = `
 [auth]
 token_signing_key = "${SIGNING_KEY}"
+
+[admin]
+token = "${ADMIN_TOKEN}"
 
 [[index]]
 name = "hosted"
@@ -89,6 +96,11 @@ async function traffic(s: Velodex): Promise<void> {
   minted.push(token);
   await rawRequest(s.url, '/v2/root/oci/demo/blobs/uploads/', 'POST', { authorization: `Bearer ${token}`, 'content-length': '0' });
   await rawRequest(s.url, '/v2/token?service=velodex', 'GET', { authorization: basicAuth(WRONG) });
+  for (const path of ['/+status?details=admin', '/admin/status']) {
+    await rawRequest(s.url, path, 'GET', { authorization: `Bearer ${ADMIN_TOKEN}` });
+    await rawRequest(s.url, path, 'GET', { authorization: basicAuth(ADMIN_TOKEN, 'admin') });
+    await rawRequest(s.url, path, 'GET', { authorization: basicAuth(WRONG, 'admin') });
+  }
 }
 
 describe('the server log, at every level', () => {

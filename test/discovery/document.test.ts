@@ -4,6 +4,7 @@
  * upload URL and no upload text; the origin comes from Host or from valid X-Forwarded-* headers;
  * garbage headers are ignored; without an origin the URLs are paths and there are no texts.
  */
+import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -144,8 +145,10 @@ describe('secrets', () => {
     }
   });
 
-  it('shows the upstream without user info, query or fragment', async () => {
-    expect(entry((await get('/team/pypi/+api')).doc, 'pypi').upstream).toBe('https://upstream.example/simple/');
+  it('shows the upstream as scheme and host, and a fingerprint of the rest', async () => {
+    const configured = `https://${S.upstreamUser}:${S.upstreamPass}@upstream.example/simple/?token=${S.upstreamQuery}#${S.upstreamFragment}`;
+    const shown = entry((await get('/team/pypi/+api')).doc, 'pypi').upstream;
+    expect(shown).toBe(`https://upstream.example/...#${createHash('sha256').update(new URL(configured).href).digest('hex').slice(0, 8)}`);
   });
 
   it('texts carry the placeholder, never a token', async () => {

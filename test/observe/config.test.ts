@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { Origin } from '../roles/origin.js';
@@ -149,15 +150,18 @@ describe('/+status shows configuration without its secrets', () => {
     expect((await entryOf('images')).upload_token).toEqual({ configured: true, source: 'file' });
     const priv = await entryOf('private');
     expect(priv.upstream).toMatchObject({
-      url: 'http://127.0.0.1:9/simple/',
+      // Scheme and host only: the rest (user info, path, query, fragment) is a fingerprint.
+      url: displayUrl(`http://${S.urlUser}:${S.urlPass}@127.0.0.1:9/simple/?token=${S.urlQuery}#${S.urlFragment}`),
       username: { configured: true, source: 'env' },
       password: { configured: true, source: 'file' },
     });
     const hooks = (await entryOf('fromenv')).webhooks;
     expect(hooks).toEqual([
-      { url: 'http://127.0.0.1:9/hook', events: null, secret: { configured: true, source: 'inline' }, basic_auth: { configured: true, source: 'inline' } },
-      { url: 'http://127.0.0.1:9/other', events: ['upload'], secret: { configured: true, source: 'env' }, basic_auth: { configured: false } },
+      { url: displayUrl(`http://127.0.0.1:9/hook?sig=${S.hookQuery}#x`), events: null, secret: { configured: true, source: 'inline' }, basic_auth: { configured: true, source: 'inline' } },
+      { url: displayUrl('http://127.0.0.1:9/other'), events: ['upload'], secret: { configured: true, source: 'env' }, basic_auth: { configured: false } },
     ]);
+    expect(priv.upstream?.url).toMatch(/^http:\/\/127\.0\.0\.1:9\/\.\.\.#[0-9a-f]{8}$/);
+    expect(hooks.map((h) => h.url)).not.toContain(displayUrl('http://127.0.0.1:9/hook'));
     expect((await entryOf('all')).policy).toEqual({ max_file_size: 1000000, deny_projects: ['evil'], allow_projects: [], min_release_age_secs: null });
   });
 });

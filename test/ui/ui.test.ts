@@ -4,7 +4,9 @@
  * and an OCI index, holding projects uploaded with twine, one fetched by pip through the virtual
  * index, and images pushed with crane. Every page loads with its own title; the dashboard lists
  * the indexes (also without JavaScript) with their client configuration and no secret; the status
- * page shows the recent upload; the browser searches as the person types, opens the project
+ * page asks for the admin token (the browser's Basic prompt), shows nothing without it, and with
+ * it the recent upload and the upstream as scheme and host only (also without JavaScript, through
+ * the admin document it links to); the browser searches as the person types, opens the project
  * (versions, files, hashes, METADATA, archive contents and a text preview) and the repository
  * (tag, manifest, layers, a file in a layer); a denied project never shows; the usage page draws
  * its chart and drills down from an index to a project to its files. Keyboard alone gets from the
@@ -19,6 +21,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { Registry, OCI_MANIFEST } from '../oci/api-support.js';
 import { allBlobs, buildImage, buildIndex, writeLayout } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
@@ -34,12 +37,17 @@ let server: Velodex;
 let upstream: PypiServer;
 let browser: Browser;
 const token = `velodex_${randomBytes(16).toString('hex')}`;
+/** `[admin] token`: the status page asks for it (the browser's Basic prompt). */
+const adminToken = `admin_${randomBytes(16).toString('hex')}`;
 let project: BuiltProject;
 let xssWheel: string;
 
 /** The indexes a platform team would start with: hosted, a cache of an upstream, both behind one virtual route whose policy denies `evil-*`, and images. */
 function uiConfig(upstreamUrl: string): string {
   return `
+[admin]
+token = "${adminToken}"
+
 [[index]]
 name = "hosted"
 route = "root/hosted"
@@ -108,9 +116,16 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-/** A page that fails the test on any script error, dialog or request the CSP refused. */
-async function open(path: string, opts: { javaScript?: boolean } = {}): Promise<Page> {
-  const context = await browser.newContext({ javaScriptEnabled: opts.javaScript ?? true, viewport: { width: 1280, height: 900 } });
+/**
+ * A page that fails the test on any script error, dialog or request the CSP refused. `admin`:
+ * the browser answers the admin token prompt (any user name, the token as the password).
+ */
+async function open(path: string, opts: { javaScript?: boolean; admin?: boolean } = {}): Promise<Page> {
+  const context = await browser.newContext({
+    javaScriptEnabled: opts.javaScript ?? true,
+    viewport: { width: 1280, height: 900 },
+    ...(opts.admin ? { httpCredentials: { username: 'admin', password: adminToken } } : {}),
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (err) => problems.push(`script error: ${err.message}`));
@@ -124,6 +139,15 @@ async function open(path: string, opts: { javaScript?: boolean } = {}): Promise<
   (page as Page & { problems: string[] }).problems = problems;
   await page.goto(`${server.url}${path}`);
   return page;
+}
+
+/** The server's `auth_failed` security log lines so far. */
+function authFailures(): Array<{ index?: string; reason?: string }> {
+  return server
+    .logs()
+    .split('\n')
+    .filter((l) => l.includes('"event":"auth_failed"'))
+    .map((l) => JSON.parse(l) as { index?: string; reason?: string });
 }
 
 function problemsOf(page: Page): string[] {
@@ -147,10 +171,10 @@ describe('the web UI in Chromium', () => {
   it('every page has its own title, the same navigation, and a CSP that allows nothing external', async () => {
     const titles = new Set<string>();
     for (const path of ['/', '/admin/status', '/browse', '/stats']) {
-      const res = await fetch(`${server.url}${path}`);
+      const res = await fetch(`${server.url}${path}`, { headers: { authorization: basicAuth(adminToken, 'admin') } });
       expect(res.status).toBe(200);
       expect(res.headers.get('content-security-policy')).toBe("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
-      const page = await open(path);
+      const page = await open(path, { admin: path === '/admin/status' });
       titles.add(await page.title());
       expect(await page.locator('nav[aria-label=main] a').allTextContents()).toEqual(['Indexes', 'Status', 'Browse packages', 'Usage']);
       await page.context().close();
@@ -197,8 +221,35 @@ describe('the web UI in Chromium', () => {
     await page.context().close();
   });
 
+  it('the status page asks for the admin token (the browser prompts), and shows the status once given', async () => {
+    // Headless Chromium cannot show the prompt itself; the context answers it as a person would.
+    // The server's security log shows that the browser was asked: a 401 first, then the token.
+    const asked = () => authFailures().filter((l) => l.index === '/admin/status' && l.reason === 'missing-credentials').length;
+    const before = asked();
+    const page = await open('/admin/status', { admin: true });
+    await page.getByRole('heading', { name: 'Recent uploads' }).waitFor();
+    await expect.poll(asked).toBe(before + 1);
+    expect(await page.textContent('main')).toContain(project.wheelFilename);
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+    // Without the token, neither the page nor its document shows anything of the status.
+    const page401 = await fetch(`${server.url}/admin/status`);
+    expect(page401.status).toBe(401);
+    expect(page401.headers.get('www-authenticate')).toBe('Basic realm="velodex admin", charset="UTF-8"');
+    expect(await page401.text()).toContain('This page needs the admin token.');
+    expect((await fetch(`${server.url}/+status?details=admin`)).status).toBe(401);
+  });
+
+  it('without JavaScript, the status page with the token links to the admin document, which the browser opens with it', async () => {
+    const page = await open('/admin/status', { javaScript: false, admin: true });
+    await page.getByRole('link', { name: '/+status?details=admin' }).click();
+    await page.waitForURL('**/+status?details=admin');
+    expect(await page.textContent('body')).toContain(project.wheelFilename);
+    await page.context().close();
+  });
+
   it('the status page shows the version, the serial and the recent uploads', async () => {
-    const page = await open('/admin/status');
+    const page = await open('/admin/status', { admin: true });
     await page.getByRole('heading', { name: 'Recent uploads' }).waitFor();
     const text = (await page.textContent('main'))!;
     expect(text).toMatch(/version\s*0\.\d+\.\d+/);
@@ -206,7 +257,9 @@ describe('the web UI in Chromium', () => {
     expect(text).toContain('configured (inline)');
     expect(text).not.toContain(token);
     const rows = page.locator('table.indexes tbody tr');
-    expect(await rows.filter({ hasText: 'root/pypi' }).textContent()).toContain(`upstream reachable (${upstream.url}/simple/)`);
+    // The upstream as scheme and host with a fingerprint: a path may carry a token.
+    expect(await rows.filter({ hasText: 'root/pypi' }).textContent()).toContain(`upstream reachable (${displayUrl(`${upstream.url}/simple/`)})`);
+    expect(text).not.toContain(`${upstream.url}/simple/`);
     expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toContain('python virtual of hosted, pypi');
     await shoot(page, 'status');
     expect(problemsOf(page)).toEqual([]);
@@ -406,7 +459,7 @@ describe('the web UI in Chromium', () => {
       ],
     ];
     for (const [path, drive] of checks) {
-      const page = await open(path);
+      const page = await open(path, { admin: path === '/admin/status' });
       await drive(page);
       // Nothing ran, and nothing of the payloads became an element.
       expect(await page.evaluate('window.__xss')).toBeUndefined();
@@ -429,7 +482,7 @@ describe('the web UI in Chromium', () => {
     expect(await page.locator('table.indexes tbody tr').filter({ hasText: 'root/hosted' }).textContent()).toContain('healthy');
     await shoot(page, 'dashboard-offline');
     await page.context().close();
-    const status = await open('/admin/status');
+    const status = await open('/admin/status', { admin: true });
     await expect.poll(() => status.locator('table.indexes tbody tr').filter({ hasText: 'root/pypi' }).textContent()).toContain('upstream offline');
     await status.context().close();
   });

@@ -126,6 +126,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     rateLimit: { enabled: rl.enabled ?? false, classes, trustedProxies: (rl.trusted_proxies ?? []).map(parseTrustedProxy) },
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
+    admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     source,
   };
 }

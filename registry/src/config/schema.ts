@@ -90,6 +90,11 @@ export const authSchema = z.strictObject({
   ...secretFields('token_signing_key'),
 });
 
+/** The token that opens the admin surfaces (`/+status?details=admin`, `/admin/status`). */
+export const adminSchema = z.strictObject({
+  ...secretFields('token'),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -102,6 +107,7 @@ export const fileSchema = z.strictObject({
   rate_limit: rateLimitSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
+  admin: adminSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

@@ -123,6 +123,11 @@ export interface AuthConfig {
   tokenSigningKey?: Secret;
 }
 
+export interface AdminConfig {
+  /** Required by the admin surfaces when set; absent: they answer anyone (http/admin-auth.ts). */
+  token?: Secret;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -136,6 +141,7 @@ export interface Config {
   /** `GET /metrics` and the per-request observation behind it (on by default). */
   metrics: { enabled: boolean };
   auth: AuthConfig;
+  admin: AdminConfig;
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

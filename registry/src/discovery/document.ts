@@ -1,8 +1,8 @@
 /**
  * Builds discovery documents from the configuration and the request's origin only: no storage,
- * no upstream. Nothing here reads a `Secret`; upstream URLs go through `sanitizeUrl`.
+ * no upstream. Nothing here reads a `Secret`; upstream URLs go through `displayUrl`.
  */
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { membersOf, writeTarget } from '../roles/write-target.js';
 import type { Origin } from './origin.js';
@@ -66,7 +66,7 @@ export class DiscoveryBuilder {
       ecosystem: index.ecosystem,
       role: index.role,
       ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
-      ...(index.role === 'cached' ? { upstream: sanitizeUrl(index.upstream) } : {}),
+      ...(index.role === 'cached' ? { upstream: displayUrl(index.upstream) } : {}),
       urls: { api: links.url(indexApiPath(index)), ...part?.urls },
       capabilities: { ...part?.capabilities },
       // Texts to paste need a host; without an origin they would not work, so there are none.

@@ -52,7 +52,7 @@ export interface IndexEntry extends IndexDiscovery {
   role: string;
   members?: string[];
   upload_target?: string;
-  /** The upstream without user info, query or fragment. */
+  /** The upstream as `displayUrl` shows it: scheme and host, and a fingerprint of the rest. */
   upstream?: string;
 }
 

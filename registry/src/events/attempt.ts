@@ -7,7 +7,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import { LEASE_MS, retryDelayMs, shouldGiveUp } from './backoff.js';
 import type { Claimed, Outbox } from './outbox.js';
 import { sendDelivery } from './send.js';
@@ -42,7 +42,7 @@ async function sendClaimed(claimed: Claimed, { outbox, byName, log, stop }: Atte
     log.error(about, 'webhook delivery given up: its target is no longer in the config');
     return undefined;
   }
-  const url = sanitizeUrl(target.url);
+  const url = displayUrl(target.url);
   const outcome = await sendDelivery(target, d, stop);
   if (outcome.kind === 'aborted') {
     // Shutting down: leave it to the others now rather than after the lease.

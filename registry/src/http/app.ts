@@ -25,6 +25,7 @@ import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
+import { AdminGate } from './admin-auth.js';
 import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
 import { uiRoutes } from '../ui/routes.js';
 import { isClientGone, logClientGone } from './client-gone.js';
@@ -157,8 +158,9 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   app.get('/healthz', async () => ({ status: 'ok' }));
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
 
-  await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt });
-  await app.register(uiRoutes, { config, ecosystems });
+  const admin = new AdminGate(config.admin.token, clientAddress);
+  await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt, admin });
+  await app.register(uiRoutes, { config, ecosystems, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem) });

@@ -35,7 +35,7 @@ export function parseBasic(header: string | undefined): { username: string; pass
 }
 
 /** Constant-time comparison that does not leak the length of the secret either. */
-function sameSecret(given: string, expected: string): boolean {
+export function sameSecret(given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(expected).digest();
   return timingSafeEqual(a, b);

@@ -72,7 +72,7 @@ function secretForms(secrets: Iterable<string>): string[] {
  * "user-agent"; the headers that carry them are redacted by key.
  */
 export function configSecrets(config: Config): string[] {
-  const found: Array<Secret | undefined> = [config.storage.accessKey, config.storage.secretKey, config.auth.tokenSigningKey];
+  const found: Array<Secret | undefined> = [config.storage.accessKey, config.storage.secretKey, config.auth.tokenSigningKey, config.admin.token];
   const values: string[] = [];
   for (const ix of config.indexes) {
     if (ix.role === 'hosted') found.push(ix.uploadToken);

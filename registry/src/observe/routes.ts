@@ -1,13 +1,18 @@
 /**
  * The observation surface as one fastify plugin: `GET /+status` (status.ts) and `GET /+stats`
- * (stats.ts). Everything it reads is passed in; it names no ecosystem.
+ * (stats.ts). Everything it reads is passed in; it names no ecosystem. `details=admin` is an
+ * admin surface: with `[admin] token` set it answers only a request that carries the token
+ * (http/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../http/admin-auth.js';
 import type { ServerContext, Ecosystem } from '../http/ecosystem.js';
+import { HttpError } from '../http/errors.js';
 import type { ServerCounters } from './server-counters.js';
 import { buildStats } from './stats.js';
 import { parseStatsQuery } from './stats-query.js';
 import { buildStatus, parseStatusQuery } from './status.js';
+import { SummaryScans } from './summary-scans.js';
 
 export interface ObserveOptions {
   ctx: ServerContext;
@@ -15,6 +20,7 @@ export interface ObserveOptions {
   /** The counters of every worker of this server (one process: its own). */
   counters: ServerCounters;
   startedAt: Date;
+  admin: AdminGate;
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -27,9 +33,12 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
   const { ctx, counters, startedAt } = opts;
   const ecosystems = new Map(opts.ecosystems.map((e) => [e.id, e]));
   const indexes = ctx.config.indexes;
+  const scans = new SummaryScans(ctx.summaries);
 
   app.get('/+status', async (request, reply) => {
     const query = parseStatusQuery(queryOf(request));
+    const denial = query.details ? opts.admin.refusal(request) : null;
+    if (denial) throw new HttpError(401, ADMIN_DENIAL_MESSAGES[denial], { 'www-authenticate': ADMIN_CHALLENGE, 'cache-control': 'no-store' });
     const totals = await counters.totals();
     const doc = await buildStatus(
       {
@@ -38,6 +47,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
         storageRedirect: ctx.config.storage.redirect !== undefined,
         ecosystems,
         summaries: ctx.summaries,
+        scans,
         requests: totals.requests,
         rateLimit: { enabled: ctx.config.rateLimit.enabled, counters: totals.rateLimit },
         workers: ctx.config.workers.count,

@@ -23,7 +23,7 @@ export function logRateLimited(log: FastifyBaseLogger, e: RateLimitEvent): void 
 }
 
 export interface AuthFailedEvent {
-  /** The route of the index the request addressed. */
+  /** The route of the index the request addressed, or the server's own path (`/v2/token`, `/+status`). */
   index: string;
   method: string;
   client: string;

@@ -6,18 +6,21 @@
  * `?details=admin` adds, per hosted index, its project and file counts, and the server's recent
  * uploads. They come from the summary documents; a hosted index whose summary was never rebuilt
  * by a scan (a store that predates summaries, or a new index) is scanned once, through its
- * ecosystem, and the result stored, so later requests and other replicas read it.
+ * ecosystem, and the result stored, so later requests and other replicas read it; concurrent
+ * requests share that scan (summary-scans.ts). With `[admin] token` set, the admin details need
+ * it (routes.ts).
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { IndexConfig } from '../config/types.js';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import type { Ecosystem } from '../http/ecosystem.js';
 import { HttpError } from '../http/errors.js';
 import type { RateLimitSnapshot } from '../limits/rate-limiter.js';
 import type { RequestSnapshot } from './requests.js';
 import { secretInfo } from './redact.js';
 import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from './summary.js';
+import type { SummaryScans } from './summary-scans.js';
 
 /** The registry workspace's package.json version (read once; dist/observe/ is two levels down). */
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -30,6 +33,8 @@ export interface StatusSources {
   storageRedirect?: boolean;
   ecosystems: ReadonlyMap<string, Ecosystem>;
   summaries: IndexSummaries;
+  /** The repair scans of `details=admin`: one per index at a time, one index at a time. */
+  scans: SummaryScans;
   /** Every worker's requests, summed (server-counters.ts). */
   requests: RequestSnapshot;
   /** The rate limiter's decisions per class (zero while it is disabled), every worker's summed. */
@@ -64,7 +69,7 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
     ...(ix.role === 'cached'
       ? {
           upstream: {
-            url: sanitizeUrl(ix.upstream),
+            url: displayUrl(ix.upstream),
             offline: offline ?? false,
             cache_ttl_secs: ix.cacheTtlSecs,
             concurrency: ix.upstreamConcurrency ?? null,
@@ -93,7 +98,7 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
       min_release_age_secs: ix.policy.minReleaseAgeSecs ?? null,
     },
     webhooks: ix.webhooks.map((w) => ({
-      url: sanitizeUrl(w.url),
+      url: displayUrl(w.url),
       events: w.events ?? null,
       secret: secretInfo(w.secret),
       basic_auth: secretInfo(w.basicAuth),
@@ -108,7 +113,7 @@ async function adminSummary(src: StatusSources, ix: IndexConfig, summary: IndexS
   if (summary?.scannedAt !== undefined) return { doc: summary, scanned: false };
   const scan = src.ecosystems.get(ix.ecosystem)?.scanIndex;
   if (!scan) return { doc: summary, scanned: false };
-  return { doc: await src.summaries.repair(ix.name, await scan(ix)), scanned: true };
+  return src.scans.ensure(ix.name, () => scan(ix));
 }
 
 export async function buildStatus(src: StatusSources, query: StatusQuery, now = new Date()): Promise<Record<string, unknown>> {

@@ -10,7 +10,7 @@
  * an error message or a log line.
  */
 import type { Secret } from '../config/secret.js';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import { PromiseFlights } from './promise-flights.js';
 import { discard, DocumentTooLargeError, readBounded, UpstreamError, type UpstreamClient } from './upstream.js';
 
@@ -44,12 +44,14 @@ interface Held {
 
 /** The realm refused or answered something that is not a token. */
 export class TokenError extends Error {
-  constructor(
-    readonly realm: string,
-    detail: string,
-  ) {
-    super(`token realm ${sanitizeUrl(realm)}: ${detail}`);
+  /** The realm as `displayUrl` shows it (a logged error carries its fields). */
+  readonly realm: string;
+
+  constructor(realm: string, detail: string) {
+    const shown = displayUrl(realm);
+    super(`token realm ${shown}: ${detail}`);
     this.name = 'TokenError';
+    this.realm = shown;
   }
 }
 

@@ -6,7 +6,7 @@
  * Secrets, and conditional headers for revalidation.
  *
  * Credentials and query strings never appear in an error message or in a URL this module hands
- * out for logging: every URL shown passes through `sanitizeUrl`.
+ * out for logging: every URL shown passes through `displayUrl`.
  *
  * Every status is returned, not thrown: a 404 or a 401 challenge is an answer the caller reads.
  * Only a failure to get an answer (connect error, timeout, redirect loop) throws `UpstreamError`.
@@ -16,7 +16,7 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
-import { sanitizeUrl } from '../config/sanitize.js';
+import { displayUrl } from '../config/sanitize.js';
 import type { Secret } from '../config/secret.js';
 import type { UpstreamSlots } from '../limits/upstream-slots.js';
 import { type Egress } from './egress.js';
@@ -56,7 +56,7 @@ export interface UpstreamRequest {
 export interface UpstreamResponse {
   status: number;
   headers: IncomingHttpHeaders;
-  /** The final URL after redirects, sanitized: fit for logs and messages. */
+  /** The final URL after redirects as `displayUrl` shows it: fit for logs and messages. */
   url: string;
   /** The final URL after redirects, as fetched: for resolving relative links. Do not log it. */
   rawUrl: string;
@@ -65,15 +65,22 @@ export interface UpstreamResponse {
 
 export type UpstreamFailure = 'connect' | 'timeout' | 'redirect' | 'aborted' | 'refused';
 
-/** No answer from the upstream. The message names the sanitized URL and the cause, nothing else. */
+/**
+ * No answer from the upstream. The message names the URL as `displayUrl` shows it and the cause,
+ * nothing else; `url` holds that shown form too, since a logged error carries its fields.
+ */
 export class UpstreamError extends Error {
+  readonly url: string;
+
   constructor(
     readonly kind: UpstreamFailure,
-    readonly url: string,
+    url: string,
     detail: string,
   ) {
-    super(`upstream ${sanitizeUrl(url)}: ${detail}`);
+    const shown = displayUrl(url);
+    super(`upstream ${shown}: ${detail}`);
     this.name = 'UpstreamError';
+    this.url = shown;
   }
 }
 
@@ -119,7 +126,7 @@ export class UpstreamClient {
 
   /** The base URL fit for logs and status documents. */
   get displayUrl(): string {
-    return sanitizeUrl(this.baseUrl.toString());
+    return displayUrl(this.baseUrl.toString());
   }
 
   /** Fetches `target` (absolute, or relative to the base URL). */
@@ -136,7 +143,7 @@ export class UpstreamClient {
           return {
             status: res.statusCode ?? 0,
             headers: res.headers,
-            url: sanitizeUrl(url.toString()),
+            url: displayUrl(url.toString()),
             rawUrl: url.toString(),
             body: res,
           };

@@ -67,3 +67,14 @@ export function scriptedBody(name: Exclude<PageName, 'dashboard'>): Html {
   const source = { status: '/+status?details=admin', browse: '/+api', stats: '/+stats' }[name];
   return html`<div id="app" aria-live="polite"><noscript><p>This page needs JavaScript; the document it shows is <a href="${source}">${source}</a>.</p></noscript></div>`;
 }
+
+/**
+ * What `/admin/status` shows (with 401) while its admin token is missing or wrong: the browser
+ * has already asked for it by then (the challenge is Basic); this says what to enter.
+ */
+export function adminTokenBody(wrong: boolean): Html {
+  return html`<p class="error" role="alert">${wrong ? 'The admin token given is wrong.' : 'This page needs the admin token.'}</p>
+<p>Reload the page and enter the admin token as the password when the browser asks (any user name).
+Scripts send it as <code>Authorization: Bearer &lt;token&gt;</code> to <a href="/+status?details=admin">/+status?details=admin</a>.
+The token is set in the <code>[admin]</code> table of the server's configuration.</p>`;
+}

@@ -2,7 +2,9 @@
  * The web UI outside the index namespace (spec 01, item 5): `GET /` (dashboard), `/admin/status`,
  * `/browse`, `/stats`, and the bundle under `/pkg/*`. The pages read the documents every client
  * reads (`/+api`, `/+status`, `/+stats`, Simple JSON, the OCI API, inspection); the server adds no
- * data path of its own.
+ * data path of its own. With `[admin] token` set, `/admin/status` answers 401 with a Basic
+ * challenge until the browser sends the token (http/admin-auth.ts): the browser asks for it, and
+ * sends it again when the page's script reads `/+status?details=admin` (same realm).
  *
  * Every page carries a Content-Security-Policy that allows only this origin's script, style,
  * images and fetches: no inline script or style, no framing, nothing external.
@@ -11,9 +13,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/types.js';
 import { DiscoveryBuilder } from '../discovery/document.js';
 import type { EcosystemDiscovery } from '../discovery/types.js';
+import { ADMIN_CHALLENGE, type AdminGate } from '../http/admin-auth.js';
 import { HttpError } from '../http/errors.js';
 import { loadBundle, type Bundle } from './bundle.js';
-import { dashboardBody, renderPage, scriptedBody } from './pages.js';
+import { adminTokenBody, dashboardBody, renderPage, scriptedBody } from './pages.js';
 
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'none'",
@@ -32,6 +35,8 @@ export interface UiOptions {
   config: Config;
   ecosystems: readonly { id: string; discovery?: EcosystemDiscovery }[];
   bundle?: Bundle;
+  /** Guards `/admin/status` when `[admin] token` is set; absent (tests of the pages alone): open. */
+  admin?: AdminGate;
 }
 
 export async function uiRoutes(app: FastifyInstance, opts: UiOptions): Promise<void> {
@@ -39,7 +44,13 @@ export async function uiRoutes(app: FastifyInstance, opts: UiOptions): Promise<v
   const parts = new Map(opts.ecosystems.flatMap((e) => (e.discovery ? [[e.id, e.discovery] as const] : [])));
   // Paths only (no origin): the page's links work whatever host the browser used.
   const dashboard = renderPage('dashboard', bundle, dashboardBody(new DiscoveryBuilder(opts.config, parts).document(null)));
-  const pages = { status: renderPage('status', bundle, scriptedBody('status')), browse: renderPage('browse', bundle, scriptedBody('browse')), stats: renderPage('stats', bundle, scriptedBody('stats')) };
+  const pages = {
+    status: renderPage('status', bundle, scriptedBody('status')),
+    needsToken: renderPage('status', bundle, adminTokenBody(false)),
+    wrongToken: renderPage('status', bundle, adminTokenBody(true)),
+    browse: renderPage('browse', bundle, scriptedBody('browse')),
+    stats: renderPage('stats', bundle, scriptedBody('stats')),
+  };
 
   const sendPage = (reply: FastifyReply, body: string) =>
     reply
@@ -51,7 +62,11 @@ export async function uiRoutes(app: FastifyInstance, opts: UiOptions): Promise<v
       .send(body);
 
   app.get('/', (_req, reply) => sendPage(reply, dashboard));
-  app.get('/admin/status', (_req, reply) => sendPage(reply, pages.status));
+  app.get('/admin/status', (request, reply) => {
+    const denial = opts.admin?.refusal(request);
+    if (!denial) return sendPage(reply, pages.status);
+    return sendPage(reply.code(401).header('www-authenticate', ADMIN_CHALLENGE), denial === 'wrong-credentials' ? pages.wrongToken : pages.needsToken);
+  });
   app.get('/browse', (_req, reply) => sendPage(reply, pages.browse));
   app.get('/stats', (_req, reply) => sendPage(reply, pages.stats));
 

@@ -4,7 +4,7 @@
  * upload-time, gpg-sig, provenance, versions and project status. File URLs are made absolute
  * against the page URL and kept, so a download can find the bytes upstream.
  */
-import { sanitizeUrl } from '../../../config/sanitize.js';
+import { urlWithoutCredentials } from '../../../config/sanitize.js';
 import { readHtmlLinks } from './html-links.js';
 
 export interface UpstreamFile {
@@ -153,7 +153,7 @@ function jsonMetadata(v: Json | undefined): UpstreamFile['metadata'] {
 
 function provenanceUrl(value: string, pageUrl: string): string | null {
   const abs = absolute(value, pageUrl);
-  return abs ? sanitizeUrl(abs.url) : null;
+  return abs ? urlWithoutCredentials(abs.url) : null;
 }
 
 function parseJsonPage(text: string, pageUrl: string): UpstreamPage {
