@@ -12,9 +12,10 @@
  *
  * The window that remains: a manifest PUT in the same repository that checked the blob before a
  * concurrent DELETE released it, and recorded its manifest after that DELETE read the manifests,
- * leaves a manifest naming bytes the repository no longer holds (and that may be gone). It takes
- * a writer of that repository deleting a blob while pushing a manifest that names it; another
- * repository's or index's writes cannot cause it, as each holds for itself.
+ * leaves a manifest naming bytes the repository no longer holds (and that may be gone); so does a
+ * PUT of the very manifest a concurrent manifest DELETE is letting go of. It takes a writer of
+ * that repository deleting what it is pushing at the same moment, and pushing again repairs it;
+ * another repository's or index's writes cannot cause it, as each holds for itself.
  */
 import type { BlobBytes } from './blob-bytes.js';
 import type { HostedRepos } from './hosted.js';
