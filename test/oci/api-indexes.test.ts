@@ -107,16 +107,17 @@ describe('cross-repository mount', () => {
     await expectUnknown('team-a/oci/src', hex);
   });
 
-  it('within one index, from a repository that has the blob; without from only where it already is', async () => {
+  it('within one index, from a repository that has the blob, or without from (anonymous) from any', async () => {
     const hex = await b.pushBlob('team-b/oci/one', 'mount within B');
     expect((await mount(b, 'team-b/oci/two', hex, 'team-b/oci/one')).status).toBe(201);
     await expectServed('team-b/oci/two', hex);
-    expect((await mount(b, 'team-b/oci/two', hex)).status).toBe(201);
-    // Another repository of the index having it is no reason: an ordinary session, and no access.
-    const res = await mount(b, 'team-b/oci/three', hex);
+    expect((await mount(b, 'team-b/oci/three', hex)).status).toBe(201);
+    await expectServed('team-b/oci/three', hex);
+    // A from that does not have it opens an ordinary session, however many others have it.
+    const res = await mount(b, 'team-b/oci/four', hex, 'team-b/oci/none');
     expect(res.status).toBe(202);
-    expect(res.headers.get('location')).toMatch(/^\/v2\/team-b\/oci\/three\/blobs\/uploads\//);
-    await expectUnknown('team-b/oci/three', hex);
+    expect(res.headers.get('location')).toMatch(/^\/v2\/team-b\/oci\/four\/blobs\/uploads\//);
+    await expectUnknown('team-b/oci/four', hex);
   });
 
   it('opens an ordinary session when the blob is not visible where from points', async () => {

@@ -123,16 +123,18 @@ describe('what a repository sees', () => {
   it('a mount from a repository that does not have the blob opens an ordinary session and gives no access', async () => {
     const hex = await a.pushBlob('team-a/oci/m-source', 'mounted only from where it is');
     const blob = blobOf('application/octet-stream', Buffer.from('mounted only from where it is'));
-    for (const from of ['team-a/oci/m-other', 'all/oci/m-other', undefined]) {
-      const res = await a.fetch(`/v2/team-a/oci/m-target/blobs/uploads/?mount=sha256:${hex}${from === undefined ? '' : `&from=${from}`}`, { method: 'POST' });
-      expect(res.status, String(from)).toBe(202);
+    for (const from of ['team-a/oci/m-other', 'all/oci/m-other', 'team-b/oci/m-source']) {
+      const res = await a.fetch(`/v2/team-a/oci/m-target/blobs/uploads/?mount=sha256:${hex}&from=${from}`, { method: 'POST' });
+      expect(res.status, from).toBe(202);
       expect(res.headers.get('location')).toMatch(/^\/v2\/team-a\/oci\/m-target\/blobs\/uploads\//);
     }
     await expectUnknown('team-a/oci/m-target', blob);
-    // From where it is, the mount copies it.
+    // From where it is, the mount copies it; so does an anonymous mount (no from) within the index.
     const ok = await a.fetch(`/v2/team-a/oci/m-target/blobs/uploads/?mount=sha256:${hex}&from=all/oci/m-source`, { method: 'POST' });
     expect(ok.status).toBe(201);
     await expectServed('team-a/oci/m-target', blob);
+    expect((await a.fetch(`/v2/team-a/oci/m-anon/blobs/uploads/?mount=sha256:${hex}`, { method: 'POST' })).status).toBe(201);
+    await expectServed('team-a/oci/m-anon', blob);
   });
 
   it('a manifest PUT needs its config and layers in its own repository', async () => {

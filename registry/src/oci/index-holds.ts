@@ -44,6 +44,12 @@ export function seenIn(holders: readonly string[], index: IndexConfig, repo: rea
   return index.role === 'hosted' && holders.includes(repoHolderName(index.name, repo));
 }
 
+/** Whether any repository of `index` holds the digest (or the whole index does, from an earlier version). */
+export function heldInIndex(holders: readonly string[], index: IndexConfig): boolean {
+  const whole = holderName(index.name);
+  return holders.some((h) => h === whole || h.startsWith(`${whole}/`));
+}
+
 /** What a repository of a hosted index sees of a digest, from one read of its holders. */
 export interface RepoView {
   /** The repository holds it itself: its DELETE can let go. */

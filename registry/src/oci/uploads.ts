@@ -11,6 +11,7 @@
 import type { IndexConfig } from '../config/types.js';
 import { DigestMismatchError } from '../storage/types.js';
 import { authorizeWrite, resolveName, type Target } from './access.js';
+import { heldInIndex, viewOf } from './index-holds.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -49,19 +50,25 @@ export async function startUpload(call: OciCall): Promise<void> {
 }
 
 /**
- * A mount is allowed when the target repository already sees the blob, or when `from` names a
- * repository, of any OCI index, in which the blob is visible: reads are anonymous, so the caller
- * could pull it from there and push it again, and the mount reveals nothing. Anything else (bytes
- * only another repository, index or ecosystem holds, a `from` that names no repository) is
- * treated as absent, and an ordinary session opens, as the spec says for a digest that is not
- * stored.
+ * A mount is allowed when the target repository already sees the blob; when `from` names a
+ * repository, of any OCI index, in which the blob is visible (reads are anonymous, so the caller
+ * could pull it from there and push it again, and the mount reveals nothing); or, without `from`
+ * (the spec's anonymous mount), when a repository of the target's own index has it, which the
+ * caller, who may write to that index, could name as `from`. Anything else (a `from` that does not
+ * have it or names no repository, bytes only another index or ecosystem holds) is treated as
+ * absent, and an ordinary session opens, as the spec says for a digest that is not stored.
  */
 async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promise<boolean> {
-  const { deps, target } = call;
+  const { deps, target, query } = call;
   const holder = deps.holds.ofRepo(hosted.name, target.repo);
-  const from = fromRepository(call);
-  const here = await deps.holds.inRepo(hosted, target.repo, hex);
-  const allowed = here.own || here.legacy || (from !== null && (await deps.holds.visible(from.index, from.repo, hex)));
+  const holders = await deps.holds.holders(hex);
+  const here = viewOf(holders, hosted, target.repo);
+  let allowed = here.own || here.legacy;
+  if (!allowed && query.get('from') === null) allowed = heldInIndex(holders, hosted);
+  if (!allowed) {
+    const from = fromRepository(call);
+    allowed = from !== null && (await deps.holds.visible(from.index, from.repo, hex));
+  }
   if (!allowed) return false;
   // Held before the bytes are checked (storage/holds.ts): a release racing the mount either leaves
   // the bytes to this hold or has deleted them before the check, and the session opens. The hold
