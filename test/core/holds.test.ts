@@ -161,6 +161,24 @@ describe('BlobHolds', () => {
     await expect(holds.hold('nope', 'python')).rejects.toThrow(/sha256/);
     await expect(holds.hold(sha('a'), '../x')).rejects.toThrow(/holder/);
     expect(() => holds.as('')).toThrow(/holder/);
+    for (const name of ['a/', '/a', 'a//b', 'a/../b', 'a/./b', 'a/.b', 'a b', 'a\\b', `a/${'b'.repeat(512)}`]) {
+      await expect(holds.hold(sha('a'), name), name).rejects.toThrow(/holder/);
+    }
+    expect(await holds.holders(sha('a'))).toEqual([]);
+  });
+
+  it('takes holder names of several segments (a holder inside a holder) as distinct names', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('nested');
+    expect(await holds.hold(hex, 'oci.team/app/web')).toBe(true);
+    expect(await holds.hold(hex, 'oci.team')).toBe(true);
+    await put('nested');
+    expect(await holds.holders(hex)).toEqual(['oci.team', 'oci.team/app/web']);
+    expect(await holds.release(hex, 'oci.team/app')).toEqual({ released: false, last: false, deleted: false });
+    expect((await holds.release(hex, 'oci.team/app/web')).released).toBe(true);
+    expect(await holds.release(hex, 'oci.team')).toEqual({ released: true, last: true, deleted: true });
+    expect(await blobs.stat(hex)).toBeNull();
   });
 });
 

@@ -45,7 +45,8 @@ describe('blobs are per index', () => {
   it("are unknown through another team's index, and its token cannot delete them", async () => {
     const hex = await a.pushBlob('team-a/oci/app', 'team A only');
     await expectServed('team-a/oci/app', hex);
-    await expectServed('team-a/oci/elsewhere', hex);
+    // Nor through another repository of the same index: blobs are per repository.
+    await expectUnknown('team-a/oci/elsewhere', hex);
     await expectUnknown('team-b/oci/app', hex);
     await expectUnknown('only-b/oci/app', hex);
     // A virtual index sees what its members hold.
@@ -106,10 +107,17 @@ describe('cross-repository mount', () => {
     await expectUnknown('team-a/oci/src', hex);
   });
 
-  it('within one index, with or without from', async () => {
+  it('within one index, from a repository that has the blob, or without from (anonymous) from any', async () => {
     const hex = await b.pushBlob('team-b/oci/one', 'mount within B');
     expect((await mount(b, 'team-b/oci/two', hex, 'team-b/oci/one')).status).toBe(201);
+    await expectServed('team-b/oci/two', hex);
     expect((await mount(b, 'team-b/oci/three', hex)).status).toBe(201);
+    await expectServed('team-b/oci/three', hex);
+    // A from that does not have it opens an ordinary session, however many others have it.
+    const res = await mount(b, 'team-b/oci/four', hex, 'team-b/oci/none');
+    expect(res.status).toBe(202);
+    expect(res.headers.get('location')).toMatch(/^\/v2\/team-b\/oci\/four\/blobs\/uploads\//);
+    await expectUnknown('team-b/oci/four', hex);
   });
 
   it('opens an ordinary session when the blob is not visible where from points', async () => {

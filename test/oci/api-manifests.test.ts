@@ -23,8 +23,11 @@ beforeAll(async () => {
   server = await startVelodex({ config: TWO_TEAMS });
   a = new Registry(server.url, basicAuth('token-a'));
   b = new Registry(server.url, basicAuth('token-b'));
-  configHex = await a.pushBlob('team-a/oci/app', config);
-  layerHex = await a.pushBlob('team-a/oci/app', 'layer bytes');
+  // Blobs are per repository: each one the suite pushes manifests to has its own.
+  for (const repo of ['app', 'types', 'bad', 'fixed']) {
+    configHex = await a.pushBlob(`team-a/oci/${repo}`, config);
+    layerHex = await a.pushBlob(`team-a/oci/${repo}`, 'layer bytes');
+  }
 });
 
 afterAll(async () => {

@@ -240,16 +240,16 @@ describe('blob reads and deletes', () => {
     path = `/v2/root/oci/read/blobs/sha256:${hex}`;
   });
 
-  it('serves GET and HEAD with the blob headers, in any repository', async () => {
-    for (const p of [path, path.replace('/read/', '/elsewhere/')]) {
-      const res = await fetch(`${server.url}${p}`);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe('application/octet-stream');
-      expect(res.headers.get('docker-content-digest')).toBe(digestOf(data));
-      expect(res.headers.get('accept-ranges')).toBe('bytes');
-      expect(res.headers.get('content-length')).toBe(String(data.length));
-      expect(Buffer.from(await res.arrayBuffer())).toEqual(data);
-    }
+  it('serves GET and HEAD with the blob headers, in the repository that has the blob only', async () => {
+    const res = await fetch(`${server.url}${path}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('application/octet-stream');
+    expect(res.headers.get('docker-content-digest')).toBe(digestOf(data));
+    expect(res.headers.get('accept-ranges')).toBe('bytes');
+    expect(res.headers.get('content-length')).toBe(String(data.length));
+    expect(Buffer.from(await res.arrayBuffer())).toEqual(data);
+    await expectOciError(await fetch(`${server.url}${path.replace('/read/', '/elsewhere/')}`), 404, 'BLOB_UNKNOWN');
+    expect((await fetch(`${server.url}${path.replace('/read/', '/elsewhere/')}`, { method: 'HEAD' })).status).toBe(404);
     const head = await fetch(`${server.url}${path}`, { method: 'HEAD' });
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(data.length));
@@ -308,8 +308,11 @@ describe('manifests', () => {
   let layerHex: string;
 
   beforeAll(async () => {
-    configHex = await reg.pushBlob('root/oci/app', config);
-    layerHex = await reg.pushBlob('root/oci/app', 'layer bytes');
+    // Blobs are per repository: each one the suite pushes manifests to has its own.
+    for (const repo of ['app', 'big', 'gone', 'left']) {
+      configHex = await reg.pushBlob(`root/oci/${repo}`, config);
+      layerHex = await reg.pushBlob(`root/oci/${repo}`, 'layer bytes');
+    }
   });
 
   const manifest = (extra: Record<string, unknown> = {}) => imageManifest(configHex, config.length, [{ hex: layerHex, size: 11 }], extra);

@@ -7,19 +7,20 @@ import { describe, expect, it } from 'vitest';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { basicAuth } from '../support/velodex.js';
-import { digestOf, imageManifest, Registry } from './api-support.js';
+import { digestOf, imageManifest, Registry, sha256 } from './api-support.js';
 import { clientSuite } from './client-setup.js';
 
 const c = clientSuite('catalog');
 const REPOS = 1010;
 const names = Array.from({ length: REPOS }, (_, i) => `root/oci/cat/r${String(i).padStart(4, '0')}`);
 
-/** Pushes one small manifest to each repository, a few at a time. */
+/** Pushes one small manifest (and its config, as blobs are per repository) to each repository, a few at a time. */
 async function pushAll(reg: Registry): Promise<string> {
-  const cfg = await reg.pushBlob('root/oci/cat/r0000', '{"os":"linux"}');
-  const body = imageManifest(cfg, 14, []);
+  const config = '{"os":"linux"}';
+  const body = imageManifest(sha256(config), config.length, []);
   for (let i = 0; i < names.length; i += 16) {
     const batch = names.slice(i, i + 16).map(async (name) => {
+      await reg.pushBlob(name, config);
       const res = await reg.pushManifest(name, 'v1', body);
       expect(res.status, name).toBe(201);
     });

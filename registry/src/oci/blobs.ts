@@ -1,8 +1,9 @@
 /**
- * Blob GET, HEAD and DELETE. Blobs live once in the shared content-addressed store, but each OCI
- * index sees only the blobs it (or a member of it) holds, under every repository of the index;
- * a DELETE releases the writing index's hold, and the bytes go only when no other index and no
- * other ecosystem holds them (index-holds.ts).
+ * Blob GET, HEAD and DELETE. Blobs live once in the shared content-addressed store, but a
+ * repository sees only the blobs it holds (pushed or mounted there, or named by one of its
+ * manifests; for a virtual index, held by a member for that repository; index-holds.ts). A DELETE
+ * releases the repository's hold, unless one of its manifests still names the blob
+ * (references.ts), and the bytes go only when no other repository, index or ecosystem holds them.
  */
 import { Readable } from 'node:stream';
 import { authorizeWrite } from './access.js';
@@ -10,6 +11,7 @@ import { SMALL_BLOB_BYTES } from './blob-bytes.js';
 import { OCTET_STREAM, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
+import { referencingManifest } from './references.js';
 import { reportIfRejected, reportRejectedRead } from '../http/verified-read.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../http/range.js';
 
@@ -38,7 +40,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
       if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range);
-      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, hex), size === 0 ? null : deps.ctx.stores.blobs.get(hex, range)]);
+      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), size === 0 ? null : deps.ctx.stores.blobs.get(hex, range)]);
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
         return false;
@@ -48,8 +50,8 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
     }
   }
   const blobs = deps.ctx.stores.blobs;
-  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, hex)]);
-  // Bytes only another index or ecosystem holds (a Python file, a blob this index deleted) are not ours.
+  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex)]);
+  // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
   if (!info || !held) return false;
   deps.blobSizes.set(hex, info.size);
   const wanted = parseRange(rangeHeader, info.size);
@@ -93,7 +95,7 @@ async function serveSmall(call: OciCall, hex: string, size: number, range: { sta
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, call.target.repo.join('/'), `sha256:${hex}`));
     throw err;
   });
-  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, hex), bytes]);
+  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), bytes]);
   if (!held || !whole) return false;
   const part = range ? whole.subarray(range.start, range.end + 1) : whole;
   await send(call, hex, size, range, part);
@@ -127,15 +129,38 @@ function countDownload(call: OciCall, hex: string, bytes: number): void {
   counters.add('bytes', bytes, repo, `sha256:${hex}`);
 }
 
+/**
+ * Lets go of the repository's hold on a blob. Refused (405 UNSUPPORTED, as the distribution spec
+ * allows for a blob DELETE and its conformance suites accept) while a manifest of the repository
+ * names it, and for bytes an earlier version held for the whole index, which no repository's
+ * DELETE releases; either way the bytes and what sees them stay as they were.
+ */
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
-  const { deps, reply } = call;
+  const { deps, reply, target } = call;
   const hosted = authorizeWrite(call);
   const hex = parseDigest(digest);
-  const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
-  // Only this index's hold is ours to let go; the bytes go with the last holder.
-  const released = await deps.holds.of(hosted.name).release(hex);
+  const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored in ${target.name}`);
+  // RFC 9110: a 405 names the methods the resource has now.
+  const refuse = (message: string, detail: Record<string, string>) => new OciError('UNSUPPORTED', message, { Allow: 'GET, HEAD' }, detail);
+  const held = await deps.holds.inRepo(hosted, target.repo, hex);
+  if (held.legacy) {
+    throw refuse(
+      `blob sha256:${hex} was stored for all of index "${hosted.name}" by an earlier version of velodex, so no repository's DELETE removes it; it stays until garbage collection`,
+      { digest: `sha256:${hex}` },
+    );
+  }
+  if (!held.own) throw unknown();
+  const referrer = await referencingManifest({ repos: deps.members.hosted(hosted), holds: deps.holds, blobBytes: deps.blobBytes }, target.repo, hex);
+  if (referrer !== undefined) {
+    throw refuse(`blob sha256:${hex} is still referenced by manifest sha256:${referrer} in ${target.name}; delete that manifest first`, {
+      digest: `sha256:${hex}`,
+      manifest: `sha256:${referrer}`,
+    });
+  }
+  // Only this repository's hold is ours to let go; the bytes go with the last holder.
+  const released = await deps.holds.ofRepo(hosted.name, target.repo).release(hex);
   if (!released.released) throw unknown();
-  deps.blobBytes.forget(hex);
+  if (released.last) deps.blobBytes.forget(hex);
   // Held, but the bytes had already gone missing: absent, as before the hold existed.
   if (released.last && !released.deleted) throw unknown();
   await reply.code(202).header('Content-Length', '0').send();

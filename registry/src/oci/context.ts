@@ -20,7 +20,7 @@ export interface OciDeps {
   blobSizes: BlobSizes;
   sessions: UploadSessions;
   ociIndexes: IndexConfig[];
-  /** Each OCI index's holds on shared blobs: a blob is visible through an index iff it holds it. */
+  /** The holds of repositories (hosted) and indexes (cached) on shared blobs: what each one sees. */
   holds: IndexHolds;
   /** Signs and verifies the token realm's bearer tokens. */
   tokens: TokenSigner;

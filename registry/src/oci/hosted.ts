@@ -11,7 +11,7 @@ import type { IndexConfig } from '../config/types.js';
 import type { Stores } from '../storage/index.js';
 import { NameSet } from '../storage/name-set.js';
 import { updateDoc } from '../storage/update.js';
-import { holderName } from './index-holds.js';
+import { seenIn } from './index-holds.js';
 import { isManifestMediaType } from './manifest-check.js';
 import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from './meta.js';
 import type { Reference } from './names.js';
@@ -21,7 +21,7 @@ import { repositoriesIn } from './repositories.js';
 export interface FoundManifest {
   hex: string;
   record: ManifestRecord;
-  /** The member index that recorded it: its hold on the bytes decides whether they are served. */
+  /** The member index that recorded it: its holds on the bytes decide whether they are served (`seenIn`). */
   index: IndexConfig;
 }
 
@@ -30,7 +30,6 @@ const MAX_TAG_GUESSES = 4096;
 
 export class HostedRepos {
   readonly #catalog: NameSet;
-  readonly #holderName: string;
   /** `repo:tag` -> the digest it named when last read here; only ever a guess (see `resolve`). */
   readonly #lastTargets = new Map<string, string>();
 
@@ -38,7 +37,6 @@ export class HostedRepos {
     readonly index: IndexConfig,
     private readonly stores: Stores,
   ) {
-    this.#holderName = holderName(index.name);
     this.#catalog = new NameSet(stores.meta, catalogKey(index), async () => (await repositoriesIn(stores.meta, index)).map((r) => r.join('/')));
   }
 
@@ -53,7 +51,7 @@ export class HostedRepos {
   }
 
   /**
-   * The manifest `ref` names, when its record exists and this index holds its bytes. The reads
+   * The manifest `ref` names, when its record exists and the repository sees its bytes. The reads
    * go out together: for a digest the record and the hold; for a tag also the tag map, with the
    * record and hold of the digest the tag named on this process's last read of it (a guess,
    * checked against the tag map read in the same round). A warm read is one round trip to the
@@ -72,10 +70,13 @@ export class HostedRepos {
     return hex === guess ? guessed : this.#heldManifest(repo, hex);
   }
 
-  /** The record of `hex`, when the index also holds its bytes (a blob DELETE releases them). */
+  /**
+   * The record of `hex`, when the repository also sees its bytes (index-holds.ts `seenIn`: a hosted
+   * repository's hold, which a blob or manifest DELETE releases; a cached index's).
+   */
   async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
-    const [record, held] = await Promise.all([this.manifest(repo, hex), this.stores.holds.isHeldBy(hex, this.#holderName)]);
-    return record && held ? { hex, record, index: this.index } : null;
+    const [record, holders] = await Promise.all([this.manifest(repo, hex), this.stores.holds.holders(hex)]);
+    return record && seenIn(holders, this.index, repo) ? { hex, record, index: this.index } : null;
   }
 
   /** The repositories that hold at least one manifest: one read of the catalog document. */
@@ -136,8 +137,8 @@ export class HostedRepos {
 
   /**
    * Removes a manifest from the repository: the tags pointing at it, its referrer entry, then the
-   * record. The bytes stay in the shared blob store (another repository or index may hold the same
-   * manifest). False when the repository has no such manifest.
+   * record. Its bytes and the holds on them are the caller's (manifests.ts). False when the
+   * repository has no such manifest.
    */
   async deleteManifest(repo: readonly string[], hex: string): Promise<boolean> {
     const record = await this.manifest(repo, hex);
@@ -164,7 +165,12 @@ export class HostedRepos {
 
   /** How many manifests `repo` records: one read of its digest set. */
   async manifestCount(repo: readonly string[]): Promise<number> {
-    return (await this.#digests(repo).read()).names.length;
+    return (await this.manifestDigests(repo)).length;
+  }
+
+  /** The hex of every manifest `repo` records: one read of its digest set. */
+  async manifestDigests(repo: readonly string[]): Promise<string[]> {
+    return (await this.#digests(repo).read()).names;
   }
 
   #digests(repo: readonly string[]): NameSet {

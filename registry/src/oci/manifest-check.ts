@@ -57,6 +57,12 @@ export interface CheckedManifest {
   doc: Json;
   /** Digests (`algorithm:encoded`) of the blobs the target index must hold: an image's config and layers. */
   blobs: string[];
+  /**
+   * Hex of every sha256 digest the manifest's descriptors name except its subject: an image's
+   * config and layers, an index's child manifests (`referencedHexes`). The target repository
+   * holds those it can see.
+   */
+  references: string[];
   /** The declared subject, when it is a sha256 digest (the only kind the referrers API can be asked for). */
   subject?: { digest: string; hex: string };
 }
@@ -154,7 +160,7 @@ export function checkManifest(body: Buffer, contentType: string | undefined): Ch
     // An index may list manifests that are not pushed (yet, or for other platforms).
     descriptors(doc, 'manifests', true).forEach((m, i) => descriptorDigest(m, `manifest ${i}`));
   }
-  const checked: CheckedManifest = { mediaType, doc, blobs: [...new Set(blobs)] };
+  const checked: CheckedManifest = { mediaType, doc, blobs: [...new Set(blobs)], references: referencedHexes(doc) };
   // The subject may be absent from the registry (referrers spec): its shape is checked, not its presence.
   if (doc.subject !== undefined && doc.subject !== null) {
     const digest = descriptorDigest(doc.subject, '"subject"');
@@ -162,4 +168,34 @@ export function checkManifest(body: Buffer, contentType: string | undefined): Ch
     if (hex) checked.subject = { digest, hex };
   }
   return checked;
+}
+
+/**
+ * The sha256 hexes a manifest's descriptors name, the subject left out: `config`, `layers` and
+ * `manifests`, whichever the document has. Lenient (stored manifests were checked when they were
+ * pushed): what is not a sha256 descriptor names nothing.
+ */
+export function referencedHexes(doc: Json): string[] {
+  const out = new Set<string>();
+  const add = (d: unknown) => {
+    const hex = isObject(d) && typeof d.digest === 'string' ? SHA256.exec(d.digest)?.[1] : undefined;
+    if (hex) out.add(hex);
+  };
+  add(doc.config);
+  for (const field of ['layers', 'manifests']) {
+    const list = doc[field];
+    if (Array.isArray(list)) list.forEach(add);
+  }
+  return [...out];
+}
+
+/** `referencedHexes` of stored manifest bytes; none when they are not a JSON object. */
+export function referencedHexesOf(bytes: Buffer): string[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return [];
+  }
+  return isObject(doc) ? referencedHexes(doc) : [];
 }

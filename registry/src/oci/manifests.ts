@@ -1,8 +1,10 @@
 /**
- * Manifests and image indexes: PUT checks the body (manifest-check.ts) and that the target index
- * holds every blob an image manifest names, stores the body byte-for-byte under its sha256 (so the
- * digest a client computed stays valid), records the media type, subject and referrer descriptor,
- * then points the tag at it. GET/HEAD resolve through the index's members, hosted first.
+ * Manifests and image indexes: PUT checks the body (manifest-check.ts) and that the target
+ * repository sees every blob an image manifest names, holds what the manifest names and its own
+ * bytes for the repository (index-holds.ts), stores the body byte-for-byte under its sha256 (so
+ * the digest a client computed stays valid), records the media type, subject and referrer
+ * descriptor, then points the tag at it. GET/HEAD resolve through the index's members, hosted
+ * first. DELETE by digest drops the record and the repository's hold on the bytes.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -13,14 +15,16 @@ import { OciError } from './errors.js';
 import { checkManifest, isObject, OCI_INDEX, type Json } from './manifest-check.js';
 import type { Descriptor, ManifestRecord } from './meta.js';
 import { parseReference, type Reference } from './names.js';
-import type { Holder } from '../storage/holds.js';
-import type { BlobStore } from '../storage/types.js';
+import type { HostedIndex } from '../config/types.js';
+import { viewOf } from './index-holds.js';
+import { referencingManifest } from './references.js';
 import { recordManifestWrite } from './status.js';
 import { reportIfRejected } from '../http/verified-read.js';
 
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** Blobs of one manifest checked at once. */
 const CHECKS_AT_ONCE = 8;
+const SHA256_DIGEST = /^sha256:[a-f0-9]{64}$/;
 
 /** A read with an impossible tag is simply a manifest nobody can serve. */
 function readReference(value: string): Reference {
@@ -38,14 +42,14 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   const found = await deps.members.resolve(target.index, target.repo, ref);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
-  // As for blobs: bytes the recording index no longer holds (its blob was DELETEd) are not
-  // served, even when another index or ecosystem keeps the same bytes alive.
+  // As for blobs: bytes the recording repository no longer holds (its blob was DELETEd) are not
+  // served, even when another repository, index or ecosystem keeps the same bytes alive.
   const counters = deps.ctx.counters.index(target.index.route);
   const stored = deps.blobBytes.get(found.hex).catch((err: unknown) => {
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, target.repo.join('/'), `sha256:${found.hex}`));
     throw err;
   });
-  // `found` is held by the index that recorded it (members resolve only what they hold).
+  // `found` is seen by the repository that recorded it (members resolve only what they see).
   const bytes = await stored;
   if (!bytes) throw unknown();
   reply
@@ -91,23 +95,36 @@ export function describe(doc: Json, mediaType: string, hex: string, size: number
 }
 
 /**
- * The first digest of `digests` the index does not hold with its bytes present, or undefined. A
- * digest of another algorithm than sha256 can never be held (the store is sha256 only).
+ * What repository `repo` of `hosted` must do about the digests a manifest names before it is
+ * recorded: `missing`, the first config or layer (of `required`) it does not see with its bytes
+ * present; `toHold`, those of `named` it sees but does not hold itself (through an earlier
+ * version's index-wide hold), which it now holds too. A named digest it does not see (an index's
+ * child pushed elsewhere, or not at all) is left alone: holding it would show the repository
+ * bytes another repository or index stores later. A digest of another algorithm than sha256 can
+ * never be held (the store is sha256 only). One holds read per digest (and a stat per required
+ * one), `CHECKS_AT_ONCE` at a time.
  */
-async function firstMissing(holder: Holder, blobs: BlobStore, digests: readonly string[]): Promise<string | undefined> {
-  const present = async (digest: string) => {
-    const hex = /^sha256:([a-f0-9]{64})$/.exec(digest)?.[1];
-    if (!hex) return false;
-    const [held, info] = await Promise.all([holder.isHeld(hex), blobs.stat(hex)]);
-    return held && info !== null;
+async function namedBlobs(call: OciCall, hosted: HostedIndex, required: readonly string[], named: readonly string[]): Promise<{ missing?: string; toHold: string[] }> {
+  const { deps, target } = call;
+  const unsupported = required.find((d) => !SHA256_DIGEST.test(d));
+  if (unsupported !== undefined) return { missing: unsupported, toHold: [] };
+  const requiredHexes = new Set(required.map((d) => d.slice('sha256:'.length)));
+  const toHold: string[] = [];
+  const ready = async (hex: string): Promise<boolean> => {
+    const needed = requiredHexes.has(hex);
+    const [holders, info] = await Promise.all([deps.holds.holders(hex), needed ? deps.ctx.stores.blobs.stat(hex) : null]);
+    const { own, legacy } = viewOf(holders, hosted, target.repo);
+    if (legacy && !own) toHold.push(hex);
+    return !needed || ((own || legacy) && info !== null);
   };
-  for (let i = 0; i < digests.length; i += CHECKS_AT_ONCE) {
-    const batch = digests.slice(i, i + CHECKS_AT_ONCE);
-    const found = await Promise.all(batch.map(present));
+  const hexes = [...new Set([...requiredHexes, ...named])];
+  for (let i = 0; i < hexes.length; i += CHECKS_AT_ONCE) {
+    const batch = hexes.slice(i, i + CHECKS_AT_ONCE);
+    const found = await Promise.all(batch.map(ready));
     const missing = batch.find((_, j) => !found[j]);
-    if (missing !== undefined) return missing;
+    if (missing !== undefined) return { missing: `sha256:${missing}`, toHold };
   }
-  return undefined;
+  return { toHold };
 }
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
@@ -120,13 +137,14 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
     throw new OciError('DIGEST_INVALID', `the manifest body has digest sha256:${hex}, not the sha256:${ref.hex} of the request`);
   }
   const checked = checkManifest(body, request.headers['content-type']);
-  const holder = deps.holds.of(hosted.name);
-  // As the distribution registry: an image whose config or layers this index lacks could never be
-  // pulled. An index's children and a subject may be absent.
-  const missing = await firstMissing(holder, deps.ctx.stores.blobs, checked.blobs);
+  const holder = deps.holds.ofRepo(hosted.name, target.repo);
+  // As the distribution registry: an image whose config or layers this repository lacks could
+  // never be pulled. An index's children and a subject may be absent.
+  const { missing, toHold } = await namedBlobs(call, hosted, checked.blobs, checked.references);
   if (missing !== undefined) {
-    throw new OciError('MANIFEST_BLOB_UNKNOWN', `blob ${missing} named by the manifest is unknown to index "${hosted.name}"; push it first`, {}, { digest: missing });
+    throw new OciError('MANIFEST_BLOB_UNKNOWN', `blob ${missing} named by the manifest is unknown in ${target.name}; push it (or mount it) there first`, {}, { digest: missing });
   }
+  await Promise.all(toHold.map((hex) => holder.hold(hex)));
 
   const { mediaType, doc, subject } = checked;
   const record: ManifestRecord = {
@@ -151,9 +169,11 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 }
 
 /**
- * Drops the manifest from this repository only. Its bytes and the index's hold on them stay: the
- * same manifest may be recorded in other repositories of the index, and the hold is not counted
- * per repository. Blob DELETE of the digest is what releases the index's hold.
+ * Drops a tag, or by digest the manifest, from this repository only. By digest the repository
+ * then lets go of its hold on the manifest's bytes (the bytes go with the last holder), unless
+ * another of its manifests names it (an index listing it as a child): a delete never takes bytes
+ * a manifest still names. The blobs the manifest named stay held by the repository; a blob
+ * DELETE lets them go.
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
@@ -162,6 +182,10 @@ export async function deleteManifest(call: OciCall, reference: string): Promise<
   const repos = deps.members.hosted(hosted);
   const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);
   if (!removed) throw new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
+  if (ref.kind === 'digest' && (await referencingManifest({ repos, holds: deps.holds, blobBytes: deps.blobBytes }, target.repo, ref.hex)) === undefined) {
+    const released = await deps.holds.ofRepo(hosted.name, target.repo).release(ref.hex);
+    if (released.last) deps.blobBytes.forget(ref.hex);
+  }
   await recordManifestWrite(deps.ctx, repos, target.repo, request.log);
   await reply.code(202).header('Content-Length', '0').send();
 }

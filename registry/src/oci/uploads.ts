@@ -3,14 +3,15 @@
  * session, the cross-repository mount, the monolithic POST `?digest=`, PATCH chunks, the status
  * GET, the committing PUT and the cancelling DELETE. Every verb is a write and needs the upload
  * token of the target hosted index. Every way of creating a blob verifies the bytes first, then
- * takes that index's hold on the digest, then stores the bytes (storage/holds.ts says why the hold
- * comes before the store). Never the hold before the verification: a hold that a failed push left
- * behind would show the index the bytes as soon as any other index stored that digest, to a
- * caller who knew only the digest.
+ * takes the target repository's hold on the digest (index-holds.ts), then stores the bytes
+ * (storage/holds.ts says why the hold comes before the store). Never the hold before the
+ * verification: a hold that a failed push left behind would show the repository the bytes as soon
+ * as any other repository or index stored that digest, to a caller who knew only the digest.
  */
 import type { IndexConfig } from '../config/types.js';
 import { DigestMismatchError } from '../storage/types.js';
-import { authorizeWrite, resolveName } from './access.js';
+import { authorizeWrite, resolveName, type Target } from './access.js';
+import { heldInIndex, viewOf } from './index-holds.js';
 import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
 import { OciError, OciStatusError } from './errors.js';
 import { parseDigest } from './names.js';
@@ -49,17 +50,25 @@ export async function startUpload(call: OciCall): Promise<void> {
 }
 
 /**
- * A mount is allowed when the target index already holds the blob, or when `from` names a
- * repository of an index through which the blob is visible: reads are anonymous, so the caller
- * could pull it from there and push it again, and the mount reveals nothing. Anything else (bytes
- * only another index or ecosystem holds, a `from` that names no index) is treated as absent, and
- * an ordinary session opens, as the spec says for a digest that is not stored.
+ * A mount is allowed when the target repository already sees the blob; when `from` names a
+ * repository, of any OCI index, in which the blob is visible (reads are anonymous, so the caller
+ * could pull it from there and push it again, and the mount reveals nothing); or, without `from`
+ * (the spec's anonymous mount), when a repository of the target's own index has it, which the
+ * caller, who may write to that index, could name as `from`. Anything else (a `from` that does not
+ * have it or names no repository, bytes only another index or ecosystem holds) is treated as
+ * absent, and an ordinary session opens, as the spec says for a digest that is not stored.
  */
 async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promise<boolean> {
-  const { deps } = call;
-  const holder = deps.holds.of(hosted.name);
-  const from = fromIndex(call);
-  const allowed = (await holder.isHeld(hex)) || (from !== null && (await deps.holds.visible(from, hex)));
+  const { deps, target, query } = call;
+  const holder = deps.holds.ofRepo(hosted.name, target.repo);
+  const holders = await deps.holds.holders(hex);
+  const here = viewOf(holders, hosted, target.repo);
+  let allowed = here.own || here.legacy;
+  if (!allowed && query.get('from') === null) allowed = heldInIndex(holders, hosted);
+  if (!allowed) {
+    const from = fromRepository(call);
+    allowed = from !== null && (await deps.holds.visible(from.index, from.repo, hex));
+  }
   if (!allowed) return false;
   // Held before the bytes are checked (storage/holds.ts): a release racing the mount either leaves
   // the bytes to this hold or has deleted them before the check, and the session opens. The hold
@@ -68,12 +77,12 @@ async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promi
   return (await deps.ctx.stores.blobs.stat(hex)) !== null;
 }
 
-/** The index the `from` parameter names, or null when it names none (a bad `from` is ignored). */
-function fromIndex(call: OciCall): IndexConfig | null {
+/** The repository the `from` parameter names, or null when it names none (a bad `from` is ignored). */
+function fromRepository(call: OciCall): Target | null {
   const from = call.query.get('from');
   if (from === null) return null;
   try {
-    return resolveName(call.deps.ociIndexes, from.split('/')).index;
+    return resolveName(call.deps.ociIndexes, from.split('/'));
   } catch (err) {
     if (err instanceof OciError) return null;
     throw err;
@@ -92,7 +101,7 @@ async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Prom
   const stage = await call.deps.ctx.stores.blobs.stage();
   try {
     await stage.append(call.request.raw, { expect: hex });
-    await call.deps.holds.of(hosted.name).hold(hex);
+    await call.deps.holds.ofRepo(hosted.name, call.target.repo).hold(hex);
     await stage.commit(hex);
   } catch (err) {
     if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);
@@ -186,16 +195,17 @@ export async function cancelUpload(call: OciCall, id: string): Promise<void> {
 
 export async function commitUpload(call: OciCall, id: string): Promise<void> {
   await changing(call, id, async (s) => {
-    const { deps, query, request } = call;
+    const { deps, query, request, target } = call;
     const digest = query.get('digest');
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
     const last = hasBody(request) ? request.raw : null;
     if (last !== null) checkContentRange(call, s);
     try {
-      // Verified first; the index holds the digest before the bytes are published (storage/holds.ts).
+      // Verified first; the repository holds the digest before the bytes are published
+      // (storage/holds.ts). The session belongs to this very name (`sessionOf`), so to this repository.
       await deps.sessions.commit(s, hex, last, async () => {
-        await deps.holds.of(s.indexName).hold(hex);
+        await deps.holds.ofRepo(s.indexName, target.repo).hold(hex);
       });
     } catch (err) {
       // The session stays open as it was before this request, so the client can retry the PUT.

@@ -60,7 +60,14 @@ export interface BlobHoldsOptions {
 const DEFAULT_STALE_MS = 30_000;
 /** Conflicts tolerated per call; each round of concurrent writers lets one through. */
 const MAX_CONFLICTS = 200;
-const HOLDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/**
+ * Segments of `[A-Za-z0-9._-]` starting with a letter or digit, joined by '/': callers may name a
+ * holder inside a holder (an OCI index's repository, `oci.<index>/<repo path>`). No empty segment,
+ * no `.` or `..` of its own, nothing a key or a log line could misread.
+ */
+const HOLDER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
+/** Longer names are a caller's mistake: a holds document lists every holder of its digest. */
+const MAX_HOLDER_NAME = 512;
 
 const NOT_HELD: ReleaseResult = { released: false, last: false, deleted: false };
 
@@ -178,7 +185,7 @@ function keyOf(hex: Sha256Hex): string {
 }
 
 function checkHolder(name: string): void {
-  if (!HOLDER_NAME.test(name)) throw new Error(`invalid holder name: ${JSON.stringify(name)}`);
+  if (name.length > MAX_HOLDER_NAME || !HOLDER_NAME.test(name)) throw new Error(`invalid holder name: ${JSON.stringify(name)}`);
 }
 
 function pause(ms: number): Promise<void> {
