@@ -15,7 +15,7 @@ import { blobPaths, CACHE, cacheStats, countOf, crane, pullThroughSuite, seed, s
 const s = pullThroughSuite('pull-through', {
   // A second cached index over the same upstream, one upstream fetch at a time.
   extraIndexes: (upstream) =>
-    ['[[index]]', 'name = "narrow"', 'route = "narrow"', 'ecosystem = "oci"', `cached = "${upstream}"`, 'upstream_concurrency = 1', `upstream_username = "mirror"`, `upstream_password = "mirror-password"`].join('\n'),
+    ['[[index]]', 'name = "narrow"', 'route = "narrow"', 'ecosystem = "oci"', `cached = "${upstream}"`, 'upstream_concurrency = 1', `upstream_username = "mirror"`, `upstream_password = "mirror-password"`, 'upstream_hosts = ["localhost"]'].join('\n'),
 });
 
 const out = (r: { stdout: string }) => r.stdout.trim();
