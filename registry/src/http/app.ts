@@ -114,7 +114,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
   const summaries = new IndexSummaries(stores.meta);
-  const addresses = new ClientAddress(config.rateLimit.trustedProxies);
+  const addresses = new ClientAddress(config.trustedProxies);
   const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
   const link: WorkerLink = options.link ?? new SoloLink();
