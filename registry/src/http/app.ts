@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
+import { originOf } from '../discovery/origin.js';
 import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
@@ -122,7 +123,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Outside the store's layout on purpose: with any backend this is a local folder of this process.
   const scratchDir = join(config.dataDir, 'scratch');
   await mkdir(scratchDir, { recursive: true });
-  const ctx: ServerContext = { config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries, ...(link.fetches ? { fetches: link.fetches } : {}) };
+  // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
+  const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
+  const ctx: ServerContext = {
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, rateLimits: limiter, summaries,
+    ...(link.fetches ? { fetches: link.fetches } : {}),
+  };
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
@@ -155,7 +161,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-  await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
+  await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt });
   await app.register(uiRoutes, { config, ecosystems });
