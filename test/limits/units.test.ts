@@ -1,7 +1,8 @@
 /**
  * The pure parts around the limiter: `trusted_proxies` (top level, or the older spelling under
- * `[rate_limit]`) and `[connections]` are validated at load with an error naming the key, and each
- * ecosystem classes its requests from method and path segments alone.
+ * `[rate_limit]`) and `[connections]` are validated at load with an error naming the key; the
+ * per-address connection count; and each ecosystem classes its requests from method and path
+ * segments alone.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
 import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ConnectionCap } from '../../registry/src/limits/connection-cap.js';
 import { classifyOci } from '../../registry/src/oci/classify.js';
 import { classifyPython } from '../../registry/src/python/classify.js';
 import { CLI } from '../support/paths.js';
@@ -103,6 +105,24 @@ describe('[connections]', () => {
     const file = join(tempDir('velodex-conn-config-'), 'velodex.toml');
     writeFileSync(file, '[connections]\nbody_idle_timeout_secs = 20\nmax_per_client = 64\n');
     expect((await run(process.execPath, [CLI, 'check-config', file])).stdout).toContain('connections: headers 30s, body idle 20s, keep-alive 75s, per client: at most 64 per process\n');
+  });
+});
+
+describe('ConnectionCap', () => {
+  it('admits up to the limit per address, and one more once one closed', () => {
+    const cap = new ConnectionCap(2);
+    expect([cap.take('198.51.100.1'), cap.take('198.51.100.1'), cap.take('198.51.100.1')]).toEqual([true, true, false]);
+    // A refused connection was never counted: the address still holds two.
+    expect(cap.held('198.51.100.1')).toBe(2);
+    expect(cap.take('198.51.100.2')).toBe(true);
+    cap.release('198.51.100.1');
+    expect(cap.take('198.51.100.1')).toBe(true);
+    cap.release('198.51.100.1');
+    cap.release('198.51.100.1');
+    expect(cap.held('198.51.100.1')).toBe(0);
+    // Releasing more than was taken never goes below zero or lends a place to the next connection.
+    cap.release('198.51.100.1');
+    expect([cap.take('198.51.100.1'), cap.take('198.51.100.1'), cap.take('198.51.100.1')]).toEqual([true, true, false]);
   });
 });
 

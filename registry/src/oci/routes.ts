@@ -16,7 +16,7 @@ import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { parseOciUrl, type OciAction } from './names.js';
 import { listReferrers } from './referrers.js';
-import { beforeRefusal, isWriteRefusal } from './refusal.js';
+import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
 import { listTags } from './tags.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
@@ -138,7 +138,7 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
       if (answer) {
         // A 5xx answered on purpose (store or upstream down) still belongs in the log, with its cause.
         if (answer.status >= 500) request.log.warn({ err }, 'OCI request failed');
-        if (isWriteRefusal(answer)) await beforeRefusal(request, reply);
+        if (isAnsweredBeforeBody(answer)) await beforeRefusal(request, reply);
         return sendError(reply, answer);
       }
       const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
