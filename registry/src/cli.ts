@@ -10,6 +10,7 @@ import { ConfigError } from './config/errors.js';
 import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/load.js';
 import { uploadTokenPath } from './config/default.js';
 import type { Config, RateLimitConfig } from './config/types.js';
+import type { ConnectionsConfig } from './config/connections.js';
 import { ecosystems } from './ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
@@ -104,6 +105,8 @@ async function main(argv: string[]): Promise<void> {
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
+      lines.push(`trusted proxies: ${config.trustedProxies.length ? config.trustedProxies.map((p) => `${p.address}/${p.prefix}`).join(', ') : 'none'}`);
+      lines.push(`connections: ${connectionsSummary(config.connections)}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
@@ -127,12 +130,17 @@ function adminTokenSummary(config: Config): string {
   return token ? token.source.replace(/^(env|file):/, '$1 ') : 'none: /admin/status and /+status?details=admin answer anyone';
 }
 
-/** `read 600/60s, write 60/60s; trusted proxies 10.0.0.0/8`, or `off`. */
+/** `read 600/60s, write 60/60s`, or `off`. */
 function rateLimitSummary(rl: RateLimitConfig): string {
   if (!rl.enabled) return 'off';
   const classes = Object.entries(rl.classes).map(([cls, w]) => `${cls} ${w.requests}/${w.windowSecs}s`);
-  const proxies = rl.trustedProxies.map((p) => `${p.address}/${p.prefix}`);
-  return `${classes.length ? classes.join(', ') : 'no class limited'}; trusted proxies: ${proxies.length ? proxies.join(', ') : 'none'}`;
+  return classes.length ? classes.join(', ') : 'no class limited';
+}
+
+/** `headers 30s, body idle 60s, keep-alive 75s, per client: no cap`. */
+function connectionsSummary(c: ConnectionsConfig): string {
+  const cap = c.maxPerClient === 0 ? 'no cap' : `at most ${c.maxPerClient} per process`;
+  return `headers ${c.headersTimeoutMs / 1000}s, body idle ${c.bodyIdleTimeoutMs / 1000}s, keep-alive ${c.keepAliveTimeoutMs / 1000}s, per client: ${cap}`;
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -1,8 +1,9 @@
 /**
  * The discovery documents over HTTP, from a real server configured with every kind of index and
  * every way to give a secret: no secret ever appears in any document; read-only routes carry no
- * upload URL and no upload text; the origin comes from Host or from valid X-Forwarded-* headers;
- * garbage headers are ignored; without an origin the URLs are paths and there are no texts.
+ * upload URL and no upload text; the origin comes from Host or from valid X-Forwarded-* headers
+ * (the server trusts 127.0.0.1 as a proxy; forwarded.test.ts has an untrusted peer); garbage
+ * headers are ignored; without an origin the URLs are paths and there are no texts.
  */
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -35,7 +36,8 @@ function config(dir: string): string {
   const hookFile = join(dir, 'hook-secret');
   writeFileSync(tokenFile, `${S.fileToken}\n`);
   writeFileSync(hookFile, S.hookFile);
-  return `
+  return `trusted_proxies = ["127.0.0.1"]
+
 [[index]]
 name = "private"
 route = "team/private"
@@ -240,7 +242,7 @@ describe('per index', () => {
 });
 
 describe('the origin', () => {
-  it('honours X-Forwarded-Host and X-Forwarded-Proto', async () => {
+  it('honours X-Forwarded-Host and X-Forwarded-Proto from a trusted proxy', async () => {
     const { doc } = await get('/team/private/+api', { 'x-forwarded-host': 'pkgs.example.com', 'x-forwarded-proto': 'https' });
     const ix = entry(doc, 'private');
     expect(doc.urls.api).toBe('https://pkgs.example.com/+api');

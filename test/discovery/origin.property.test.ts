@@ -2,11 +2,12 @@
  * The origin parser takes the client's own header bytes (`Host`, `X-Forwarded-Host`,
  * `X-Forwarded-Proto`) and turns them into the URLs of the discovery document. Properties: what
  * it accepts is a normalised host[:port] that the URL parser reads back unchanged; what it
- * rejects never reaches the document; plausible hosts are never refused.
+ * rejects never reaches the document; plausible hosts are never refused; forwarded headers count
+ * only when the request came from a trusted proxy.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { originOf, parseHost, parseScheme } from '../../registry/src/discovery/origin.js';
+import { localOrigin, originOf, parseHost, parseScheme } from '../../registry/src/discovery/origin.js';
 
 const RUNS = { numRuns: 500 };
 /** What an accepted host may look like, written independently of the parser. */
@@ -68,14 +69,14 @@ describe('originOf', () => {
   const scheme = fc.oneof(fc.constantFrom('http', 'https', 'HTTPS', ' http '), fc.string({ maxLength: 10 }));
   const header = fc.option(fc.oneof(plausible, garbage), { nil: undefined });
 
-  it('uses a forwarded value only when it is valid, and reflects nothing else', () => {
+  it('from a trusted proxy, uses a forwarded value only when it is valid, and reflects nothing else', () => {
     fc.assert(
       fc.property(header, header, fc.option(scheme, { nil: undefined }), fc.constantFrom('http', 'https'), (host, fwdHost, fwdProto, conn) => {
         const headers: Record<string, string> = {};
         if (host !== undefined) headers.host = host;
         if (fwdHost !== undefined) headers['x-forwarded-host'] = fwdHost;
         if (fwdProto !== undefined) headers['x-forwarded-proto'] = fwdProto;
-        const origin = originOf(headers, conn as 'http' | 'https');
+        const origin = originOf(headers, conn as 'http' | 'https', true);
         const firstFwd = fwdHost?.split(',')[0];
         const expectedHost = (firstFwd === undefined ? null : parseHost(firstFwd)) ?? parseHost(host?.split(',')[0] ?? '');
         if (expectedHost === null) {
@@ -92,10 +93,33 @@ describe('originOf', () => {
     );
   });
 
+  it('from any other peer, ignores the forwarded headers whatever they say', () => {
+    fc.assert(
+      fc.property(header, header, fc.option(scheme, { nil: undefined }), fc.constantFrom('http', 'https'), (host, fwdHost, fwdProto, conn) => {
+        const headers: Record<string, string> = {};
+        if (host !== undefined) headers.host = host;
+        if (fwdHost !== undefined) headers['x-forwarded-host'] = fwdHost;
+        if (fwdProto !== undefined) headers['x-forwarded-proto'] = fwdProto;
+        const plain: Record<string, string> = host === undefined ? {} : { host };
+        expect(originOf(headers, conn as 'http' | 'https', false)).toEqual(originOf(plain, conn as 'http' | 'https', true));
+        // Untrusted is the default: a caller that forgets to ask gets the safe answer.
+        expect(originOf(headers, conn as 'http' | 'https')).toEqual(originOf(headers, conn as 'http' | 'https', false));
+      }),
+      RUNS,
+    );
+  });
+
   it('takes the client-facing entry of a proxy chain', () => {
-    expect(originOf({ host: 'inner:8080', 'x-forwarded-host': 'pkgs.example.com, inner:8080', 'x-forwarded-proto': 'https, http' }, 'http')?.href).toBe('https://pkgs.example.com');
-    expect(originOf({ host: 'pkgs.example.com:443', 'x-forwarded-proto': 'https' }, 'http')?.href).toBe('https://pkgs.example.com');
-    expect(originOf({ host: '[::1]:4433' }, 'http')?.href).toBe('http://[::1]:4433');
-    expect(originOf({ host: 'ok.example', 'x-forwarded-host': 'bad host', 'x-forwarded-proto': 'gopher' }, 'http')?.href).toBe('http://ok.example');
+    expect(originOf({ host: 'inner:8080', 'x-forwarded-host': 'pkgs.example.com, inner:8080', 'x-forwarded-proto': 'https, http' }, 'http', true)?.href).toBe('https://pkgs.example.com');
+    expect(originOf({ host: 'pkgs.example.com:443', 'x-forwarded-proto': 'https' }, 'http', true)?.href).toBe('https://pkgs.example.com');
+    expect(originOf({ host: '[::1]:4433' }, 'http', true)?.href).toBe('http://[::1]:4433');
+    expect(originOf({ host: 'ok.example', 'x-forwarded-host': 'bad host', 'x-forwarded-proto': 'gopher' }, 'http', true)?.href).toBe('http://ok.example');
+  });
+
+  it('falls back to the connection\'s own address when a URL is needed and no host was named', () => {
+    expect(localOrigin({ localAddress: '127.0.0.1', localPort: 4433 }).href).toBe('http://127.0.0.1:4433');
+    expect(localOrigin({ localAddress: '::1', localPort: 4433 }).href).toBe('http://[::1]:4433');
+    expect(localOrigin({ localAddress: 'fe80::1%eth0', localPort: 80 }).href).toBe('http://[fe80::1]');
+    expect(localOrigin({}).href).toBe('http://127.0.0.1');
   });
 });

@@ -12,6 +12,7 @@ import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3StorageToml, testBackend } from '../support/backend.js';
 import { startMinio, type Minio } from '../support/minio.js';
+import { rawRequest } from '../support/raw-http.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { TokenSigner } from '../../registry/src/oci/token/tokens.js';
 import { expectOciError, imageManifest, Registry, sha256 } from './api-support.js';
@@ -84,7 +85,8 @@ describe('token realm', () => {
   const tokensSeen: string[] = [];
 
   beforeAll(async () => {
-    server = await startVelodex({ config: CONFIG });
+    // 127.0.0.1 is a trusted proxy here, so a test can send the headers an ingress would.
+    server = await startVelodex({ config: `trusted_proxies = ["127.0.0.1"]\n${CONFIG}` });
   });
 
   afterAll(async () => {
@@ -92,13 +94,16 @@ describe('token realm', () => {
   });
 
   describe('version check', () => {
-    it('challenges a caller without credentials to the realm at the origin it used, a proxy\'s included', async () => {
+    it('challenges a caller without credentials to the realm at the origin it used, a trusted proxy\'s included', async () => {
       const plain = await fetch(`${server.url}/v2/`);
       expect(plain.headers.get('www-authenticate')).toBe(`Bearer realm="${server.url}/v2/token",service="velodex"`);
       const body = await expectOciError(plain, 401, 'UNAUTHORIZED');
       expect(body.message).toMatch(/\/v2\/token/);
       const proxied = await fetch(`${server.url}/v2/`, { headers: { 'x-forwarded-host': 'registry.example.com', 'x-forwarded-proto': 'https' } });
       expect(proxied.headers.get('www-authenticate')).toBe('Bearer realm="https://registry.example.com/v2/token",service="velodex"');
+      // From a peer that is no trusted proxy, the same headers move nothing.
+      const direct = await rawRequest(server.url, '/v2/', 'GET', { 'x-forwarded-host': 'registry.example.com', 'x-forwarded-proto': 'https' }, { localAddress: '127.0.0.2' });
+      expect(direct.headers['www-authenticate']).toBe(`Bearer realm="${server.url}/v2/token",service="velodex"`);
     });
 
     it('answers 200 to a realm token and to a right Basic password, 401 to a wrong one', async () => {

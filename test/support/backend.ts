@@ -65,5 +65,7 @@ export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`):
 export function configFor(config: string | undefined, dataDir: string, storage?: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (testBackend() === 'fs' || (config !== undefined && /^\s*\[storage\]/m.test(config))) return config;
   const body = config ?? stringify(embeddedDefault(dataDir, env, ecosystems));
-  return `${storage ?? s3StorageToml(sharedMinio(), s3PrefixFor(dataDir))}\n${body}`;
+  // After the suite's text: top-level keys it has (`trusted_proxies = [...]`) must come before
+  // any table header, or TOML reads them as keys of that table.
+  return `${body}\n${storage ?? s3StorageToml(sharedMinio(), s3PrefixFor(dataDir))}`;
 }

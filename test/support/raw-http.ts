@@ -22,6 +22,12 @@ export interface RawOptions {
    * hangs makes the test fail instead of waiting forever. Not a speed assertion.
    */
   timeoutMs?: number;
+  /**
+   * The local address to connect from. Every 127.x.y.z is loopback on Linux, so a test can speak
+   * as a peer other than 127.0.0.1 (one that is not a trusted proxy, or a client of its own for a
+   * per-address count) to a server listening on 127.0.0.1.
+   */
+  localAddress?: string;
 }
 
 export function rawRequest(baseUrl: string, path: string, method = 'GET', headers: Record<string, string> = {}, opts: RawOptions = {}): Promise<RawResponse> {
@@ -29,7 +35,7 @@ export function rawRequest(baseUrl: string, path: string, method = 'GET', header
   const body = opts.body === undefined ? undefined : Buffer.from(opts.body);
   const sent = body && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length') ? { ...headers, 'content-length': String(body.length) } : headers;
   return new Promise((resolve, reject) => {
-    const req = request({ host: base.hostname, port: base.port, method, path, headers: sent }, (res) => {
+    const req = request({ host: base.hostname, port: base.port, method, path, headers: sent, ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (text += c));
@@ -79,10 +85,11 @@ export class RawConnection {
     });
   }
 
-  static open(baseUrl: string): Promise<RawConnection> {
+  /** `localAddress`: connect from there (see `RawOptions.localAddress`). */
+  static open(baseUrl: string, localAddress?: string): Promise<RawConnection> {
     const base = new URL(baseUrl);
     return new Promise((resolve, reject) => {
-      const socket = connect({ host: base.hostname, port: Number(base.port) }, () => resolve(new RawConnection(socket)));
+      const socket = connect({ host: base.hostname, port: Number(base.port), ...(localAddress ? { localAddress } : {}) }, () => resolve(new RawConnection(socket)));
       socket.once('error', reject);
     });
   }
@@ -100,6 +107,11 @@ export class RawConnection {
 
   get isEnded(): boolean {
     return this.#ended;
+  }
+
+  /** Everything received that no `response()` has taken, as text (an answer the server wrote before it closed). */
+  get pending(): string {
+    return this.#buffer.toString('latin1');
   }
 
   /** The next response; `head` for an answer to HEAD (headers only). Bodies are framed by Content-Length. */

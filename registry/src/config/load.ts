@@ -4,7 +4,6 @@
  * is a `ConfigError` naming the key, the index and the fix; nothing half-loads.
  */
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
 import type { EcosystemFacts } from './ecosystem-facts.js';
@@ -12,7 +11,9 @@ import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
-import type { AddressRange, Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
+import type { Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
+import { resolveConnections } from './connections.js';
+import { resolveTrustedProxies } from './trusted-proxies.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
@@ -123,7 +124,9 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     logLevel: env.VELODEX_LOG_LEVEL ?? file.log_level ?? 'info',
     storage,
     indexes,
-    rateLimit: { enabled: rl.enabled ?? false, classes, trustedProxies: (rl.trusted_proxies ?? []).map(parseTrustedProxy) },
+    rateLimit: { enabled: rl.enabled ?? false, classes },
+    trustedProxies: resolveTrustedProxies(file),
+    connections: resolveConnections(file.connections),
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
@@ -165,21 +168,6 @@ function signingKey(auth: NonNullable<FileConfig['auth']>, secrets: SecretSource
     );
   }
   return key;
-}
-
-/** `10.0.0.0/8`, `::1`, `fd00::/8`: an IP, with an optional prefix length within its family's width. */
-function parseTrustedProxy(entry: string, position: number): AddressRange {
-  const where = `rate_limit.trusted_proxies[${position}]`;
-  const slash = entry.indexOf('/');
-  const address = slash === -1 ? entry : entry.slice(0, slash);
-  const version = isIP(address);
-  const fix = 'write an IPv4 or IPv6 address, or a network as address/prefix (10.0.0.0/8, fd00::/8)';
-  if (version === 0) throw new ConfigError(where, `"${entry}" is not an IP address or CIDR network`, fix);
-  const width = version === 4 ? 32 : 128;
-  const prefixText = slash === -1 ? String(width) : entry.slice(slash + 1);
-  const prefix = /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
-  if (!(prefix >= 0 && prefix <= width)) throw new ConfigError(where, `"${entry}" has a bad prefix length: IPv${version} allows 0 to ${width}`, fix);
-  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
 }
 
 function parsePortEnv(value: string | undefined): number | undefined {

@@ -81,8 +81,19 @@ export const rateLimitSchema = z.strictObject({
   download: rateClassSchema.optional(),
   write: rateClassSchema.optional(),
   admin: rateClassSchema.optional(),
-  // IPs and CIDRs whose X-Forwarded-For is believed; checked in load.ts (the error names the entry).
+  // The older spelling of the top-level `trusted_proxies` (config/trusted-proxies.ts), still accepted.
   trusted_proxies: z.array(z.string()).optional(),
+});
+
+/** Whole seconds, at least one: every bound of `[connections]` stays on (config/connections.ts). */
+const boundSecs = z.number().int().min(1).max(86400);
+
+export const connectionsSchema = z.strictObject({
+  headers_timeout_secs: boundSecs.optional(),
+  body_idle_timeout_secs: boundSecs.optional(),
+  keep_alive_timeout_secs: boundSecs.optional(),
+  // 0: no cap.
+  max_per_client: z.number().int().min(0).max(1_000_000).optional(),
 });
 
 /** The bearer tokens velodex issues itself (a token realm an ecosystem serves, as the OCI one does for docker). */
@@ -105,6 +116,9 @@ export const fileSchema = z.strictObject({
   storage: storageSchema.optional(),
   index: z.array(indexSchema).optional(),
   rate_limit: rateLimitSchema.optional(),
+  // IPs and CIDRs whose X-Forwarded-* headers are believed; checked in config/trusted-proxies.ts.
+  trusted_proxies: z.array(z.string()).optional(),
+  connections: connectionsSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
   admin: adminSchema.optional(),

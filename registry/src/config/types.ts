@@ -1,4 +1,5 @@
 /** The resolved, validated configuration that the rest of the server reads. */
+import type { ConnectionsConfig } from './connections.js';
 import type { Secret } from './secret.js';
 
 import type { WorkersConfig } from './workers.js';
@@ -111,8 +112,6 @@ export interface AddressRange {
 export interface RateLimitConfig {
   enabled: boolean;
   classes: Partial<Record<RateClassName, RateClass>>;
-  /** Peers whose `X-Forwarded-For` names the client; empty: the header is ignored. */
-  trustedProxies: AddressRange[];
 }
 
 export interface AuthConfig {
@@ -138,6 +137,10 @@ export interface Config {
   storage: StorageConfig;
   indexes: IndexConfig[];
   rateLimit: RateLimitConfig;
+  /** Peers whose `X-Forwarded-*` headers are believed (client address, origin); empty: they are ignored. */
+  trustedProxies: AddressRange[];
+  /** Bounds on slow clients and the per-address connection cap. */
+  connections: ConnectionsConfig;
   /** `GET /metrics` and the per-request observation behind it (on by default). */
   metrics: { enabled: boolean };
   auth: AuthConfig;

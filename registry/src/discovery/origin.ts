@@ -1,8 +1,9 @@
 /**
  * The origin (`scheme://host[:port]`) a client reached the server at, from `Host`, or from
- * `X-Forwarded-Host` / `X-Forwarded-Proto` set by a proxy in front. These headers are the
- * client's own bytes: a value that is not a plausible host[:port], or a scheme other than http
- * and https, is ignored, never reflected. Only the normalised form of an accepted value is used.
+ * `X-Forwarded-Host` / `X-Forwarded-Proto` set by a trusted proxy in front (`trusted_proxies`;
+ * from any other peer they are ignored: `ClientAddress.fromTrustedProxy` decides). These headers
+ * are bytes someone sent: a value that is not a plausible host[:port], or a scheme other than
+ * http and https, is ignored, never reflected. Only the normalised form of an accepted value is used.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -62,18 +63,31 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * The origin of a request: `X-Forwarded-Host` when valid, else `Host`; `X-Forwarded-Proto` when
- * valid, else the connection's own scheme. Null when no valid host was given.
+ * The origin of a request: from a trusted proxy (`fromTrustedProxy`), `X-Forwarded-Host` when
+ * valid, else `Host`, and `X-Forwarded-Proto` when valid, else the connection's own scheme; from
+ * any other peer, `Host` and the connection's scheme alone. Null when no valid host was given.
  */
-export function originOf(headers: IncomingHttpHeaders, connectionScheme: Scheme): Origin | null {
-  const forwardedHost = firstValue(headers['x-forwarded-host']);
+export function originOf(headers: IncomingHttpHeaders, connectionScheme: Scheme, fromTrustedProxy = false): Origin | null {
+  const forwardedHost = fromTrustedProxy ? firstValue(headers['x-forwarded-host']) : undefined;
   const host = (forwardedHost === undefined ? null : parseHost(forwardedHost)) ?? parseHost(firstValue(headers.host) ?? '');
   if (host === null) return null;
-  const forwardedProto = firstValue(headers['x-forwarded-proto']);
+  const forwardedProto = fromTrustedProxy ? firstValue(headers['x-forwarded-proto']) : undefined;
   const scheme = (forwardedProto === undefined ? null : parseScheme(forwardedProto)) ?? connectionScheme;
   // The URL parser drops a default port (`:443` on https), so equal origins print equally.
   const url = new URL(`${scheme}://${host}`);
   return { scheme, host: url.host, href: url.origin };
+}
+
+/**
+ * The address a connection came in on, as an origin: for a request that names no usable host
+ * (HTTP/1.0 without `Host`) where an absolute URL is still needed.
+ */
+export function localOrigin(socket: { localAddress?: string | undefined; localPort?: number | undefined }): Origin {
+  // A zone id (`fe80::1%eth0`) has no place in a URL.
+  const address = (socket.localAddress ?? '127.0.0.1').replace(/%.*$/, '');
+  const host = address.includes(':') ? `[${address}]` : address;
+  const url = new URL(`http://${parseHost(host) ?? '127.0.0.1'}:${socket.localPort ?? 80}`);
+  return { scheme: 'http', host: url.host, href: url.origin };
 }
 
 /** The headers the document depends on, for `Vary`. */

@@ -7,7 +7,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config, IndexConfig } from '../config/types.js';
 import { DiscoveryBuilder, indexApiPath } from './document.js';
-import { ORIGIN_HEADERS, originOf } from './origin.js';
+import { ORIGIN_HEADERS, type Origin } from './origin.js';
 import type { EcosystemDiscovery } from './types.js';
 
 /** The part of an ecosystem discovery needs (structural, so this folder imports nothing of http/). */
@@ -16,11 +16,12 @@ export interface DiscoveryParticipant {
   readonly discovery?: EcosystemDiscovery;
 }
 
-export function registerDiscovery(app: FastifyInstance, config: Config, ecosystems: readonly DiscoveryParticipant[]): void {
+/** `originOf`: the request's origin, forwarded headers weighed by who sent them (`ServerContext.originOf`). */
+export function registerDiscovery(app: FastifyInstance, config: Config, ecosystems: readonly DiscoveryParticipant[], originOf: (request: FastifyRequest) => Origin | null): void {
   const parts = new Map(ecosystems.flatMap((e) => (e.discovery ? [[e.id, e.discovery] as const] : [])));
   const builder = new DiscoveryBuilder(config, parts);
   const answer = (request: FastifyRequest, reply: FastifyReply, only?: IndexConfig) => {
-    const origin = originOf(request.headers, request.protocol === 'https' ? 'https' : 'http');
+    const origin = originOf(request);
     // The document is built from these headers: a cache must not hand one host's URLs to another.
     reply.header('Vary', ORIGIN_HEADERS);
     return reply.type('application/json').send(builder.document(origin, only));

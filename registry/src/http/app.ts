@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
+import { originOf } from '../discovery/origin.js';
 import { registerDiscovery } from '../discovery/routes.js';
 import { EventBus } from '../events/bus.js';
 import { ClientAddress } from '../limits/client-address.js';
@@ -26,11 +27,13 @@ import { IndexSummaries } from '../observe/summary.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
 import { AdminGate } from './admin-auth.js';
-import type { Ecosystem, EcosystemModule, ServerContext } from './ecosystem.js';
+import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
 import { uiRoutes } from '../ui/routes.js';
 import { isClientGone, logClientGone } from './client-gone.js';
 import { errorBody, HttpError, neutralAnswer } from './errors.js';
 import { indexNamespace } from './index-namespace.js';
+import { guardConnections, serverTimeouts } from './connection-guard.js';
+import { requestPath } from './path.js';
 import { classifyRequest } from './request-class.js';
 
 export interface BuiltApp {
@@ -63,6 +66,18 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     bodyLimit: 1024 * 1024,
     // While closing, a request that arrives on a kept-alive connection is served (see `closing`).
     return503OnClosing: false,
+    ...serverTimeouts(config.connections),
+  });
+  const moduleOf = new Map(modules.map((m) => [m.id, m]));
+  const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
+  const addresses = new ClientAddress(config.trustedProxies);
+  const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
+  // First of the hooks, so a refused connection spends no rate-limit budget.
+  guardConnections(app, {
+    connections: config.connections,
+    addresses,
+    clientAddress,
+    tooManyBody: (request, message) => treeOf(request.raw, trees)?.tooManyRequests(message) ?? errorBody(429, message),
   });
   // Behind a Kubernetes Service a client's kept-alive connection still leads to a stopping pod
   // after its endpoint was withdrawn (conntrack keeps it). Answering those requests with 503
@@ -115,16 +130,18 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
   const summaries = new IndexSummaries(stores.meta);
-  const addresses = new ClientAddress(config.rateLimit.trustedProxies);
-  const clientAddress = (request: FastifyRequest): string => addresses.ofConnection(request.raw.socket, request.headers['x-forwarded-for']);
   const limiter = new RateLimiter(config.rateLimit.classes);
   const link: WorkerLink = options.link ?? new SoloLink();
   const serverCounters = new ServerCounters(link, { usage: counters, requests, rateLimits: limiter });
   // Outside the store's layout on purpose: with any backend this is a local folder of this process.
   const scratchDir = join(config.dataDir, 'scratch');
   await mkdir(scratchDir, { recursive: true });
-  const ctx: ServerContext = { config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, rateLimits: limiter, summaries, ...(link.fetches ? { fetches: link.fetches } : {}) };
-  const moduleOf = new Map(modules.map((m) => [m.id, m]));
+  // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
+  const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
+  const ctx: ServerContext = {
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, rateLimits: limiter, summaries,
+    ...(link.fetches ? { fetches: link.fetches } : {}),
+  };
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
@@ -132,7 +149,6 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   // Before any route is mounted, so the hook covers every scope (`/metrics`, `/v2/`) too.
   if (config.rateLimit.enabled) {
-    const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
     const classifyIndexRequest = (index: IndexConfig, method: string, rest: readonly string[]) => moduleOf.get(index.ecosystem)?.classifyIndexRequest?.(method, rest) ?? 'read';
     installRateLimit(app, {
       limiter,
@@ -156,7 +172,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   for (const eco of ecosystems) await eco.register?.(app);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
-  await app.register(async (scope) => registerDiscovery(scope, config, ecosystems));
+  await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   const admin = new AdminGate(config.admin.token, clientAddress);
   await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt, admin });
@@ -168,3 +184,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   return { app, ecosystems, events, rateLimits: limiter };
 }
 
+/** The ecosystem tree (`/v2/`) a request is under, if any. */
+function treeOf(raw: FastifyRequest['raw'], trees: ReadonlyMap<string, EcosystemTree>): EcosystemTree | undefined {
+  try {
+    return trees.get(requestPath(raw).segments[0] ?? '');
+  } catch {
+    // An unsafe path is under no tree.
+    return undefined;
+  }
+}

@@ -1,26 +1,36 @@
 /**
  * Reads and throws away the body of a request that is refused before its handler read it.
- * `discardBody` reads a small body before the answer; `discardRest` drops the rest after it.
+ * `discardBody` reads a small body before the answer; `discardRest` drops the rest after it;
+ * `settleUnreadBody` is the two together, as every refusal uses them.
  *
  * A client that writes its whole body before it reads the answer (containerd's pusher does, on a
  * manifest PUT) gets confused by a refusal that arrives mid-write: its retry never completes. So
  * a small body is read to its end first, and the connection stays usable. A body above `cap` is
- * not worth reading: the caller answers at once and closes the connection.
+ * not worth reading, and one that does not arrive at once is not waited for: the caller answers
+ * at once and closes the connection.
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
+import { announcesBody } from './body-progress.js';
 
-/** `read`: the body is consumed; `too-large`: it passes `cap` (reading stopped); `gone`: the client left. */
-export type Discarded = 'read' | 'too-large' | 'gone';
+/**
+ * `read`: the body is consumed; `too-large`: it passes `cap` (reading stopped); `slow`: it had not
+ * ended after `maxMs` (reading goes on unless the caller stops it); `gone`: the client left.
+ */
+export type Discarded = 'read' | 'too-large' | 'slow' | 'gone';
 
-export function discardBody(raw: IncomingMessage, cap: number): Promise<Discarded> {
+export function discardBody(raw: IncomingMessage, cap: number, maxMs: number): Promise<Discarded> {
   if (raw.readableEnded) return Promise.resolve('read');
   if (raw.destroyed) return Promise.resolve('gone');
   const declared = Number(raw.headers['content-length'] ?? '0');
   if (declared > cap) return Promise.resolve('too-large');
   return new Promise((resolve) => {
     let total = 0;
+    // A client that announced a body and sends it slowly, or never, is not waited for.
+    const timer = setTimeout(() => settle('slow'), maxMs);
     const settle = (result: Discarded): void => {
+      clearTimeout(timer);
       raw.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onClose);
       resolve(result);
     };
@@ -83,6 +93,26 @@ export function discardRest(req: IncomingMessage, limits: DiscardLimits = DEFAUL
   req.once('end', stop);
   req.once('close', stop);
   req.resume();
+}
+
+/** How long a small refused body may take to arrive before the refusal goes out without it. */
+export const READ_BEFORE_REFUSAL_MS = 2_000;
+/** What is dropped after a refusal whose body was not read, before the connection is cut. */
+export const DROP_AFTER_REFUSAL: DiscardLimits = { maxBytes: 1024 * 1024, maxMs: 10_000, lingerMs: DEFAULT_LINGER_MS };
+
+/**
+ * Before a refusal of a request whose body nobody read: a body of at most `readBytes` that
+ * arrives within `READ_BEFORE_REFUSAL_MS` is read to its end, and the connection stays usable
+ * (containerd writes its whole manifest before it reads the answer). Any other body, a large one
+ * or one that does not come (a stalled client), does not hold the answer up: it goes out at once
+ * with `Connection: close`, and what still arrives is dropped within `DROP_AFTER_REFUSAL`.
+ */
+export async function settleUnreadBody(request: FastifyRequest, reply: FastifyReply, readBytes: number): Promise<void> {
+  const raw = request.raw;
+  if (!announcesBody(raw)) return;
+  if ((await discardBody(raw, readBytes, READ_BEFORE_REFUSAL_MS)) === 'read') return;
+  reply.header('connection', 'close');
+  discardRest(raw, DROP_AFTER_REFUSAL);
 }
 
 /**

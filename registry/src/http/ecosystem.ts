@@ -8,6 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest }
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { EcosystemFacts } from '../config/ecosystem-facts.js';
 import type { Config, IndexConfig, RateClassName } from '../config/types.js';
+import type { Origin } from '../discovery/origin.js';
 import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
 import type { RateLimitCounters } from '../limits/rate-limiter.js';
@@ -39,6 +40,11 @@ export interface ServerContext {
   upstreamSlots: UpstreamSlotsByIndex;
   /** The client's address (trusted proxies resolved), for the security log. */
   clientAddress: (request: FastifyRequest) => string;
+  /**
+   * The origin the client reached the server at, for absolute URLs: `Host`, or a trusted proxy's
+   * `X-Forwarded-Host`/`-Proto` (`discovery/origin.ts`). Null when the request names no valid host.
+   */
+  originOf: OriginOf;
   /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
   rateLimits: RateLimitCounters;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
@@ -46,6 +52,8 @@ export interface ServerContext {
   /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */
   fetches?: SharedFetches;
 }
+
+export type OriginOf = (request: FastifyRequest) => Origin | null;
 
 export interface IndexRequest {
   index: IndexConfig;

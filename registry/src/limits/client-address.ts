@@ -1,5 +1,8 @@
 /**
- * Which address a request comes from, for the rate limiter and the security log.
+ * Which address a request comes from, for the rate limiter and the security log, and whether its
+ * socket peer is a trusted proxy: the one place that decides whether a request's `X-Forwarded-*`
+ * headers are believed (`X-Forwarded-For` here; `-Host` and `-Proto` for the origin,
+ * `discovery/origin.ts`, which asks `fromTrustedProxy`).
  *
  * The socket's peer, unless that peer is a configured trusted proxy: then `X-Forwarded-For` is
  * read from the right (each proxy appends the address of the peer it saw), skipping trusted
@@ -13,6 +16,11 @@
  */
 import { BlockList, isIP, SocketAddress } from 'node:net';
 import type { AddressRange } from '../config/types.js';
+
+/** What is read of a socket: its peer's address (undefined once it is closed). */
+export interface PeerSocket {
+  remoteAddress?: string | undefined;
+}
 
 export class ClientAddress {
   readonly #peers = new WeakMap<object, string>();
@@ -41,14 +49,27 @@ export class ClientAddress {
    * `of` for a request on `socket`: without a header to weigh, the answer is the socket's own
    * address, worked out once per connection (keep-alive clients send many requests on one).
    */
-  ofConnection(socket: { remoteAddress?: string | undefined }, forwardedFor: string | string[] | undefined): string {
+  ofConnection(socket: PeerSocket, forwardedFor: string | string[] | undefined): string {
     if (forwardedFor !== undefined && this.#any) return this.of(socket.remoteAddress, forwardedFor);
+    return this.peerOf(socket);
+  }
+
+  /** The socket's own peer address (no header weighed), worked out once per connection. */
+  peerOf(socket: PeerSocket): string {
     let peer = this.#peers.get(socket);
     if (peer === undefined) {
       peer = plainAddress(socket.remoteAddress ?? '') ?? 'unknown';
       this.#peers.set(socket, peer);
     }
     return peer;
+  }
+
+  /**
+   * True when the connection's peer is a trusted proxy, so the forwarded headers of requests on
+   * it are believed. Without trusted proxies, never.
+   */
+  fromTrustedProxy(socket: PeerSocket): boolean {
+    return this.#any && this.isTrusted(this.peerOf(socket));
   }
 
   /** The client of a request whose socket peer is `socket` and whose header is `forwardedFor`. */

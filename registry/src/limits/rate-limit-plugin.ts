@@ -7,9 +7,9 @@
  * It names no ecosystem: `classify` says which class a request spends (and may shape the 429
  * body the way its API answers errors), `clientAddress` whose budget it is.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { RateClassName } from '../config/types.js';
-import { discardBody, discardRest } from '../http/discard-body.js';
+import { settleUnreadBody } from '../http/discard-body.js';
 import { errorBody } from '../http/errors.js';
 import { logRateLimited } from '../observe/security-log.js';
 import type { RateLimiter } from './rate-limiter.js';
@@ -32,13 +32,13 @@ export interface RateLimitOptions {
 }
 
 /**
- * A denied request's body: a small one (a manifest, a JSON document) is read to its end before
- * the answer, so a client that writes everything before it reads (containerd) sees the 429 on a
- * connection it can reuse. A larger one (an upload) is answered at once, the connection closes
- * after the answer, and what the client still sends is dropped within a small bound.
+ * A denied request's body: a small one (a manifest, a JSON document) that arrives at once is read
+ * to its end before the answer, so a client that writes everything before it reads (containerd)
+ * sees the 429 on a connection it can reuse. A larger or a slow one (an upload, a stalled client)
+ * is answered at once, the connection closes after the answer, and what the client still sends
+ * is dropped within a small bound (`settleUnreadBody`).
  */
 const READ_BEFORE_ANSWER_BYTES = 64 * 1024;
-const DROP_AFTER_ANSWER = { maxBytes: 1024 * 1024, maxMs: 10_000, lingerMs: 2_000 };
 
 export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): void {
   // Callback style: an allowed request (nearly all of them) costs no promise.
@@ -51,18 +51,9 @@ export function installRateLimit(app: FastifyInstance, opts: RateLimitOptions): 
     const retryAfterSecs = decision.retryAfterSecs;
     logRateLimited(request.log, { class: c.class, index: c.index, client, retryAfterSecs });
     const message = `rate limit exceeded for ${c.class} requests; retry in ${retryAfterSecs} s`;
-    settleBody(request, reply).then(
+    settleUnreadBody(request, reply, READ_BEFORE_ANSWER_BYTES).then(
       () => reply.code(429).header('retry-after', String(retryAfterSecs)).type('application/json').send(c.body ? c.body(message) : errorBody(429, message)),
       (err: unknown) => done(err instanceof Error ? err : new Error(String(err))),
     );
   });
-}
-
-async function settleBody(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const raw = request.raw;
-  const hasBody = raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length'] ?? '0') > 0;
-  if (!hasBody) return;
-  if ((await discardBody(raw, READ_BEFORE_ANSWER_BYTES)) === 'read') return;
-  reply.header('connection', 'close');
-  discardRest(raw, DROP_AFTER_ANSWER);
 }

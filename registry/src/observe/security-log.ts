@@ -1,6 +1,8 @@
 /**
- * The security log: one JSON line at `warn` per rate-limit denial and per failed authentication,
- * with `event` set so a log pipeline can pick them out. The fields are chosen, not copied from
+ * The security log: one JSON line at `warn` per rate-limit denial, per failed authentication and
+ * per connection cut or refused for its client's behaviour (a stalled body, headers that never
+ * finished, too many connections from one address), with `event` set so a log pipeline can pick
+ * them out. The fields are chosen, not copied from
  * the request: no header, no URL query, no credential ever goes in. The Basic username is left
  * out too: velodex ignores it, and a user who swapped the fields would have put the token there.
  */
@@ -35,5 +37,42 @@ export function logAuthFailed(log: FastifyBaseLogger, e: AuthFailedEvent): void 
   log.warn(
     { event: 'auth_failed', index: e.index, method: e.method, client: e.client, reason: e.reason },
     `authentication failed: ${e.method} on ${e.index} from ${e.client} (${e.reason})`,
+  );
+}
+
+/** `headers_timeout`: the request head did not finish in time; `body_stalled`: the body stopped arriving. */
+export type CutReason = 'headers_timeout' | 'body_stalled';
+
+export interface ConnectionCutEvent {
+  reason: CutReason;
+  client: string;
+  /** The request's method, once its head was read. */
+  method?: string;
+  /** The bound the client passed (`[connections]`), in seconds. */
+  afterSecs: number;
+}
+
+const CUT_TEXT: Record<CutReason, string> = {
+  headers_timeout: 'the request headers did not finish within',
+  body_stalled: 'the request body sent nothing for',
+};
+
+export function logConnectionCut(log: FastifyBaseLogger, e: ConnectionCutEvent): void {
+  log.warn(
+    { event: 'connection_cut', reason: e.reason, client: e.client, ...(e.method !== undefined ? { method: e.method } : {}), after_secs: e.afterSecs },
+    `connection from ${e.client} cut: ${CUT_TEXT[e.reason]} ${e.afterSecs} s`,
+  );
+}
+
+export interface ConnectionRefusedEvent {
+  client: string;
+  /** `[connections] max_per_client`: the connections the client already holds. */
+  limit: number;
+}
+
+export function logConnectionRefused(log: FastifyBaseLogger, e: ConnectionRefusedEvent): void {
+  log.warn(
+    { event: 'connection_refused', reason: 'too_many_connections', client: e.client, limit: e.limit },
+    `connection from ${e.client} refused: it already holds ${e.limit} (connections.max_per_client)`,
   );
 }

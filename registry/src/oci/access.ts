@@ -64,7 +64,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
   const verdict = checkBearerWrite(token, name, hosted.name, deps.tokens.bindingOf(hosted.uploadToken.reveal()));
   if (verdict === 'ok') return hosted;
   logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.ctx.clientAddress(request), reason: verdict });
-  const realm = realmOf(request);
+  const realm = realmOf(deps.ctx.originOf, request);
   if (verdict === 'stale-upload-token') {
     throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
       'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),

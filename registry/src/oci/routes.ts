@@ -16,7 +16,7 @@ import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { parseOciUrl, type OciAction } from './names.js';
 import { listReferrers } from './referrers.js';
-import { beforeRefusal, isWriteRefusal } from './refusal.js';
+import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
 import { listTags } from './tags.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
@@ -54,7 +54,7 @@ async function versionCheck(x: OciExchange): Promise<void> {
     c.kind === 'none'
       ? `authentication required: fetch a bearer token from ${TOKEN_PATH} (anonymous tokens allow pulls; log in with an upload token to push), or send HTTP Basic credentials`
       : 'the password is not the upload token of any hosted OCI index on this registry';
-  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.request)) });
+  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.deps.ctx.originOf, x.request)) });
 }
 
 function routeOf(action: OciAction): Route {
@@ -119,7 +119,7 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
     throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
   }
   // The realm reads its own (Basic) credentials; everywhere else a bearer token is verified first.
-  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens);
+  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens, deps.ctx.originOf);
   await handler({ deps, query, request, reply, credentials });
 }
 
@@ -138,7 +138,7 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
       if (answer) {
         // A 5xx answered on purpose (store or upstream down) still belongs in the log, with its cause.
         if (answer.status >= 500) request.log.warn({ err }, 'OCI request failed');
-        if (isWriteRefusal(answer)) await beforeRefusal(request, reply);
+        if (isAnsweredBeforeBody(answer)) await beforeRefusal(request, reply);
         return sendError(reply, answer);
       }
       const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;

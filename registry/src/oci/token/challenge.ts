@@ -1,21 +1,20 @@
 /**
  * The Bearer challenge that sends clients to the token realm, and the realm's address: the
- * origin the client reached velodex at (as discovery computes it, proxies' forwarded headers
- * included), so a client behind an ingress is sent back through the ingress.
+ * origin the client reached velodex at (as discovery computes it: a trusted proxy's forwarded
+ * headers included, anyone else's ignored), so a client behind an ingress is sent back through
+ * the ingress.
  */
 import type { FastifyRequest } from 'fastify';
-import { originOf } from '../../discovery/origin.js';
+import { localOrigin } from '../../discovery/origin.js';
+import type { OriginOf } from '../../http/ecosystem.js';
 import { SERVICE } from './tokens.js';
 
 export const TOKEN_PATH = '/v2/token';
 
-export function realmOf(request: FastifyRequest): string {
-  const origin = originOf(request.headers, request.protocol === 'https' ? 'https' : 'http');
-  if (origin) return `${origin.href}${TOKEN_PATH}`;
+export function realmOf(originOf: OriginOf, request: FastifyRequest): string {
   // No usable Host header (HTTP/1.0): the address the connection came in on.
-  const socket = request.raw.socket;
-  const host = socket.localFamily === 'IPv6' ? `[${socket.localAddress ?? '::1'}]` : (socket.localAddress ?? '127.0.0.1');
-  return `http://${host}:${socket.localPort ?? 80}${TOKEN_PATH}`;
+  const origin = originOf(request) ?? localOrigin(request.raw.socket);
+  return `${origin.href}${TOKEN_PATH}`;
 }
 
 export interface ChallengeOptions {

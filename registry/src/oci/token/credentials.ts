@@ -5,6 +5,7 @@
  * challenge that says so (`error="invalid_token"`), and the client fetches a new one.
  */
 import type { FastifyRequest } from 'fastify';
+import type { OriginOf } from '../../http/ecosystem.js';
 import { OciError } from '../errors.js';
 import { bearerChallenge, realmOf } from './challenge.js';
 import type { Access } from './scope.js';
@@ -24,7 +25,8 @@ export type Credentials =
 
 const BEARER = /^Bearer\s+(\S*)\s*$/i;
 
-export async function readCredentials(request: FastifyRequest, signer: TokenSigner): Promise<Credentials> {
+/** `originOf`: where the realm of a challenge points (`realmOf`). */
+export async function readCredentials(request: FastifyRequest, signer: TokenSigner, originOf: OriginOf): Promise<Credentials> {
   const header = request.headers.authorization;
   if (header === undefined || header === '') return { kind: 'none' };
   const bearer = BEARER.exec(header);
@@ -32,7 +34,7 @@ export async function readCredentials(request: FastifyRequest, signer: TokenSign
   const verified = await signer.verify(bearer[1] ?? '');
   if (verified.ok) return { kind: 'bearer', access: verified.access, bindings: verified.bindings };
   throw new OciError('UNAUTHORIZED', REJECTION_MESSAGES[verified.reason], {
-    'WWW-Authenticate': bearerChallenge(realmOf(request), { error: 'invalid_token' }),
+    'WWW-Authenticate': bearerChallenge(realmOf(originOf, request), { error: 'invalid_token' }),
   });
 }
 

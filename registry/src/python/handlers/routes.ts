@@ -105,12 +105,12 @@ export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: 
     {
       match: (rest, slash) => (rest.length === 2 && rest[1] === 'json' && !slash ? [rest[0]!] : null),
       project: true,
-      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!) },
+      methods: { GET: (req, params) => serveLegacyJson(source, ctx.originOf, req, params[0]!) },
     },
     {
       match: (rest, slash) => (rest.length === 3 && rest[2] === 'json' && !slash ? [rest[0]!, rest[1]!] : null),
       project: true,
-      methods: { GET: (req, params) => serveLegacyJson(source, req, params[0]!, params[1]!) },
+      methods: { GET: (req, params) => serveLegacyJson(source, ctx.originOf, req, params[0]!, params[1]!) },
     },
     {
       match: (rest) => (rest.length === 1 && rest[0] === 'simple' ? [] : null),
