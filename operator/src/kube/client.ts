@@ -16,8 +16,12 @@ import {
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { SECRET_OPT_IN_SELECTOR } from '../plan/secret-refs.js';
 import { FIELD_MANAGER, type ApplyObject } from '../render/objects.js';
 import { GROUP, VERSION, type PackageIndex, type PackageIndexStatus, type PackageRegistry, type PackageRegistryStatus } from '../resources/types.js';
+
+/** Asks the API server for a list of objects' metadata, without their content. */
+const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 export const PLURAL = { PackageIndex: 'packageindexes', PackageRegistry: 'packageregistries' } as const;
 
@@ -27,8 +31,10 @@ export interface Kube {
   listAll(plural: string): Promise<{ metadata?: { resourceVersion?: string }; items: KubernetesObject[] }>;
   listRegistries(namespace?: string): Promise<PackageRegistry[]>;
   listIndexes(namespace?: string): Promise<PackageIndex[]>;
-  /** Secrets of a namespace: name → key → decoded value. */
+  /** The opted-in Secrets of a namespace (secret-refs.ts): name → key → decoded value. */
   secrets(namespace: string): Promise<Map<string, Record<string, string>>>;
+  /** Whether a Secret of that name exists, asked for its metadata only: its data is never read. */
+  secretExists(namespace: string, name: string): Promise<boolean>;
   pods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
   apply(obj: ApplyObject): Promise<void>;
@@ -62,7 +68,7 @@ export function kubeClient(kc: KubeConfig): Kube {
     listRegistries: (namespace) => list<PackageRegistry>(PLURAL.PackageRegistry, namespace),
     listIndexes: (namespace) => list<PackageIndex>(PLURAL.PackageIndex, namespace),
     async secrets(namespace) {
-      const res = await core.listNamespacedSecret({ namespace });
+      const res = await core.listNamespacedSecret({ namespace, labelSelector: SECRET_OPT_IN_SELECTOR });
       const out = new Map<string, Record<string, string>>();
       for (const s of res.items) {
         const name = s.metadata?.name;
@@ -73,6 +79,13 @@ export function kubeClient(kc: KubeConfig): Kube {
         out.set(name, data);
       }
       return out;
+    },
+    async secretExists(namespace, name) {
+      // Not a Secret name (a DNS subdomain): no such Secret, and nothing to put in a selector.
+      if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) return false;
+      // A list by name (the operator may list, not get, Secrets) answered as metadata only.
+      const res = await core.listNamespacedSecret({ namespace, fieldSelector: `metadata.name=${name}` }, setHeaderOptions('Accept', METADATA_ONLY));
+      return res.items.some((s) => s.metadata?.name === name);
     },
     async pods(namespace, labelSelector) {
       return (await core.listNamespacedPod({ namespace, labelSelector })).items;
