@@ -40,6 +40,8 @@ step "a team's registry and indexes, declared with kubectl"
 kubectl create namespace team
 kubectl create secret generic s3 -n team --from-literal=access-key=velodex "--from-literal=secret-key=$MINIO_SECRET"
 kubectl create secret generic upload-tokens -n team "--from-literal=hosted=$TOKEN"
+# velodex uses only Secrets that opt in (docs/kubernetes.md).
+kubectl label secret s3 upload-tokens -n team velodex.dev/allow-reference=true
 sed "s#https://pypi.org/simple/#${PYPI_UPSTREAM:-https://pypi.org/simple/}#" docs/examples/team.yaml | kubectl apply -f -
 kubectl wait --for=condition=Ready pidx/hosted pidx/pypi pidx/all pidx/images packageregistry/default -n team --timeout=300s
 kubectl get packageindex -n team

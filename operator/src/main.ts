@@ -4,8 +4,10 @@
  * queue. Only the leader (a Lease in its own namespace) reconciles; a replica that loses the lease
  * exits, and its restart is a fresh candidate.
  *
- * Environment: VELODEX_IMAGE (the registry image, normally this image), POD_NAMESPACE and POD_NAME
- * (the Lease's namespace and this replica's identity; the chart sets them from the downward API),
+ * Environment: VELODEX_IMAGE (the registry image, normally this image), VELODEX_ALLOWED_IMAGES (the
+ * other images a PackageRegistry may name in spec.image: patterns, comma-separated; plan/images.ts),
+ * POD_NAMESPACE and POD_NAME (the Lease's namespace and this replica's identity; the chart sets
+ * them from the downward API),
  * VELODEX_OPERATOR_PORT (health endpoints, default 8081), VELODEX_RESYNC_SECONDS (how often each
  * namespace's pod statuses are read again, default 30).
  */
@@ -14,6 +16,8 @@ import { hostname } from 'node:os';
 import { CoreV1Api, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
 import { isNotFound, kubeClient, loadKubeConfig, PLURAL } from './kube/client.js';
 import { startLeaderElection } from './kube/leader.js';
+import { parseAllowedImages } from './plan/images.js';
+import { SECRET_OPT_IN_SELECTOR } from './plan/secret-refs.js';
 import { KeyedQueue } from './reconcile/queue.js';
 import { reconcileNamespace } from './reconcile/namespace.js';
 import { GROUP, VERSION } from './resources/types.js';
@@ -33,6 +37,7 @@ async function main(): Promise<void> {
   const kc = loadKubeConfig();
   const kube = kubeClient(kc);
   const image = env('VELODEX_IMAGE');
+  const allowedImages = parseAllowedImages(process.env.VELODEX_ALLOWED_IMAGES);
   const namespace = env('POD_NAMESPACE', 'velodex-system');
   const identity = env('POD_NAME', hostname());
   const resyncMs = Number(env('VELODEX_RESYNC_SECONDS', '30')) * 1000;
@@ -43,7 +48,7 @@ async function main(): Promise<void> {
   const known = new Set<string>();
   const queue = new KeyedQueue(
     async (ns) => {
-      await reconcileNamespace(ns, { kube, render: { defaultImage: image }, log });
+      await reconcileNamespace(ns, { kube, render: { defaultImage: image }, allowedImages, log });
       queue.addAfter(ns, resyncMs);
     },
     { onError: (ns, err, retryInMs) => log('reconcile failed', { namespace: ns, error: err instanceof Error ? err.message : String(err), retryInMs }) },
@@ -64,7 +69,11 @@ async function main(): Promise<void> {
   const watched = [
     { always: true, informer: makeInformer(kc, `/apis/${GROUP}/${VERSION}/${PLURAL.PackageRegistry}`, custom(PLURAL.PackageRegistry)) },
     { always: true, informer: makeInformer(kc, `/apis/${GROUP}/${VERSION}/${PLURAL.PackageIndex}`, custom(PLURAL.PackageIndex)) },
-    { always: false, informer: makeInformer(kc, '/api/v1/secrets', () => core.listSecretForAllNamespaces()) },
+    // Only the Secrets that opted in (plan/secret-refs.ts): the others are never listed, watched or cached.
+    {
+      always: false,
+      informer: makeInformer(kc, '/api/v1/secrets', () => core.listSecretForAllNamespaces({ labelSelector: SECRET_OPT_IN_SELECTOR }), SECRET_OPT_IN_SELECTOR),
+    },
     {
       always: false,
       informer: makeInformer(kc, '/api/v1/pods', () => core.listPodForAllNamespaces({ labelSelector: 'app.kubernetes.io/name=velodex' }), 'app.kubernetes.io/name=velodex'),
@@ -118,7 +127,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown());
   process.once('SIGINT', () => void shutdown());
-  log('velodex operator started', { identity, leaseNamespace: namespace, image });
+  log('velodex operator started', { identity, leaseNamespace: namespace, image, allowedImages });
 }
 
 /** Fails start-up with one clear line when the API is unreachable or the CRDs are not installed. */

@@ -96,6 +96,11 @@ upload_target = "hosted"
     ['a token file of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token_file = "${blankFile()}"\n`, /upload_token_file: .* is empty or only white space/],
     ['an empty webhook secret', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "http://127.0.0.1:9/h"\nsecret = ""\n`, /webhook\[0\]\.secret: is empty/],
     ['a webhook URL that is not http', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "ftp://127.0.0.1/h"\n`, /webhook\[0\]\.url: must be an http or https URL/],
+    ['a webhook URL given two ways', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "http://127.0.0.1:9/h"\nurl_env = "HOOK_URL"\n`, /webhook\[0\]\.url: is given more than one way.*set only one of url, url_env, url_file/],
+    ['a webhook without a URL', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nevents = ["upload"]\n`, /webhook\[0\]\.url: is missing.*url, url_env, url_file/],
+    ['a webhook URL variable that is not set', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl_env = "VELODEX_TEST_UNSET_HOOK"\n`, /webhook\[0\]\.url_env: environment variable VELODEX_TEST_UNSET_HOOK is not set/],
+    ['a webhook URL file that is not there', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl_file = "/nonexistent/hook-url"\n`, /webhook\[0\]\.url_file: cannot read \/nonexistent\/hook-url \(ENOENT\)/],
+    ['an inline webhook URL that is no URL', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\nurl = "not a url"\n`, /webhook\[0\]\.url: is not a valid URL/],
     ['an unknown key in [auth]', `[auth]\ntoken_signing_keys = "x"\n`, /auth: unknown key "token_signing_keys"/],
     ['a token signing key given two ways', `[auth]\ntoken_signing_key = "${'k'.repeat(40)}"\ntoken_signing_key_env = "X"\n`, /auth\.token_signing_key: is given more than one way/],
     // A short HMAC key could be found by guessing offline from any one token it signed.
@@ -120,6 +125,31 @@ upload_target = "hosted"
     const fromEnv = await checkConfig('[auth]\ntoken_signing_key_env = "VELODEX_TEST_KEY"\n', { VELODEX_TEST_KEY: 'signing-key-value-0123456789-abcdefgh' });
     expect(fromEnv.stdout).toMatch(/^token signing key: env VELODEX_TEST_KEY$/m);
     expect(fromEnv.stdout).not.toContain('signing-key-value');
+  });
+
+  it('takes a webhook URL from a file or a variable, as a secret, and never quotes it', async () => {
+    const dir = tempDir('velodex-config-');
+    const good = join(dir, 'hook-url');
+    writeFileSync(good, 'https://hooks.chat.example/services/T0A1/B0B2/url-key-6c1d\n');
+    const hook = (key: string) => `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.webhook]]\n${key}\nevents = ["upload"]\n`;
+    for (const [key, env] of [[`url_file = "${good}"`, {}], ['url_env = "VELODEX_TEST_HOOK_URL"', { VELODEX_TEST_HOOK_URL: 'https://hooks.chat.example/services/T0A1/B0B2/url-key-6c1d' }]] as const) {
+      const res = await checkConfig(hook(key), env);
+      expect(res.stderr, key).toBe('');
+      expect(res.code).toBe(0);
+      expect(res.stdout + res.stderr).not.toContain('url-key-6c1d');
+    }
+    // A file that holds something else than a URL: the message names the key, not the content.
+    const bad = join(dir, 'bad-url');
+    writeFileSync(bad, 'hooks.chat.example/services/no-scheme-key-93af\n');
+    const refused = await checkConfig(hook(`url_file = "${bad}"`));
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/webhook\[0\]\.url_file: is not a valid URL/);
+    expect(refused.stderr).not.toContain('no-scheme-key-93af');
+    const ftp = join(dir, 'ftp-url');
+    writeFileSync(ftp, 'ftp://files.example/ftp-key-11b0\n');
+    const notHttp = await checkConfig(hook(`url_file = "${ftp}"`));
+    expect(notHttp.stderr).toMatch(/webhook\[0\]\.url_file: must be an http or https URL/);
+    expect(notHttp.stderr).not.toContain('ftp-key-11b0');
   });
 
   it('reads a secret from the environment without printing it', async () => {

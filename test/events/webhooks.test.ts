@@ -4,6 +4,8 @@
  * write through a virtual route reaches the virtual's targets and its upload target's; no
  * secret, token or query string reaches the server log.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload, sha256File } from '../python/fixtures/upload-client.js';
@@ -11,7 +13,7 @@ import { write } from '../python/mutations-client.js';
 import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { startVelodex, type Velodex } from '../support/velodex.js';
+import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { expectedSignature, outboxIds, Receiver, until, type Delivery } from './receiver.js';
 
 const TOKEN = 'rel-upload-token-8d1f';
@@ -22,6 +24,8 @@ const QUERY_SECRET = 'query-secret-0f4e';
 /** User info in a target URL becomes Basic credentials (fetch refuses URLs that carry them). */
 const HOOK_USER = 'hook-user';
 const HOOK_PASS = 'hook:pass@7b3e';
+/** A chat-style receiver whose path is its key: the URL comes from a file (url_file), as a secret. */
+const FILE_HOOK_PATH = '/services/T0F1/B0F2/file-url-key-2d7c';
 const CLEAN_ENV = { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1' };
 
 const receiver = new Receiver();
@@ -34,6 +38,8 @@ let gamma: BuiltProject;
 beforeAll(async () => {
   [alpha, beta, gamma] = await Promise.all([buildProject('alpha', '1.0'), buildProject('beta', '1.0'), buildProject('gamma', '1.0')]);
   await receiver.start();
+  const hookUrlFile = join(tempDir('velodex-hook-url-'), 'url');
+  writeFileSync(hookUrlFile, `${receiver.url}${FILE_HOOK_PATH}\n`);
   upstream = await startVelodex({ config: `[[index]]\nname = "up"\nroute = "root/up"\nhosted = true\nupload_token = "${UP_TOKEN}"\n` });
   for (const file of [gamma.wheel, gamma.sdist]) {
     expect((await postUpload({ url: `${upstream.url}/root/up/`, token: UP_TOKEN, file })).status).toBe(200);
@@ -59,6 +65,10 @@ secret_env = "HOOK_ALL"
 
 [[index.webhook]]
 url = "http://${HOOK_USER}:${encodeURIComponent(HOOK_PASS)}@${new URL(receiver.url).host}/basic"
+events = ["upload"]
+
+[[index.webhook]]
+url_file = "${hookUrlFile}"
 events = ["upload"]
 
 [[index]]
@@ -133,6 +143,10 @@ describe('webhook deliveries', () => {
     });
     const basic = await receiver.waitFor('/basic', 2);
     expect(basic.map((d) => d.headers.authorization)).toEqual(Array(2).fill(`Basic ${Buffer.from(`${HOOK_USER}:${HOOK_PASS}`).toString('base64')}`));
+    // The target whose URL came from a file gets the same deliveries.
+    const fromFile = await receiver.waitFor(FILE_HOOK_PATH, 2);
+    expect(fromFile.map((d) => (d.json.file as { filename: string }).filename).sort()).toEqual([alpha.sdistFilename, alpha.wheelFilename].sort());
+    for (const d of fromFile) expectHeaders(d, 'upload', null);
     // One delivery per target: distinct ids.
     const ids = new Set([...uploads, ...all].map((d) => d.headers['x-velodex-delivery']));
     expect(ids.size).toBe(4);
@@ -206,7 +220,7 @@ describe('webhook deliveries', () => {
     // The target as scheme and host, the path and query a fingerprint (Slack-style URLs carry their secret there).
     expect(logs).toContain(`"url":"${displayUrl(`${receiver.url}/all?key=${QUERY_SECRET}`)}"`);
     expect(logs).not.toContain(`${receiver.url}/all`);
-    for (const secret of [TOKEN, ALL_SECRET, UPLOADS_SECRET, QUERY_SECRET, HOOK_PASS, encodeURIComponent(HOOK_PASS), Buffer.from(`__token__:${TOKEN}`).toString('base64')]) {
+    for (const secret of [TOKEN, ALL_SECRET, UPLOADS_SECRET, QUERY_SECRET, HOOK_PASS, encodeURIComponent(HOOK_PASS), Buffer.from(`__token__:${TOKEN}`).toString('base64'), FILE_HOOK_PATH]) {
       expect(logs).not.toContain(secret);
     }
     for (const d of receiver.deliveries) {

@@ -3,7 +3,9 @@
  * runs: every served index reports NoReadyPods). Driven with kubectl as a platform team would:
  * invalid specs are refused at apply time with the schema's messages; the operator renders each
  * registry's objects, reports why an index is not served, rolls the pods' checksum when a Secret
- * rotates, and of two operator replicas only the Lease holder writes.
+ * rotates, and of two operator replicas only the Lease holder writes. It uses only Secrets that
+ * opted in (the API server's audit log shows it never asked for the others' data) and runs only
+ * the images the platform allows.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -27,9 +29,20 @@ async function json<T>(args: string[]): Promise<T> {
   return JSON.parse((await kubectl([...args, '-o', 'json'])).stdout) as T;
 }
 
+const ALLOWED_IMAGES = 'ghcr.io/acme/velodex:*, registry.example/velodex@sha256:*';
+
 function startOperator(identity: string): ChildProcess {
   const child = spawn(process.execPath, [join(REPO, 'operator', 'dist', 'main.js')], {
-    env: { PATH: process.env.PATH, KUBECONFIG: api.kubeconfig, VELODEX_IMAGE: 'docker.io/velodex/velodex:test', POD_NAMESPACE: 'velodex-system', POD_NAME: identity, VELODEX_RESYNC_SECONDS: '2', VELODEX_OPERATOR_PORT: '0' },
+    env: {
+      PATH: process.env.PATH,
+      KUBECONFIG: api.kubeconfig,
+      VELODEX_IMAGE: 'docker.io/velodex/velodex:test',
+      VELODEX_ALLOWED_IMAGES: ALLOWED_IMAGES,
+      POD_NAMESPACE: 'velodex-system',
+      POD_NAME: identity,
+      VELODEX_RESYNC_SECONDS: '2',
+      VELODEX_OPERATOR_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const i = operatorLogs.push('') - 1;
@@ -67,9 +80,17 @@ async function readyOf(name: string): Promise<Cond | undefined> {
 
 const NS = 'team';
 const indexYaml = (name: string, spec: string) => `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n${spec}`;
+const OPT_IN = 'velodex.dev/allow-reference';
+/** A Secret of the team's namespace; `optIn` adds the label that lets velodex use it. */
+const secretYaml = (name: string, data: Record<string, string>, optIn = true) =>
+  `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${NS}\n${optIn ? `  labels: { ${OPT_IN}: "true" }\n` : ''}stringData:\n${Object.entries(data)
+    .map(([k, v]) => `  ${k}: ${JSON.stringify(v)}\n`)
+    .join('')}`;
+const registryYaml = (name: string, extra = '') =>
+  `apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n${extra}  storage:\n    endpoint: http://minio.storage.svc:9000\n    bucket: velodex\n    credentialsSecretRef: { name: s3 }\n`;
 
 beforeAll(async () => {
-  api = await startKubeApi();
+  api = await startKubeApi({ auditSecrets: true });
   await kubectl(['apply', '--server-side', '-f', join(REPO, 'crds')]);
   await kubectl(['wait', '--for=condition=Established', 'crd/packageindexes.velodex.dev', 'crd/packageregistries.velodex.dev', '--timeout=60s']);
   await kubectl(['create', 'namespace', NS]);
@@ -91,6 +112,13 @@ describe('the CRDs at kubectl apply time', () => {
     ['a route the registry serves itself', '  route: v2/x\n  ecosystem: python\n  role: hosted\n', "the route's first segment is one the registry serves itself"],
     ['a route with a dot segment', '  route: team/../x\n  ecosystem: python\n  role: hosted\n', 'spec.route'],
     ['an unknown ecosystem', '  route: team/a\n  ecosystem: npm\n  role: hosted\n', 'Unsupported value: "npm"'],
+    [
+      'a webhook URL with user info',
+      '  route: team/a\n  ecosystem: python\n  role: hosted\n  webhooks: [{ url: "https://ci:hunter2@ci.example/hook" }]\n',
+      'a webhook URL must not carry user info (user:password@host): anyone who may read the PackageIndex would see it; put the whole URL in a Secret',
+    ],
+    ['a webhook with url and urlSecretRef', '  route: team/a\n  ecosystem: python\n  role: hosted\n  webhooks: [{ url: "https://ci.example/hook", urlSecretRef: { name: h, key: u } }]\n', 'a webhook takes exactly one of url and urlSecretRef'],
+    ['a webhook without a URL', '  route: team/a\n  ecosystem: python\n  role: hosted\n  webhooks: [{ events: [upload] }]\n', 'a webhook takes exactly one of url and urlSecretRef'],
   ])('refuses %s', async (_what, spec, message) => {
     const res = await kubectl(['apply', '-f', '-'], indexYaml('bad', spec), true);
     expect(res.code).not.toBe(0);
@@ -100,12 +128,14 @@ describe('the CRDs at kubectl apply time', () => {
 
 describe('the operator', () => {
   beforeAll(async () => {
-    await kubectl(['create', 'secret', 'generic', 's3', '-n', NS, '--from-literal=access-key=ak-value', '--from-literal=secret-key=sk-value-not-in-config']);
-    await kubectl(['create', 'secret', 'generic', 'tokens', '-n', NS, '--from-literal=hosted=token-one-not-in-config']);
+    await kubectl(
+      ['apply', '-f', '-'],
+      [secretYaml('s3', { 'access-key': 'ak-value', 'secret-key': 'sk-value-not-in-config' }), secretYaml('tokens', { hosted: 'token-one-not-in-config' })].join('---\n'),
+    );
     await kubectl(
       ['apply', '-f', '-'],
       [
-        `apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata:\n  name: default\n  namespace: ${NS}\nspec:\n  replicas: 2\n  storage:\n    endpoint: http://minio.storage.svc:9000\n    bucket: velodex\n    credentialsSecretRef: { name: s3 }\n`,
+        registryYaml('default', '  replicas: 2\n'),
         indexYaml('hosted', '  route: team/hosted\n  ecosystem: python\n  role: hosted\n  uploadTokenSecretRef: { name: tokens, key: hosted }\n'),
         indexYaml('pypi', '  route: team/pypi\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n'),
         indexYaml('all', '  route: team/all\n  ecosystem: python\n  role: virtual\n  members: [hosted, pypi]\n  uploadTarget: hosted\n'),
@@ -168,7 +198,7 @@ describe('the operator', () => {
   it('rolls the pods (a new checksum) when a referenced Secret rotates, and applies an index edit', async () => {
     const checksum = async () => (await json<Obj>(['get', 'deployment', 'default', '-n', NS])).spec?.template?.metadata?.annotations?.['velodex.dev/config-checksum'];
     const before = await until('a checksum', checksum);
-    await kubectl(['create', 'secret', 'generic', 'tokens', '-n', NS, '--from-literal=hosted=token-two', '--dry-run=client', '-o', 'yaml'], undefined).then((r) => kubectl(['apply', '-f', '-'], r.stdout));
+    await kubectl(['apply', '-f', '-'], secretYaml('tokens', { hosted: 'token-two' }));
     const after = await until('a new checksum', async () => {
       const c = await checksum();
       return c !== before ? c : undefined;
@@ -177,8 +207,94 @@ describe('the operator', () => {
     await kubectl(['patch', 'pidx', 'pypi', '-n', NS, '--type=merge', '-p', '{"spec":{"upstreamConcurrency":7}}']);
     await until('the edit in the ConfigMap', async () => ((await json<Obj>(['get', 'configmap', 'default-config', '-n', NS])).data?.['velodex.toml']?.includes('upstream_concurrency = 7') ? true : undefined));
     // Fixing the secret reference makes the index served.
-    await kubectl(['create', 'secret', 'generic', 'absent', '-n', NS, '--from-literal=token=t3']);
+    await kubectl(['apply', '-f', '-'], secretYaml('absent', { token: 't3' }));
     expect(await until('nosecret served', async () => ((await readyOf('nosecret'))?.reason === 'NoReadyPods' ? true : undefined))).toBe(true);
+  });
+
+  it('uses only Secrets labelled velodex.dev/allow-reference=true: another is refused by name, never read, never mounted', async () => {
+    const BORROWED = 'borrowed-value-never-read-7c1e';
+    const BYSTANDER = 'bystander-value-never-read-40fa';
+    await kubectl(['apply', '-f', '-'], [secretYaml('kube-admin', { token: BORROWED }, false), secretYaml('bystander', { other: BYSTANDER }, false), secretYaml('hook-urls', { chat: 'https://hooks.chat.example/services/T0/B0/chat-key-40fa' })].join('---\n'));
+    await kubectl(
+      ['apply', '-f', '-'],
+      [
+        indexYaml('borrow', '  route: team/borrow\n  ecosystem: python\n  role: cached\n  upstream: https://attacker.example/simple/\n  upstreamCredentialsSecretRef: { name: kube-admin, usernameKey: token, passwordKey: token }\n'),
+        indexYaml('chat', '  route: team/chat\n  ecosystem: python\n  role: hosted\n  webhooks: [{ urlSecretRef: { name: hook-urls, key: chat }, events: [upload] }]\n'),
+      ].join('---\n'),
+    );
+    const refused = await until('borrow refused', async () => ((await readyOf('borrow'))?.reason === 'SecretNotOptedIn' ? readyOf('borrow') : undefined));
+    expect(refused).toMatchObject({ status: 'False', reason: 'SecretNotOptedIn' });
+    expect(refused?.message).toContain('spec.upstreamCredentialsSecretRef: Secret "kube-admin" is not labelled velodex.dev/allow-reference=true');
+    expect(refused?.message).toContain('kubectl label secret kube-admin -n team velodex.dev/allow-reference=true');
+    // The Secret whose whole URL is the receiver's key: taken as a file, never in the ConfigMap.
+    const cm = await until('the chat index in the ConfigMap', async () => {
+      const c = await json<Obj>(['get', 'configmap', 'default-config', '-n', NS]);
+      return c.data?.['velodex.toml']?.includes('name = "chat"') ? c : undefined;
+    });
+    const toml = cm.data?.['velodex.toml'] ?? '';
+    expect(toml).toContain('url_file = "/var/run/velodex/secrets/hook-urls/chat"');
+    expect(toml).not.toContain('chat-key-40fa');
+    expect(toml).not.toContain('kube-admin');
+    const volumes = async () => JSON.stringify((await json<{ spec: { template: { spec: { volumes: unknown[] } } } }>(['get', 'deployment', 'default', '-n', NS])).spec.template.spec.volumes);
+    expect(await volumes()).not.toContain('kube-admin');
+
+    // What the operator asked the API server for (the audit log): the suite's admin user, whose
+    // kubectl calls are set aside (the API server's own informers are another user).
+    // Secrets listed and watched only by the label, the others asked for by name as a table row
+    // without the object, and no answer it got ever held an unlabelled Secret's data.
+    const operatorCalls = api.audit().filter((e) => e.objectRef?.resource === 'secrets' && e.user?.username === 'velodex-admin' && !(e.userAgent ?? '').startsWith('kubectl'));
+    expect(operatorCalls.some((e) => e.verb === 'watch')).toBe(true);
+    for (const e of operatorCalls) {
+      const selected = decodeURIComponent(e.requestURI).includes('labelSelector=velodex.dev/allow-reference=true');
+      const byName = /fieldSelector=metadata\.name(%3D|=)/.test(e.requestURI);
+      expect(selected || byName, `${e.verb} ${e.requestURI} (${e.userAgent})`).toBe(true);
+      expect(['list', 'watch'], e.requestURI).toContain(e.verb);
+      const answer = JSON.stringify(e.responseObject ?? {});
+      if (byName) {
+        const table = e.responseObject as { kind?: string; rows?: { object?: unknown }[] | null };
+        expect(table.kind).toBe('Table');
+        for (const row of table.rows ?? []) expect(row.object ?? null, JSON.stringify(table)).toBeNull();
+      }
+      for (const value of [BORROWED, BYSTANDER]) {
+        expect(answer).not.toContain(value);
+        expect(answer).not.toContain(Buffer.from(value).toString('base64'));
+      }
+    }
+    expect(operatorCalls.some((e) => /fieldSelector=metadata\.name(%3D|=)kube-admin/.test(e.requestURI))).toBe(true);
+
+    // Labelled, the Secret is used: the index is served and the Secret mounted.
+    await kubectl(['label', 'secret', 'kube-admin', '-n', NS, `${OPT_IN}=true`]);
+    expect(await until('borrow served', async () => ((await readyOf('borrow'))?.reason === 'NoReadyPods' ? true : undefined))).toBe(true);
+    expect(await until('kube-admin mounted', async () => ((await volumes()).includes('"secretName":"kube-admin"') ? true : undefined))).toBe(true);
+    await kubectl(['delete', 'pidx', 'borrow', 'chat', '-n', NS]);
+  });
+
+  it('runs only the images the platform allows; a registry naming another is refused and its Deployment keeps its image', async () => {
+    await kubectl(
+      ['apply', '-f', '-'],
+      [
+        registryYaml('custom', '  image: ghcr.io/acme/velodex:2.0.1\n'),
+        registryYaml('rogue', '  image: evil.example/velodex:1\n'),
+        indexYaml('on-custom', '  registry: custom\n  route: team/custom\n  ecosystem: python\n  role: hosted\n'),
+        indexYaml('on-rogue', '  registry: rogue\n  route: team/rogue\n  ecosystem: python\n  role: hosted\n'),
+      ].join('---\n'),
+    );
+    const image = async (name: string) => (await json<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['get', 'deployment', name, '-n', NS])).spec.template.spec.containers[0]?.image;
+    expect(await until('the custom Deployment', () => image('custom').catch(() => undefined))).toBe('ghcr.io/acme/velodex:2.0.1');
+    const rogue = await until('rogue refused', async () => {
+      const o = await json<Obj>(['get', 'packageregistry', 'rogue', '-n', NS]);
+      return o.status?.observedGeneration === o.metadata.generation && ready(o)?.reason === 'ImageNotAllowed' ? ready(o) : undefined;
+    });
+    expect(rogue?.message).toContain('spec.image "evil.example/velodex:1" is not an image this platform lets a registry run');
+    expect(rogue?.message).toContain('"ghcr.io/acme/velodex:*"');
+    expect(await until('on-rogue status', () => readyOf('on-rogue'))).toMatchObject({ status: 'False', reason: 'ImageNotAllowed' });
+    expect((await kubectl(['get', 'deployment', 'rogue', '-n', NS], undefined, true)).stderr).toContain('NotFound');
+    // An allowed registry switched to an image outside the list: refused, and its pods keep the old image.
+    await kubectl(['patch', 'packageregistry', 'custom', '-n', NS, '--type=merge', '-p', '{"spec":{"image":"ghcr.io/acme/velodex-evil:2"}}']);
+    expect(await until('on-custom refused', async () => ((await readyOf('on-custom'))?.reason === 'ImageNotAllowed' ? true : undefined))).toBe(true);
+    expect(await image('custom')).toBe('ghcr.io/acme/velodex:2.0.1');
+    await kubectl(['delete', 'pidx', 'on-custom', 'on-rogue', '-n', NS]);
+    await kubectl(['delete', 'packageregistry', 'custom', 'rogue', '-n', NS]);
   });
 
   it('elects one leader of two operators; the other takes over when the leader is killed', async () => {

@@ -2,7 +2,9 @@
  * The Helm chart: `helm lint` with every option, every rendered object accepted by a real API
  * server (`kubectl apply --dry-run=server`), `helm install` against it, and the RBAC it installs
  * proven least-privilege and sufficient: the operator, running with the chart's ServiceAccount
- * token, reconciles a registry; the same account may not delete workloads or write Secrets.
+ * token, reconciles a registry; the same account may not delete workloads, write Secrets or get
+ * one by name. Every pod the chart runs (the operator, the trial MinIO and its bucket Job) passes
+ * the API server's own Pod Security admission at the `restricted` level.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -14,12 +16,34 @@ import { run, type RunResult } from '../support/run.js';
 import { stopChild } from '../support/stop-child.js';
 
 const CHART = join(REPO, 'charts', 'velodex');
+
+/** The parts of a rendered object these tests read. */
+interface Container {
+  image?: string;
+  env?: { name: string; value?: string }[];
+  securityContext?: Record<string, unknown>;
+  volumeMounts?: { name: string; mountPath: string }[];
+}
+interface Manifest {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: { template?: { spec?: { securityContext?: Record<string, unknown>; containers?: Container[]; volumes?: { name: string; emptyDir?: unknown }[] } } };
+}
 const MINIO = ['--set', 'minio.enabled=true', '--set', 'minio.secretKey=trial-secret-123'];
 let api: KubeApi;
 let operator: ChildProcess | undefined;
 
 const kubectl = (args: string[], input?: string, allowFailure = false): Promise<RunResult> => run(tool('kubectl'), args, { env: api.env, input, allowFailure, timeoutMs: 60_000 });
 const helm = (args: string[], allowFailure = false): Promise<RunResult> => run(tool('helm'), args, { env: { ...api.env, HELM_CACHE_HOME: join(api.env.HOME ?? '', 'helm-cache'), HELM_CONFIG_HOME: join(api.env.HOME ?? '', 'helm-config') }, allowFailure, timeoutMs: 120_000 });
+
+/** Rendered YAML as objects, read by kubectl (which prints one pretty-printed JSON object after another). */
+async function manifests(yaml: string): Promise<Manifest[]> {
+  const out = (await kubectl(['create', '--dry-run=client', '-o', 'json', '-f', '-'], yaml)).stdout;
+  return out
+    .split(/\n(?=\{)/)
+    .filter((part) => part.trim() !== '')
+    .map((part) => JSON.parse(part) as Manifest);
+}
 
 beforeAll(async () => {
   api = await startKubeApi();
@@ -58,6 +82,40 @@ describe('charts/velodex', () => {
     expect(monitor.stdout).toContain('path: /metrics');
   });
 
+  it('runs the trial MinIO from a pinned image, as restricted pods (Pod Security admission warns of nothing)', async () => {
+    await kubectl(['create', 'namespace', 'restricted']);
+    await kubectl(['label', 'namespace', 'restricted', 'pod-security.kubernetes.io/enforce=restricted', 'pod-security.kubernetes.io/warn=restricted']);
+    const rendered = await helm(['template', 'v', CHART, '-n', 'restricted', ...MINIO]);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], rendered.stdout);
+    expect(res.stdout).toContain('deployment.apps/v-minio');
+    expect(res.stderr).not.toContain('would violate PodSecurity');
+
+    const minio = await helm(['template', 'v', CHART, '-n', 'restricted', ...MINIO, '--show-only', 'templates/minio.yaml']);
+    const objects = await manifests(minio.stdout);
+    const of = (kind: string) => objects.find((o) => o.kind === kind);
+    const pod = of('Deployment')?.spec?.template?.spec;
+    const container = pod?.containers?.[0];
+    expect(container?.image).toMatch(/^docker\.io\/minio\/minio:RELEASE\.\d{4}-\d\d-\d\dT[\d-]+Z$/);
+    expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container?.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    // A read-only root: MinIO writes its drive and config under /data, scratch under /tmp.
+    expect(container?.volumeMounts?.map((m) => m.mountPath).sort()).toEqual(['/data', '/tmp']);
+    expect(pod?.volumes?.every((v) => v.emptyDir !== undefined)).toBe(true);
+    expect(of('Job')?.spec?.template?.spec?.containers?.[0]?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false });
+    // A PackageRegistry of the release's namespace may name the trial's Secret: it opts in.
+    expect(of('Secret')?.metadata.labels?.['velodex.dev/allow-reference']).toBe('true');
+  });
+
+  it('gives the operator the images a registry may run besides its own, from registry.allowedImages', async () => {
+    const env = async (extra: string[]) => {
+      const out = await helm(['template', 'v', CHART, '--show-only', 'templates/operator.yaml', ...extra]);
+      const [deployment] = await manifests(out.stdout);
+      return deployment?.spec?.template?.spec?.containers?.[0]?.env?.find((e) => e.name === 'VELODEX_ALLOWED_IMAGES')?.value;
+    };
+    expect(await env([])).toBe('');
+    expect(await env(['--set', 'registry.allowedImages={ghcr.io/acme/velodex:*,registry.example/velodex@sha256:*}'])).toBe('ghcr.io/acme/velodex:*,registry.example/velodex@sha256:*');
+  });
+
   it('installs with helm, and the operator reconciles with exactly the RBAC the chart grants', async () => {
     const install = await helm(['install', 'v', CHART, '-n', 'velodex-system', '--set', 'image.tag=test']);
     expect(install.stdout).toContain('STATUS: deployed');
@@ -70,7 +128,8 @@ describe('charts/velodex', () => {
     for (const [verb, resource] of [['list', 'packageindexes.velodex.dev'], ['patch', 'packageindexes.velodex.dev/status'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['watch', 'secrets'], ['list', 'pods']]) {
       expect(await can(verb!, resource!), `${verb} ${resource}`).toBe('yes');
     }
-    for (const [verb, resource] of [['delete', 'deployments.apps'], ['create', 'secrets'], ['patch', 'packageindexes.velodex.dev'], ['create', 'pods'], ['delete', 'packageregistries.velodex.dev']]) {
+    // Secrets: listed and watched (by the opt-in label), never read one by one nor written.
+    for (const [verb, resource] of [['delete', 'deployments.apps'], ['create', 'secrets'], ['get', 'secrets'], ['patch', 'packageindexes.velodex.dev'], ['create', 'pods'], ['delete', 'packageregistries.velodex.dev']]) {
       expect(await can(verb!, resource!), `${verb} ${resource}`).toBe('no');
     }
     expect(await can('update', 'leases.coordination.k8s.io', 'velodex-system')).toBe('yes');
@@ -82,10 +141,14 @@ describe('charts/velodex', () => {
     writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: { server: "${api.server}", insecure-skip-tls-verify: true }\nusers:\n- name: sa\n  user: { token: "${token}" }\ncontexts:\n- name: c\n  context: { cluster: c, user: sa }\ncurrent-context: c\n`);
     await kubectl(['create', 'namespace', 'team']);
     await kubectl(['create', 'secret', 'generic', 's3', '-n', 'team', '--from-literal=access-key=a', '--from-literal=secret-key=s']);
+    await kubectl(['label', 'secret', 's3', '-n', 'team', 'velodex.dev/allow-reference=true']);
+    await kubectl(['create', 'secret', 'generic', 'unlabelled', '-n', 'team', '--from-literal=token=t']);
     await kubectl(
       ['apply', '-f', '-'],
       'apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata: { name: default, namespace: team }\nspec:\n  storage: { endpoint: "http://v-minio.velodex-system.svc:9000", bucket: velodex, credentialsSecretRef: { name: s3 } }\n---\n' +
-        'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: hosted, namespace: team }\nspec: { route: team/hosted, ecosystem: python, role: hosted }\n',
+        'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: hosted, namespace: team }\nspec: { route: team/hosted, ecosystem: python, role: hosted }\n---\n' +
+        // Names a Secret that did not opt in: the operator finds out by a metadata-only list, which its RBAC allows.
+        'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: borrow, namespace: team }\nspec: { route: team/borrow, ecosystem: python, role: hosted, uploadTokenSecretRef: { name: unlabelled, key: token } }\n',
     );
     let logs = '';
     operator = spawn(process.execPath, [join(REPO, 'operator', 'dist', 'main.js')], {
@@ -102,6 +165,8 @@ describe('charts/velodex', () => {
       if (reason !== 'NoReadyPods') await new Promise((r) => setTimeout(r, 300));
     }
     expect(reason, logs).toBe('NoReadyPods');
+    const borrow = JSON.parse((await kubectl(['get', 'pidx', 'borrow', '-n', 'team', '-o', 'json'])).stdout) as { status?: { conditions?: { type: string; reason: string }[] } };
+    expect(borrow.status?.conditions?.find((c) => c.type === 'Ready')?.reason, logs).toBe('SecretNotOptedIn');
     expect((await kubectl(['get', 'deployment', 'default', '-n', 'team', '-o', 'name'])).stdout.trim()).toBe('deployment.apps/default');
     expect(logs).not.toContain('forbidden');
   });

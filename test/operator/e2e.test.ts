@@ -186,7 +186,9 @@ describe('a platform team on a real cluster', () => {
   it('rolls the pods when the upload token rotates: the old token is refused, the new one accepted', async () => {
     const before = (await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}'])).stdout;
     const secret = (await k(['create', 'secret', 'generic', 'upload-tokens', '-n', NS, `--from-literal=hosted=${TOKEN_TWO}`, '--dry-run=client', '-o', 'yaml'])).stdout;
-    await k(['apply', '-f', '-'], secret);
+    // The new version keeps the label that lets velodex use it.
+    const labelled = (await k(['label', '--local', '-f', '-', 'velodex.dev/allow-reference=true', '-o', 'yaml'], secret)).stdout;
+    await k(['apply', '-f', '-'], labelled);
     await until('a new checksum', async () => {
       const now = (await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}'])).stdout;
       return now !== before ? now : undefined;

@@ -1,6 +1,6 @@
 /** Which indexes a registry serves, and the reason each refused one shows in its status. */
 import { describe, expect, it } from 'vitest';
-import { planNamespace, type SecretsByName } from '../../operator/src/plan/plan.js';
+import { planNamespace, type PlanInput, type SecretsByName } from '../../operator/src/plan/plan.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const registry = (name: string, credentials = 's3'): PackageRegistry => ({
@@ -22,7 +22,17 @@ const secrets: SecretsByName = new Map<string, Record<string, string>>([
   ['s3', { 'access-key': 'a', 'secret-key': 's' }],
   ['tokens', { hosted: 't' }],
   ['hub-account', { username: 'u' }],
+  ['hook-urls', { chat: 'https://hooks.chat.example/services/T1/B2/key' }],
 ]);
+
+const DEFAULT_IMAGE = 'docker.io/velodex/velodex:0.1.0';
+/** Labelled Secrets as above; "kube-admin" and "s3-unlabelled" exist without the label. */
+const input = (over: Partial<PlanInput> = {}): PlanInput => ({
+  secrets,
+  notOptedIn: new Set(['kube-admin', 's3-unlabelled']),
+  images: { defaultImage: DEFAULT_IMAGE, allowed: [] },
+  ...over,
+});
 
 describe('planNamespace', () => {
   it('serves valid indexes and names the reason for each one it refuses', () => {
@@ -38,7 +48,7 @@ describe('planNamespace', () => {
     const hub = index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', upstreamCredentialsSecretRef: { name: 'hub-account' } });
     const all = [viaBroken, mixed, images, noKey, lost, clash, pypi, hosted, hub];
 
-    const plan = planNamespace([registry('default')], all, secrets);
+    const plan = planNamespace([registry('default')], all, input());
     const served = plan.registries.get('default')?.served.map((ix) => ix.metadata.name);
     expect(served).toEqual(['hosted', 'images', 'pypi']);
     const reason = (name: string) => plan.refused.get(name);
@@ -55,9 +65,83 @@ describe('planNamespace', () => {
 
   it('refuses every index of a registry whose storage credentials are missing', () => {
     const hosted = index('h2', { route: 'x/h', ecosystem: 'python', role: 'hosted' });
-    const plan = planNamespace([registry('default', 'absent')], [hosted], secrets);
+    const plan = planNamespace([registry('default', 'absent')], [hosted], input());
     expect(plan.registries.get('default')?.config).toBeNull();
     expect(plan.refused.get('h2')?.reason).toBe('SecretNotFound');
     expect(plan.refused.get('h2')?.message).toContain('credentialsSecretRef: Secret "absent" does not exist');
+  });
+
+  it('refuses an index naming a Secret that has not opted in, saying which label to add and why; nothing of it is rendered', () => {
+    const thief = index('thief', {
+      route: 'team/thief',
+      ecosystem: 'python',
+      role: 'cached',
+      upstream: 'https://attacker.example/simple/',
+      upstreamCredentialsSecretRef: { name: 'kube-admin', usernameKey: 'user', passwordKey: 'token' },
+    });
+    const hook = index('hook', { route: 'team/hook', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://attacker.example/h', secretRef: { name: 'kube-admin', key: 'token' } }] });
+    const fine = index('fine', { route: 'team/fine', ecosystem: 'python', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'hosted' } });
+    const plan = planNamespace([registry('default')], [thief, hook, fine], input());
+    expect(plan.refused.get('thief')).toEqual({
+      reason: 'SecretNotOptedIn',
+      message:
+        'spec.upstreamCredentialsSecretRef: Secret "kube-admin" is not labelled velodex.dev/allow-reference=true, and velodex uses only Secrets that opt in ' +
+        '(so that a resource cannot send just any Secret of the namespace to a server it names); if this Secret is meant for velodex: ' +
+        'kubectl label secret kube-admin -n team velodex.dev/allow-reference=true',
+    });
+    expect(plan.refused.get('hook')).toMatchObject({ reason: 'SecretNotOptedIn', message: expect.stringMatching(/^spec\.webhooks\[0\]\.secretRef: Secret "kube-admin" is not labelled/) as unknown });
+    const rp = plan.registries.get('default');
+    expect(rp?.served.map((ix) => ix.metadata.name)).toEqual(['fine']);
+    expect(rp?.config?.secrets).toEqual(['s3', 'tokens']);
+    expect(rp?.config?.toml).not.toContain('kube-admin');
+    // A Secret that exists nowhere is still SecretNotFound.
+    const ghost = index('ghost', { route: 'team/ghost', ecosystem: 'python', role: 'hosted', uploadTokenSecretRef: { name: 'ghost', key: 'k' } });
+    expect(planNamespace([registry('default')], [ghost], input()).refused.get('ghost')?.reason).toBe('SecretNotFound');
+  });
+
+  it('refuses every index of a registry whose storage Secret has not opted in', () => {
+    const hosted = index('h3', { route: 'x/h3', ecosystem: 'python', role: 'hosted' });
+    const plan = planNamespace([registry('default', 's3-unlabelled')], [hosted], input());
+    expect(plan.registries.get('default')?.config).toBeNull();
+    expect(plan.registries.get('default')?.refusal?.reason).toBe('SecretNotOptedIn');
+    expect(plan.refused.get('h3')?.message).toContain('kubectl label secret s3-unlabelled -n team velodex.dev/allow-reference=true');
+  });
+
+  it("runs only the platform's images: the default, or one matching an allowed pattern", () => {
+    const hosted = index('h4', { route: 'x/h4', ecosystem: 'python', role: 'hosted' });
+    const withImage = (image?: string): PackageRegistry => ({ ...registry('default'), spec: { ...registry('default').spec, ...(image ? { image } : {}) } });
+    const allowed = ['ghcr.io/acme/velodex:*', 'registry.example/velodex@sha256:*'];
+    const refusal = (image: string | undefined, patterns: string[] = allowed) =>
+      planNamespace([withImage(image)], [hosted], input({ images: { defaultImage: DEFAULT_IMAGE, allowed: patterns } })).registries.get('default')?.refusal;
+    for (const ok of [undefined, DEFAULT_IMAGE, 'ghcr.io/acme/velodex:1.2.3', 'registry.example/velodex@sha256:0123abcd']) expect(refusal(ok), ok).toBeUndefined();
+    for (const bad of ['ghcr.io/acme/velodex-evil:1', 'ghcr.io/acme/velodex/x:1', 'evil.example/ghcr.io/acme/velodex:1', 'ghcr.io/acme/velodex', 'docker.io/velodex/velodex:latest']) {
+      expect(refusal(bad), bad).toMatchObject({ reason: 'ImageNotAllowed' });
+    }
+    // No pattern: the default image only.
+    expect(refusal('ghcr.io/acme/velodex:1.2.3', [])).toEqual({
+      reason: 'ImageNotAllowed',
+      message:
+        `spec.image "ghcr.io/acme/velodex:1.2.3" is not an image this platform lets a registry run (besides the default ${DEFAULT_IMAGE}, no other image is allowed): ` +
+        'remove spec.image to run the default, or ask the platform team to add the image to the chart value registry.allowedImages',
+    });
+    const plan = planNamespace([withImage('evil.example/x:1')], [hosted], input());
+    expect(plan.registries.get('default')?.config).toBeNull();
+    expect(plan.refused.get('h4')?.reason).toBe('ImageNotAllowed');
+  });
+
+  it('refuses a webhook URL with user info, and takes a URL from an opted-in Secret', () => {
+    const creds = index('creds', { route: 'x/creds', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci:hunter2@ci.example/hook' }] });
+    const both = index('both', { route: 'x/both', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci.example/hook', urlSecretRef: { name: 'hook-urls', key: 'chat' } }] });
+    const chat = index('chat', { route: 'x/chat', ecosystem: 'python', role: 'hosted', webhooks: [{ urlSecretRef: { name: 'hook-urls', key: 'chat' }, events: ['upload'] }] });
+    const plan = planNamespace([registry('default')], [creds, both, chat], input());
+    expect(plan.refused.get('creds')?.reason).toBe('InvalidSpec');
+    expect(plan.refused.get('creds')?.message).toMatch(/^spec\.webhooks\[0\]\.url carries user info .*name it in spec\.webhooks\[0\]\.urlSecretRef$/);
+    expect(plan.refused.get('creds')?.message).not.toContain('hunter2');
+    expect(plan.refused.get('both')).toEqual({ reason: 'InvalidSpec', message: 'spec.webhooks[0]: give exactly one of url and urlSecretRef' });
+    const rp = plan.registries.get('default');
+    expect(rp?.served.map((ix) => ix.metadata.name)).toEqual(['chat']);
+    expect(rp?.config?.toml).toContain('url_file = "/var/run/velodex/secrets/hook-urls/chat"');
+    expect(rp?.config?.toml).not.toContain('hooks.chat.example');
+    expect(rp?.config?.toml).not.toContain('hunter2');
   });
 });

@@ -89,4 +89,25 @@ describe('registry config rendering', () => {
       /storage\.access_key_file: cannot read \/var\/run\/velodex\/secrets\/s3-creds\/access-key \(ENOENT\)/,
     );
   });
+
+  it('renders a webhook URL taken from a Secret as url_file, which the registry reads as a secret', () => {
+    const chatUrl = 'https://hooks.chat.example/services/T0/B0/chat-key-not-in-config';
+    const hooked = index('hooked', { route: 'team/hooked', ecosystem: 'python', role: 'hosted', webhooks: [{ urlSecretRef: { name: 'hook-urls', key: 'chat' }, secretRef: { name: 'hooks', key: 'ci' } }] });
+    const rendered = renderRegistryConfig(registry, [hooked]);
+    expect(rendered.toml).toContain('url_file = "/var/run/velodex/secrets/hook-urls/chat"');
+    expect(rendered.toml).not.toMatch(/^url = /m);
+    expect(rendered.toml).not.toContain('hooks.chat.example');
+    expect(rendered.secrets).toEqual(['hook-urls', 'hooks', 's3-creds']);
+    const data: Record<string, Record<string, string>> = { ...secretData, 'hook-urls': { chat: `${chatUrl}\n` } };
+    const config = checkConfigText(rendered.toml, 'rendered', (path) => {
+      const ref = rendered.secretFiles.get(path);
+      const value = ref && data[ref.name]?.[ref.key];
+      if (value === undefined) throw Object.assign(new Error('absent'), { code: 'ENOENT' });
+      return value;
+    });
+    const hook = config.indexes.find((ix) => ix.name === 'hooked')?.webhooks[0];
+    expect(hook?.url).toBe(chatUrl);
+    expect(hook?.urlSource).toBe('file:/var/run/velodex/secrets/hook-urls/chat');
+    expect(hook?.secret?.reveal()).toBe('hook-secret-not-in-config');
+  });
 });

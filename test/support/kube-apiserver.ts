@@ -6,10 +6,13 @@
  * authorization is RBAC, so a suite can check the chart's least-privilege roles by impersonation.
  * The serving certificate is the API server's own self-signed one; the kubeconfig skips its
  * verification (loopback only).
+ *
+ * `auditSecrets` turns on the API server's audit log for Secrets, request and response bodies
+ * included: a suite reads it (`audit()`) to see which Secrets a client asked for and was given.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import { join } from 'node:path';
 import { tool } from './paths.js';
@@ -26,13 +29,42 @@ export interface KubeApi {
   /** The environment kubectl and helm need to use it (KUBECONFIG, a private HOME). */
   env: Record<string, string>;
   logs(): string;
+  /** The audit events so far (only with `auditSecrets`; empty otherwise). */
+  audit(): AuditEvent[];
   stop(): Promise<void>;
 }
 
+/** One line of the audit log (audit.k8s.io/v1 Event), the fields the suites read. */
+export interface AuditEvent {
+  stage: string;
+  verb: string;
+  requestURI: string;
+  userAgent?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string; namespace?: string; name?: string };
+  responseStatus?: { code?: number };
+  responseObject?: unknown;
+}
+
+export interface KubeApiOptions {
+  auditSecrets?: boolean;
+}
+
+/** Every request on Secrets, with its response body; nothing else. */
+const SECRETS_AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: RequestResponse
+    resources: [{ group: "", resources: [secrets] }]
+  - level: None
+`;
+
 const READY_TIMEOUT_MS = 90_000;
 
-export async function startKubeApi(): Promise<KubeApi> {
+export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> {
   const root = tempDir('velodex-kube-');
+  const auditLog = join(root, 'audit.log');
   const children: ChildProcess[] = [];
   let log = '';
   const keep = (name: string) => (b: Buffer) => {
@@ -71,7 +103,14 @@ export async function startKubeApi(): Promise<KubeApi> {
     writeFileSync(join(root, 'tokens.csv'), `${token},velodex-admin,velodex-admin,system:masters\n`, { mode: 0o600 });
 
     const server = `https://127.0.0.1:${apiPort}`;
+    const audit: string[] = [];
+    if (opts.auditSecrets) {
+      writeFileSync(join(root, 'audit-policy.yaml'), SECRETS_AUDIT_POLICY);
+      // The blocking mode writes each event before the request completes: what a suite reads is complete.
+      audit.push('--audit-policy-file', join(root, 'audit-policy.yaml'), '--audit-log-path', auditLog, '--audit-log-mode', 'blocking', '--audit-log-format', 'json');
+    }
     const apiserver = start('kube-apiserver', tool('kube-apiserver'), [
+      ...audit,
       '--etcd-servers', etcdUrl,
       '--bind-address', '127.0.0.1',
       '--advertise-address', '127.0.0.1',
@@ -117,12 +156,21 @@ export async function startKubeApi(): Promise<KubeApi> {
       token,
       env: { KUBECONFIG: kubeconfig, HOME: root },
       logs: () => log,
+      audit: () => readAudit(auditLog),
       stop,
     };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+function readAudit(path: string): AuditEvent[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as AuditEvent);
 }
 
 /** `/readyz` answers 200 once the API server serves (its post-start hooks done). */

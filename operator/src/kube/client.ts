@@ -2,8 +2,11 @@
  * The API calls the operator makes, in one place: typed reads of its resources, Secrets, Pods and
  * Deployments; server-side apply of rendered objects under the operator's field manager; merge
  * patches of the status subresource. @kubernetes/client-node 1.4 (2.x needs Node 22): methods take
- * one object, and a patch needs its content type set explicitly.
+ * one object, and a patch needs its content type set explicitly. Secrets are listed by the opt-in
+ * label only (plan/secret-refs.ts); whether another exists is asked as a table row, never its data.
  */
+import http from 'node:http';
+import https from 'node:https';
 import {
   AppsV1Api,
   CoreV1Api,
@@ -16,8 +19,13 @@ import {
   type V1Deployment,
   type V1Pod,
 } from '@kubernetes/client-node';
+import { SECRET_OPT_IN_SELECTOR } from '../plan/secret-refs.js';
 import { FIELD_MANAGER, type ApplyObject } from '../render/objects.js';
 import { GROUP, VERSION, type PackageIndex, type PackageIndexStatus, type PackageRegistry, type PackageRegistryStatus } from '../resources/types.js';
+
+/** Asks the API server for a list as a table (`kubectl get`'s columns); `includeObject=None` leaves the objects out. */
+const TABLE_WITHOUT_OBJECTS = 'application/json;as=Table;g=meta.k8s.io;v=v1';
+const GET_TIMEOUT_MS = 30_000;
 
 export const PLURAL = { PackageIndex: 'packageindexes', PackageRegistry: 'packageregistries' } as const;
 
@@ -27,8 +35,10 @@ export interface Kube {
   listAll(plural: string): Promise<{ metadata?: { resourceVersion?: string }; items: KubernetesObject[] }>;
   listRegistries(namespace?: string): Promise<PackageRegistry[]>;
   listIndexes(namespace?: string): Promise<PackageIndex[]>;
-  /** Secrets of a namespace: name → key → decoded value. */
+  /** The opted-in Secrets of a namespace (secret-refs.ts): name → key → decoded value. */
   secrets(namespace: string): Promise<Map<string, Record<string, string>>>;
+  /** Whether a Secret of that name exists, asked for its metadata only: its data is never read. */
+  secretExists(namespace: string, name: string): Promise<boolean>;
   pods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
   apply(obj: ApplyObject): Promise<void>;
@@ -62,7 +72,7 @@ export function kubeClient(kc: KubeConfig): Kube {
     listRegistries: (namespace) => list<PackageRegistry>(PLURAL.PackageRegistry, namespace),
     listIndexes: (namespace) => list<PackageIndex>(PLURAL.PackageIndex, namespace),
     async secrets(namespace) {
-      const res = await core.listNamespacedSecret({ namespace });
+      const res = await core.listNamespacedSecret({ namespace, labelSelector: SECRET_OPT_IN_SELECTOR });
       const out = new Map<string, Record<string, string>>();
       for (const s of res.items) {
         const name = s.metadata?.name;
@@ -73,6 +83,16 @@ export function kubeClient(kc: KubeConfig): Kube {
         out.set(name, data);
       }
       return out;
+    },
+    async secretExists(namespace, name) {
+      // Not a Secret name (a DNS subdomain): no such Secret, and nothing to put in a selector.
+      if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) return false;
+      // A list by name (the operator may list, not get, Secrets) answered as a table without the
+      // objects: a row says it exists. Not even metadata: `kubectl apply` keeps a Secret's whole
+      // manifest, values included, in its last-applied-configuration annotation.
+      const query = new URLSearchParams({ fieldSelector: `metadata.name=${name}`, includeObject: 'None' });
+      const table = (await getJson(kc, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets?${query}`, TABLE_WITHOUT_OBJECTS)) as { rows?: unknown[] | null };
+      return (table.rows ?? []).length > 0;
     },
     async pods(namespace, labelSelector) {
       return (await core.listNamespacedPod({ namespace, labelSelector })).items;
@@ -95,6 +115,37 @@ export function kubeClient(kc: KubeConfig): Kube {
       );
     },
   };
+}
+
+/**
+ * A GET the generated clients cannot make (a table without objects), with the kubeconfig's
+ * credentials and TLS settings; a status other than 200 is an error carrying its `code`.
+ */
+async function getJson(kc: KubeConfig, path: string, accept: string): Promise<unknown> {
+  const server = kc.getCurrentCluster()?.server;
+  if (!server) throw new Error('the kubeconfig names no cluster');
+  const url = new URL(path, server);
+  const opts: https.RequestOptions = { method: 'GET', headers: { Accept: accept }, timeout: GET_TIMEOUT_MS };
+  await kc.applyToHTTPSOptions(opts);
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? https : http).request(url, opts, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        if (res.statusCode !== 200) return reject(Object.assign(new Error(`GET ${url.pathname} answered ${res.statusCode ?? 0}`), { code: res.statusCode }));
+        try {
+          resolve(JSON.parse(text));
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url.pathname} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 export function isNotFound(err: unknown): boolean {

@@ -4,19 +4,33 @@
  * name. Nothing here talks to the API server; `reconcile/` applies the result.
  *
  * An index is left out, with a reason a person can act on, when its registry does not exist
- * (`RegistryNotFound`), a Secret or key it names does not (`SecretNotFound`), an older index of
- * its registry already has its route (`RouteConflict`: the older one keeps serving), or the
- * registry's own config check refuses it (`InvalidSpec`, with the registry's message). What is
- * left is rendered and checked again until the registry accepts the whole config.
+ * (`RegistryNotFound`), a Secret or key it names does not (`SecretNotFound`), a Secret it names
+ * has not opted in to being used by velodex (`SecretNotOptedIn`, secret-refs.ts), an older index
+ * of its registry already has its route (`RouteConflict`: the older one keeps serving), or its
+ * spec or the registry's own config check refuses it (`InvalidSpec`, with the registry's message).
+ * A registry whose image the platform does not allow (`ImageNotAllowed`, images.ts) or whose
+ * storage Secret is missing serves nothing. What is left is rendered and checked again until the
+ * registry accepts the whole config.
  */
 import { ConfigError, checkConfigText } from '@velodex/registry/config-check';
 import { renderRegistryConfig, type RenderedConfig } from '../render/registry-config.js';
-import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
+import type { PackageIndex, PackageRegistry } from '../resources/types.js';
+import { imageRefusal, type ImagePolicy } from './images.js';
+import { indexSecretUses, registrySecretUses, SECRET_OPT_IN_SELECTOR, type SecretUse } from './secret-refs.js';
 
-export type Reason = 'RegistryNotFound' | 'SecretNotFound' | 'RouteConflict' | 'InvalidSpec';
+export type Reason = 'RegistryNotFound' | 'SecretNotFound' | 'SecretNotOptedIn' | 'RouteConflict' | 'InvalidSpec' | 'ImageNotAllowed';
 
 /** A Secret's keys and decoded values, by Secret name. */
 export type SecretsByName = ReadonlyMap<string, Readonly<Record<string, string>>>;
+
+/** What a plan reads besides the resources themselves. */
+export interface PlanInput {
+  /** The Secrets that opted in (labelled `velodex.dev/allow-reference=true`), with their data. */
+  secrets: SecretsByName;
+  /** Names of referenced Secrets that exist without the label: refused by name, never read. */
+  notOptedIn: ReadonlySet<string>;
+  images: ImagePolicy;
+}
 
 export const DEFAULT_REGISTRY = 'default';
 
@@ -53,32 +67,51 @@ function byAge(a: PackageIndex, b: PackageIndex): number {
   return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
 }
 
-function missingSecret(ref: SecretKeyRef, secrets: SecretsByName, what: string): Refusal | null {
-  const secret = secrets.get(ref.name);
-  if (!secret) return { reason: 'SecretNotFound', message: `${what}: Secret "${ref.name}" does not exist in this namespace` };
-  if (secret[ref.key] === undefined) return { reason: 'SecretNotFound', message: `${what}: Secret "${ref.name}" has no key "${ref.key}"` };
+function secretRefusal(uses: readonly SecretUse[], namespace: string, input: PlanInput): Refusal | null {
+  for (const { ref, field } of uses) {
+    const secret = input.secrets.get(ref.name);
+    if (secret?.[ref.key] !== undefined) continue;
+    if (secret) return { reason: 'SecretNotFound', message: `${field}: Secret "${ref.name}" has no key "${ref.key}"` };
+    if (input.notOptedIn.has(ref.name)) {
+      return {
+        reason: 'SecretNotOptedIn',
+        message:
+          `${field}: Secret "${ref.name}" is not labelled ${SECRET_OPT_IN_SELECTOR}, and velodex uses only Secrets that opt in ` +
+          `(so that a resource cannot send just any Secret of the namespace to a server it names); if this Secret is meant for velodex: ` +
+          `kubectl label secret ${ref.name} -n ${namespace} ${SECRET_OPT_IN_SELECTOR}`,
+      };
+    }
+    return { reason: 'SecretNotFound', message: `${field}: Secret "${ref.name}" does not exist in this namespace` };
+  }
   return null;
 }
 
-function indexSecretRefusal(ix: PackageIndex, secrets: SecretsByName): Refusal | null {
-  if (ix.spec.uploadTokenSecretRef) {
-    const r = missingSecret(ix.spec.uploadTokenSecretRef, secrets, 'spec.uploadTokenSecretRef');
-    if (r) return r;
+/** `https://user:pass@host/`: credentials in a resource anyone who may read it sees. */
+function hasUserInfo(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.username !== '' || u.password !== '';
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*@/i.test(url);
   }
-  if (ix.spec.upstreamCredentialsSecretRef) {
-    const { username, password } = upstreamCredentialKeys(ix.spec.upstreamCredentialsSecretRef);
-    const r = missingSecret(username, secrets, 'spec.upstreamCredentialsSecretRef') ?? missingSecret(password, secrets, 'spec.upstreamCredentialsSecretRef');
-    if (r) return r;
-  }
+}
+
+/** What the CRD refuses at apply time, checked again (a CRD installed before the rule, say). */
+function specRefusal(ix: PackageIndex): Refusal | null {
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
-    if (!hook.secretRef) continue;
-    const r = missingSecret(hook.secretRef, secrets, `spec.webhooks[${i}].secretRef`);
-    if (r) return r;
+    const where = `spec.webhooks[${i}]`;
+    if ((hook.url === undefined) === (hook.urlSecretRef === undefined)) return { reason: 'InvalidSpec', message: `${where}: give exactly one of url and urlSecretRef` };
+    if (hook.url !== undefined && hasUserInfo(hook.url)) {
+      return {
+        reason: 'InvalidSpec',
+        message: `${where}.url carries user info (user:password@host), which anyone who may read the resource would see: put the whole URL in a Secret labelled ${SECRET_OPT_IN_SELECTOR} and name it in ${where}.urlSecretRef`,
+      };
+    }
   }
   return null;
 }
 
-export function planNamespace(registries: readonly PackageRegistry[], indexes: readonly PackageIndex[], secrets: SecretsByName): NamespacePlan {
+export function planNamespace(registries: readonly PackageRegistry[], indexes: readonly PackageIndex[], input: PlanInput): NamespacePlan {
   const refused = new Map<string, Refusal>();
   const byRegistry = new Map(registries.map((r) => [r.metadata.name, r]));
   const candidates = new Map<string, PackageIndex[]>();
@@ -88,9 +121,9 @@ export function planNamespace(registries: readonly PackageRegistry[], indexes: r
       refused.set(ix.metadata.name, { reason: 'RegistryNotFound', message: `PackageRegistry "${name}" does not exist in this namespace; create it or set spec.registry` });
       continue;
     }
-    const secretRefusal = indexSecretRefusal(ix, secrets);
-    if (secretRefusal) {
-      refused.set(ix.metadata.name, secretRefusal);
+    const refusal = specRefusal(ix) ?? secretRefusal(indexSecretUses(ix), ix.metadata.namespace, input);
+    if (refusal) {
+      refused.set(ix.metadata.name, refusal);
       continue;
     }
     const list = candidates.get(name) ?? [];
@@ -106,19 +139,17 @@ export function planNamespace(registries: readonly PackageRegistry[], indexes: r
   const plans = new Map<string, RegistryPlan>();
   for (const registry of [...registries].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))) {
     const name = registry.metadata.name;
-    const plan = planRegistry(registry, candidates.get(name) ?? [], secrets, refused);
+    const plan = planRegistry(registry, candidates.get(name) ?? [], input, refused);
     plans.set(name, plan);
     if (plan.refusal) for (const ix of candidates.get(name) ?? []) refused.set(ix.metadata.name, plan.refusal);
   }
   return { registries: plans, refused };
 }
 
-function planRegistry(registry: PackageRegistry, candidates: PackageIndex[], secrets: SecretsByName, refused: Map<string, Refusal>): RegistryPlan {
-  const creds = registry.spec.storage.credentialsSecretRef;
-  for (const key of [creds.accessKeyKey ?? 'access-key', creds.secretKeyKey ?? 'secret-key']) {
-    const r = missingSecret({ name: creds.name, key }, secrets, `PackageRegistry "${registry.metadata.name}" spec.storage.credentialsSecretRef`);
-    if (r) return { registry, served: [], config: null, refusal: r };
-  }
+function planRegistry(registry: PackageRegistry, candidates: PackageIndex[], input: PlanInput, refused: Map<string, Refusal>): RegistryPlan {
+  const refusal = imageRefusal(registry, input.images) ?? secretRefusal(registrySecretUses(registry), registry.metadata.namespace, input);
+  if (refusal) return { registry, served: [], config: null, refusal };
+  const { secrets } = input;
   let served = candidates;
   for (;;) {
     served = withoutBrokenMembers(served, refused);

@@ -9,6 +9,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Kube } from '../kube/client.js';
 import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
+import { referencedSecretNames } from '../plan/secret-refs.js';
 import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, renderObjects, selectorOf, type RenderOptions } from '../render/objects.js';
 import { REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
@@ -18,6 +19,8 @@ import { refusedState, servedState, type PodReport, type PodStatusDoc } from '..
 export interface ReconcileDeps {
   kube: Kube;
   render: RenderOptions;
+  /** Image patterns a registry may name besides `render.defaultImage` (plan/images.ts); none by default. */
+  allowedImages?: readonly string[];
   /** Fetches a pod's `/+status` (tests and the e2e harness may reach pods another way). */
   podStatus?: (pod: V1Pod) => Promise<PodStatusDoc>;
   now?: () => Date;
@@ -30,7 +33,8 @@ export async function reconcileNamespace(namespace: string, deps: ReconcileDeps)
   const { kube } = deps;
   const now = deps.now ?? (() => new Date());
   const [registries, indexes, secrets] = await Promise.all([kube.listRegistries(namespace), kube.listIndexes(namespace), kube.secrets(namespace)]);
-  const plan = planNamespace(registries, indexes, secrets);
+  const notOptedIn = await secretsNotOptedIn(kube, namespace, referencedSecretNames(registries, indexes), secrets);
+  const plan = planNamespace(registries, indexes, { secrets, notOptedIn, images: { defaultImage: deps.render.defaultImage, allowed: deps.allowedImages ?? [] } });
 
   for (const rp of plan.registries.values()) {
     if (rp.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
@@ -47,6 +51,16 @@ export async function reconcileNamespace(namespace: string, deps: ReconcileDeps)
     await writeStatus(deps, 'PackageIndex', ix, { ...state.status }, state.conditions, now());
   }
   for (const rp of plan.registries.values()) await writeRegistryStatus(deps, rp, reportsByRegistry.get(rp.registry.metadata.name) ?? [], secrets, now());
+}
+
+/**
+ * The referenced Secrets that exist but are not among the opted-in ones: asked by name for their
+ * metadata only, so the status can say "label it" rather than "it does not exist".
+ */
+async function secretsNotOptedIn(kube: Kube, namespace: string, referenced: Set<string>, optedIn: ReadonlyMap<string, unknown>): Promise<Set<string>> {
+  const found = new Set<string>();
+  for (const name of referenced) if (!optedIn.has(name) && (await kube.secretExists(namespace, name))) found.add(name);
+  return found;
 }
 
 /** The Service's in-cluster base URL. */

@@ -113,7 +113,8 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
   }
   if (s.webhooks?.length) {
     table.webhook = s.webhooks.map((w) => ({
-      url: w.url,
+      // A URL whose path is the receiver's key comes from its Secret, as every credential does.
+      ...(w.urlSecretRef ? { url_file: file(w.urlSecretRef) } : { url: w.url }),
       ...(w.secretRef ? { secret_file: file(w.secretRef) } : {}),
       ...(w.events ? { events: w.events } : {}),
     }));

@@ -40,8 +40,12 @@ export interface IndexPolicy {
   minReleaseAge?: string;
 }
 
+/** Exactly one of `url` and `urlSecretRef` (the CRD and the plan both check it). */
 export interface IndexWebhook {
-  url: string;
+  /** A URL without user info: credentials never go in a resource. */
+  url?: string;
+  /** The whole URL from a Secret, for receivers whose path is their key (chat incoming webhooks). */
+  urlSecretRef?: SecretKeyRef;
   events?: string[];
   secretRef?: SecretKeyRef;
 }

@@ -9,11 +9,12 @@ import type { z } from 'zod';
 import type { EcosystemFacts } from './ecosystem-facts.js';
 import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
-import { Secret } from './secret.js';
+import type { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
-import type { Config, IndexConfig, StorageConfig, WebhookConfig } from './types.js';
+import type { Config, IndexConfig, StorageConfig } from './types.js';
 import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
+import { resolveWebhook } from './webhook.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
@@ -227,11 +228,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
       allowProjects: ix.policy?.['allow-projects'] ?? [],
       minReleaseAgeSecs: ix.policy?.['min-release-age'] === undefined ? undefined : (parseDuration(ix.policy['min-release-age']) ?? undefined),
     },
-    webhooks: (ix.webhook ?? []).map((w, j) => ({
-      ...webhookUrl(w.url, `${where}.webhook[${j}].url`),
-      secret: resolveSecret(w, 'secret', `${where}.webhook[${j}]`, secrets),
-      events: w.events,
-    })),
+    webhooks: (ix.webhook ?? []).map((w, j) => resolveWebhook(w, `${where}.webhook[${j}]`, secrets)),
   };
   switch (role) {
     case 'hosted':
@@ -250,22 +247,6 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
     case 'virtual':
       return { ...base, role, members: ix.members!, uploadTarget: ix.upload_target };
   }
-}
-
-/**
- * A webhook URL, with any user info (`https://user:pass@host/hook`) taken out into Basic
- * credentials: fetch refuses URLs that carry credentials, and a URL is printed in logs.
- */
-function webhookUrl(raw: string, where: string): Pick<WebhookConfig, 'url' | 'basicAuth'> {
-  const url = new URL(raw);
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(where, `must be an http or https URL, not ${url.protocol}`, 'give the receiver\'s http(s) URL');
-  }
-  if (url.username === '' && url.password === '') return { url: raw };
-  const basicAuth = new Secret(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`, 'inline');
-  url.username = '';
-  url.password = '';
-  return { url: url.toString(), basicAuth };
 }
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */

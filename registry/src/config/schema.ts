@@ -30,7 +30,8 @@ export const policySchema = z.strictObject({
 });
 
 export const webhookSchema = z.strictObject({
-  url: z.string().url(),
+  // A secret too: a chat service's incoming-webhook URL is its own credential (config/webhook.ts).
+  ...secretFields('url'),
   ...secretFields('secret'),
   events: z.array(z.enum(['upload', 'yank', 'unyank', 'delete', 'restore'])).optional(),
 });

@@ -19,6 +19,11 @@ export interface PolicyConfig {
 export interface WebhookConfig {
   /** Without user info: that moved to `basicAuth`. */
   url: string;
+  /**
+   * Set when the URL was given as `url_env` or `url_file` (`env:NAME`, `file:/path`): the URL is
+   * then secret material (its path is the receiver's key) and is scrubbed from every log line.
+   */
+  urlSource?: string;
   secret?: Secret;
   /** `user:password` from the configured URL's user info, sent as `Authorization: Basic`. */
   basicAuth?: Secret;

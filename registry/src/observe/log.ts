@@ -80,7 +80,10 @@ export function configSecrets(config: Config): string[] {
       found.push(ix.upstreamPassword);
       values.push(...urlSecrets(ix.upstream));
     }
-    for (const hook of ix.webhooks) found.push(hook.secret, hook.basicAuth);
+    for (const hook of ix.webhooks) {
+      found.push(hook.secret, hook.basicAuth);
+      if (hook.urlSource) values.push(...secretUrlForms(hook.url));
+    }
   }
   for (const s of found) if (s) values.push(s.reveal());
   return values;
@@ -92,6 +95,22 @@ function urlSecrets(raw: string): string[] {
     return [url.password, decodeURIComponent(url.password), ...url.searchParams.values()].filter((v) => v.length > 0);
   } catch {
     return [];
+  }
+}
+
+/**
+ * A webhook URL given as `url_env` / `url_file` is a credential as a whole (a chat service's
+ * incoming-webhook path is its key): the URL, the URL without its query, and its path and query
+ * on their own. A path shorter than 8 characters is left to the whole-URL forms: scrubbing
+ * something like "/hook" from every line would mangle the log and protect nothing.
+ */
+function secretUrlForms(raw: string): string[] {
+  try {
+    const url = new URL(raw);
+    const tail = `${url.pathname}${url.search}`;
+    return [raw, url.toString(), `${url.origin}${url.pathname}`, ...(tail.length >= 8 ? [tail, url.pathname] : []), ...urlSecrets(raw)].filter((v) => v.length >= 8);
+  } catch {
+    return [raw];
   }
 }
 
