@@ -26,7 +26,7 @@ const index = (name: string, spec: PackageIndexSpec): PackageIndex => ({ apiVers
 
 const indexes = [
   index('hosted', { route: 'team/hosted', ecosystem: 'python', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'hosted' }, policy: { denyProjects: ['evil'] } }),
-  index('pypi', { route: 'team/pypi', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', upstreamConcurrency: 8 }),
+  index('pypi', { route: 'team/pypi', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', upstreamConcurrency: 8, upstreamHosts: ['files.corp.example', '*.cdn.example'] }),
   index('all', {
     route: 'team/all',
     ecosystem: 'python',
@@ -62,6 +62,8 @@ describe('registry config rendering', () => {
       'images hosted oci team/images',
       'pypi cached python team/pypi',
     ]);
+    const pypi = config.indexes.find((ix) => ix.name === 'pypi');
+    expect(pypi?.role === 'cached' && pypi.upstreamHosts).toEqual(['files.corp.example', '*.cdn.example']);
     const hub = config.indexes.find((ix) => ix.name === 'hub');
     expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
     expect(config.storage.backend).toBe('s3');

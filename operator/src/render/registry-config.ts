@@ -88,6 +88,7 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
     case 'cached':
       table.cached = s.upstream;
       if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
+      if (s.upstreamHosts !== undefined && s.upstreamHosts.length > 0) table.upstream_hosts = s.upstreamHosts;
       if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;
       if (s.upstreamCredentialsSecretRef) {
         const { username, password } = upstreamCredentialKeys(s.upstreamCredentialsSecretRef);

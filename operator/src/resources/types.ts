@@ -75,6 +75,8 @@ export interface PackageIndexSpec {
   role: 'hosted' | 'cached' | 'virtual';
   upstream?: string;
   upstreamConcurrency?: number;
+  /** Hosts that belong to the upstream besides its own (rendered as `upstream_hosts`). */
+  upstreamHosts?: string[];
   cacheTtlSeconds?: number;
   upstreamCredentialsSecretRef?: UpstreamCredentialsRef;
   uploadTokenSecretRef?: SecretKeyRef;
