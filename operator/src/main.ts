@@ -1,26 +1,26 @@
 /**
  * The velodex operator: watches PackageRegistries, PackageIndexes and the Secrets and Pods they
- * depend on, and reconciles each namespace that has any (reconcile/namespace.ts) through one keyed
- * queue. Only the leader (a Lease in its own namespace) reconciles; a replica that loses the lease
- * exits, and its restart is a fresh candidate.
+ * depend on (kube/informers.ts: the reconciles read these caches), maps each change to the
+ * registries it affects (reconcile/keys.ts) and reconciles each registry (reconcile/registry.ts)
+ * through one keyed queue. Only the leader (a Lease in its own namespace) watches and reconciles;
+ * a replica that loses the lease exits, and its restart is a fresh candidate.
  *
  * Environment: VELODEX_IMAGE (the registry image, normally this image), VELODEX_ALLOWED_IMAGES (the
  * other images a PackageRegistry may name in spec.image: patterns, comma-separated; plan/images.ts),
  * POD_NAMESPACE and POD_NAME (the Lease's namespace and this replica's identity; the chart sets
  * them from the downward API),
  * VELODEX_OPERATOR_PORT (health endpoints, default 8081), VELODEX_RESYNC_SECONDS (how often each
- * namespace's pod statuses are read again, default 30).
+ * registry's pod statuses are read again, default 30).
  */
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
-import { CoreV1Api, makeInformer, type KubernetesObject } from '@kubernetes/client-node';
 import { isNotFound, kubeClient, loadKubeConfig, PLURAL } from './kube/client.js';
+import { Informers } from './kube/informers.js';
 import { startLeaderElection } from './kube/leader.js';
 import { parseAllowedImages } from './plan/images.js';
-import { SECRET_OPT_IN_SELECTOR } from './plan/secret-refs.js';
+import { EventKeys } from './reconcile/keys.js';
 import { KeyedQueue } from './reconcile/queue.js';
-import { reconcileNamespace } from './reconcile/namespace.js';
-import { GROUP, VERSION } from './resources/types.js';
+import { reconcileRegistry } from './reconcile/registry.js';
 
 const EVENT_GRACE_MS = 1000;
 
@@ -45,49 +45,20 @@ async function main(): Promise<void> {
 
   await checkApi(kube);
 
-  const known = new Set<string>();
+  const informers = new Informers(kc, kube, log);
   const queue = new KeyedQueue(
-    async (ns) => {
-      await reconcileNamespace(ns, { kube, render: { defaultImage: image }, allowedImages, log });
-      queue.addAfter(ns, resyncMs);
+    async (key) => {
+      const live = await reconcileRegistry(key, { kube, view: informers, render: { defaultImage: image }, allowedImages, log });
+      if (live) queue.addAfter(key, resyncMs);
     },
-    { onError: (ns, err, retryInMs) => log('reconcile failed', { namespace: ns, error: err instanceof Error ? err.message : String(err), retryInMs }) },
+    { onError: (key, err, retryInMs) => log('reconcile failed', { registry: key, error: err instanceof Error ? err.message : String(err), retryInMs }) },
   );
-  // Registries and indexes name the namespaces to reconcile; a Secret or Pod event matters only
-  // in a namespace that has them.
-  const enqueue = (always: boolean) => (obj: KubernetesObject) => {
-    const ns = obj.metadata?.namespace;
-    if (!ns || (!always && !known.has(ns))) return;
-    known.add(ns);
+  const keys = new EventKeys(informers);
+  informers.onEvent((event) => {
     // A second's grace gathers the events of one `kubectl apply -f` of many resources into one
     // reconcile, so the pods are not rolled once per resource as they arrive.
-    queue.addAfter(ns, EVENT_GRACE_MS);
-  };
-
-  const core = kc.makeApiClient(CoreV1Api);
-  const custom = (plural: string) => () => kube.listAll(plural);
-  const watched = [
-    { always: true, informer: makeInformer(kc, `/apis/${GROUP}/${VERSION}/${PLURAL.PackageRegistry}`, custom(PLURAL.PackageRegistry)) },
-    { always: true, informer: makeInformer(kc, `/apis/${GROUP}/${VERSION}/${PLURAL.PackageIndex}`, custom(PLURAL.PackageIndex)) },
-    // Only the Secrets that opted in (plan/secret-refs.ts): the others are never listed, watched or cached.
-    {
-      always: false,
-      informer: makeInformer(kc, '/api/v1/secrets', () => core.listSecretForAllNamespaces({ labelSelector: SECRET_OPT_IN_SELECTOR }), SECRET_OPT_IN_SELECTOR),
-    },
-    {
-      always: false,
-      informer: makeInformer(kc, '/api/v1/pods', () => core.listPodForAllNamespaces({ labelSelector: 'app.kubernetes.io/name=velodex' }), 'app.kubernetes.io/name=velodex'),
-    },
-  ];
-  const informers = watched.map((w) => w.informer);
-  for (const { always, informer: inf } of watched) {
-    for (const verb of ['add', 'update', 'delete'] as const) inf.on(verb, enqueue(always));
-    // A dropped watch is restarted after a pause; the informer lists again and nothing is missed.
-    inf.on('error', (err: unknown) => {
-      log('watch failed; restarting', { error: err instanceof Error ? err.message : String(err) });
-      setTimeout(() => void inf.start().catch(() => undefined), 3_000);
-    });
-  }
+    for (const key of keys.of(event)) queue.addAfter(key, EVENT_GRACE_MS);
+  });
 
   // Ready means this process reached the API server and runs its election: a standby replica is
   // Ready too (readiness tied to leadership would hold a two-replica rollout, and `helm --wait`,
@@ -104,13 +75,16 @@ async function main(): Promise<void> {
     identity,
     log,
     onStart: () => {
-      // Registries and indexes first: they decide which namespaces Secret and Pod events concern.
-      void (async () => {
-        for (const inf of informers) await inf.start();
-      })().catch((err: unknown) => {
-        log('cannot start watching', { error: err instanceof Error ? err.message : String(err) });
-        process.exit(1);
-      });
+      // Once every cache is filled, everything in it is reconciled once; events do the rest.
+      informers
+        .start()
+        .then(() => {
+          for (const key of keys.all()) queue.add(key);
+        })
+        .catch((err: unknown) => {
+          log('cannot start watching', { error: err instanceof Error ? err.message : String(err) });
+          process.exit(1);
+        });
     },
     onStop: () => {
       log('lost the lease; exiting so a restart becomes a fresh candidate');
@@ -120,7 +94,7 @@ async function main(): Promise<void> {
 
   const shutdown = async () => {
     queue.stop();
-    await Promise.all(informers.map((i) => i.stop()));
+    await informers.stop();
     await election.stop().catch(() => undefined);
     health.close();
     process.exit(0);
@@ -134,7 +108,7 @@ async function main(): Promise<void> {
 async function checkApi(kube: ReturnType<typeof kubeClient>): Promise<void> {
   const server = kube.config.getCurrentCluster()?.server ?? '(no cluster configured)';
   try {
-    await kube.listRegistries();
+    await kube.listAll(PLURAL.PackageRegistry);
   } catch (err) {
     if (isNotFound(err)) throw new Error(`the PackageRegistry CRD is not installed at ${server}: kubectl apply -f crds/ (or install the Helm chart)`);
     const cause = err instanceof Error ? err.message.split('\n')[0] : String(err);

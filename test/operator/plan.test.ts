@@ -1,5 +1,6 @@
 /** Which indexes a registry serves, and the reason each refused one shows in its status. */
 import { describe, expect, it } from 'vitest';
+import { checkConfigText, ConfigError } from '../../registry/src/config-check.js';
 import { planNamespace, type PlanInput, type SecretsByName } from '../../operator/src/plan/plan.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
@@ -143,5 +144,46 @@ describe('planNamespace', () => {
     expect(rp?.config?.toml).toContain('url_file = "/var/run/velodex/secrets/hook-urls/chat"');
     expect(rp?.config?.toml).not.toContain('hooks.chat.example');
     expect(rp?.config?.toml).not.toContain('hunter2');
+  });
+});
+
+describe("the registry's config check, as the plan reads it", () => {
+  const check = (toml: string, files: Record<string, string> = {}) => {
+    try {
+      checkConfigText(toml, 'test', (path) => {
+        const value = files[path];
+        if (value === undefined) throw Object.assign(new Error(`no ${path}`), { code: 'ENOENT' });
+        return value;
+      });
+    } catch (err) {
+      if (err instanceof ConfigError) return err;
+      throw err;
+    }
+    throw new Error('the config was accepted');
+  };
+  const stanza = (name: string, body: string) => `[[index]]\nname = "${name}"\nroute = "x/${name}"\n${body}\n`;
+
+  it('names the index a problem is in as data, whatever its message mentions', () => {
+    // In one index: its own keys, a secret it cannot read, a key the schema does not know.
+    expect(check(stanza('hosted', 'hosted = true\nupload_token_file = "/missing"')).index).toBe('hosted');
+    expect(check(stanza('pypi', 'cached = "https://pypi.org/simple/"\nvolatile = true')).index).toBe('pypi');
+    expect(check(stanza('odd', 'hosted = true\nflavour = "x"')).index).toBe('odd');
+    // Across indexes: the one whose spec is wrong, not the member its message names.
+    const images = stanza('images', 'ecosystem = "oci"\nhosted = true');
+    const mixed = check(images + stanza('mixed', 'members = ["images"]'));
+    expect(mixed.message).toContain('"images"');
+    expect(mixed.index).toBe('mixed');
+    // Outside every index: none.
+    expect(check('[storage]\nbackend = "s3"\n').index).toBeUndefined();
+  });
+
+  it('refuses the index the check names and serves the rest', () => {
+    const hosted = index('fine', { route: 'team/fine', ecosystem: 'python', role: 'hosted' });
+    const images = index('imgs', { route: 'team/imgs', ecosystem: 'oci', role: 'hosted' });
+    const mixed = index('blend', { route: 'team/blend', ecosystem: 'python', role: 'virtual', members: ['imgs'] });
+    const plan = planNamespace([registry('default')], [hosted, images, mixed], input());
+    expect(plan.registries.get('default')?.served.map((ix) => ix.metadata.name)).toEqual(['fine', 'imgs']);
+    expect([...plan.refused.keys()]).toEqual(['blend']);
+    expect(plan.refused.get('blend')?.reason).toBe('InvalidSpec');
   });
 });

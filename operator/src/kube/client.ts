@@ -1,15 +1,15 @@
 /**
- * The API calls the operator makes, in one place: typed reads of its resources, Secrets, Pods and
- * Deployments; server-side apply of rendered objects under the operator's field manager; merge
- * patches of the status subresource. @kubernetes/client-node 1.4 (2.x needs Node 22): methods take
- * one object, and a patch needs its content type set explicitly. Secrets are listed by the opt-in
- * label only (plan/secret-refs.ts); whether another exists is asked as a table row, never its data.
+ * The API calls the operator makes besides its informers' lists and watches (kube/informers.ts),
+ * in one place: the list an informer of its custom resources starts from; whether a Secret exists,
+ * asked as a table row, never its data; the Deployment just applied; server-side apply of rendered
+ * objects under the operator's field manager; merge patches of the status subresource.
+ * @kubernetes/client-node 1.4 (2.x needs Node 22): methods take one object, and a patch needs its
+ * content type set explicitly.
  */
 import http from 'node:http';
 import https from 'node:https';
 import {
   AppsV1Api,
-  CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
   KubernetesObjectApi,
@@ -17,11 +17,9 @@ import {
   setHeaderOptions,
   type KubernetesObject,
   type V1Deployment,
-  type V1Pod,
 } from '@kubernetes/client-node';
-import { SECRET_OPT_IN_SELECTOR } from '../plan/secret-refs.js';
 import { FIELD_MANAGER, type ApplyObject } from '../render/objects.js';
-import { GROUP, VERSION, type PackageIndex, type PackageIndexStatus, type PackageRegistry, type PackageRegistryStatus } from '../resources/types.js';
+import { GROUP, VERSION, type PackageIndexStatus, type PackageRegistryStatus } from '../resources/types.js';
 
 /** Asks the API server for a list as a table (`kubectl get`'s columns); `includeObject=None` leaves the objects out. */
 const TABLE_WITHOUT_OBJECTS = 'application/json;as=Table;g=meta.k8s.io;v=v1';
@@ -33,13 +31,8 @@ export interface Kube {
   config: KubeConfig;
   /** A custom resource list across namespaces, as an informer lists it. */
   listAll(plural: string): Promise<{ metadata?: { resourceVersion?: string }; items: KubernetesObject[] }>;
-  listRegistries(namespace?: string): Promise<PackageRegistry[]>;
-  listIndexes(namespace?: string): Promise<PackageIndex[]>;
-  /** The opted-in Secrets of a namespace (secret-refs.ts): name → key → decoded value. */
-  secrets(namespace: string): Promise<Map<string, Record<string, string>>>;
   /** Whether a Secret of that name exists, asked for its metadata only: its data is never read. */
   secretExists(namespace: string, name: string): Promise<boolean>;
-  pods(namespace: string, labelSelector: string): Promise<V1Pod[]>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
   apply(obj: ApplyObject): Promise<void>;
   patchStatus(kind: keyof typeof PLURAL, namespace: string, name: string, status: PackageIndexStatus | PackageRegistryStatus): Promise<void>;
@@ -51,39 +44,13 @@ export function loadKubeConfig(): KubeConfig {
   return kc;
 }
 
-interface ListOf<T> {
-  items: T[];
-}
-
 export function kubeClient(kc: KubeConfig): Kube {
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const core = kc.makeApiClient(CoreV1Api);
   const apps = kc.makeApiClient(AppsV1Api);
   const objects = KubernetesObjectApi.makeApiClient(kc);
-  const list = async <T>(plural: string, namespace?: string): Promise<T[]> => {
-    const res = (namespace
-      ? await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace, plural })
-      : await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as ListOf<T>;
-    return res.items;
-  };
   return {
     config: kc,
     listAll: async (plural) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: KubernetesObject[] },
-    listRegistries: (namespace) => list<PackageRegistry>(PLURAL.PackageRegistry, namespace),
-    listIndexes: (namespace) => list<PackageIndex>(PLURAL.PackageIndex, namespace),
-    async secrets(namespace) {
-      const res = await core.listNamespacedSecret({ namespace, labelSelector: SECRET_OPT_IN_SELECTOR });
-      const out = new Map<string, Record<string, string>>();
-      for (const s of res.items) {
-        const name = s.metadata?.name;
-        if (!name) continue;
-        const data: Record<string, string> = {};
-        for (const [k, v] of Object.entries(s.data ?? {})) data[k] = Buffer.from(v, 'base64').toString('utf8');
-        for (const [k, v] of Object.entries(s.stringData ?? {})) data[k] = v;
-        out.set(name, data);
-      }
-      return out;
-    },
     async secretExists(namespace, name) {
       // Not a Secret name (a DNS subdomain): no such Secret, and nothing to put in a selector.
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(name)) return false;
@@ -93,9 +60,6 @@ export function kubeClient(kc: KubeConfig): Kube {
       const query = new URLSearchParams({ fieldSelector: `metadata.name=${name}`, includeObject: 'None' });
       const table = (await getJson(kc, `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets?${query}`, TABLE_WITHOUT_OBJECTS)) as { rows?: unknown[] | null };
       return (table.rows ?? []).length > 0;
-    },
-    async pods(namespace, labelSelector) {
-      return (await core.listNamespacedPod({ namespace, labelSelector })).items;
     },
     async deployment(namespace, name) {
       try {

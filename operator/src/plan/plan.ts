@@ -10,7 +10,11 @@
  * spec or the registry's own config check refuses it (`InvalidSpec`, with the registry's message).
  * A registry whose image the platform does not allow (`ImageNotAllowed`, images.ts) or whose
  * storage Secret is missing serves nothing. What is left is rendered and checked again until the
- * registry accepts the whole config.
+ * registry accepts the whole config; the check names the index a problem is in as data
+ * (`ConfigError.index`), never left to be found in its message.
+ *
+ * Each refusal is about the resource it is stored under: `refused` is keyed by the index, a
+ * registry's own is its plan's `refusal` (and every index it would serve carries it too).
  */
 import { ConfigError, checkConfigText } from '@velodex/registry/config-check';
 import { renderRegistryConfig, type RenderedConfig } from '../render/registry-config.js';
@@ -57,6 +61,14 @@ export interface NamespacePlan {
 
 export function registryOf(ix: PackageIndex): string {
   return ix.spec.registry ?? DEFAULT_REGISTRY;
+}
+
+/**
+ * A route as the registry compares routes (its segments, empty ones dropped), so that every clash
+ * is found here, where the older index keeps the route, and none is left to the registry's check.
+ */
+function routeKey(ix: PackageIndex): string {
+  return ix.spec.route.split('/').filter((s) => s !== '').join('/');
 }
 
 /** Older first (creation time, then name): the order in which indexes claim routes. */
@@ -127,7 +139,7 @@ export function planNamespace(registries: readonly PackageRegistry[], indexes: r
       continue;
     }
     const list = candidates.get(name) ?? [];
-    const holder = list.find((other) => other.spec.route.replace(/\/+$/, '') === ix.spec.route.replace(/\/+$/, ''));
+    const holder = list.find((other) => routeKey(other) === routeKey(ix));
     if (holder) {
       refused.set(ix.metadata.name, { reason: 'RouteConflict', message: `route "${ix.spec.route}" is already served by the older PackageIndex "${holder.metadata.name}"` });
       continue;
@@ -159,7 +171,8 @@ function planRegistry(registry: PackageRegistry, candidates: PackageIndex[], inp
       return { registry, served: [...served].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)), config };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      const culprit = served.find((ix) => err.message.includes(`index "${ix.metadata.name}"`));
+      // The check says which index a problem is in (ConfigError.index): that one is refused, the others go on.
+      const culprit = err.index === undefined ? undefined : served.find((ix) => ix.metadata.name === err.index);
       if (!culprit) return { registry, served: [], config: null, refusal: { reason: 'InvalidSpec', message: `the registry refuses its config: ${err.message}` } };
       refused.set(culprit.metadata.name, { reason: 'InvalidSpec', message: `the registry refuses this index: ${err.message}` });
       served = served.filter((ix) => ix !== culprit);

@@ -1,8 +1,9 @@
 /**
- * A keyed work queue: each key (a namespace) is worked on by one worker at a time, different keys
- * in parallel up to `concurrency`; a key added while it is being worked on runs once more after,
- * however many times it was added. A failed run is retried after a per-key exponential backoff
- * (reset by a success). Events never wait behind an unrelated namespace's slow reconcile.
+ * A keyed work queue: each key (a registry, reconcile/keys.ts) is worked on by one worker at a
+ * time, different keys in parallel up to `concurrency`; a key added while it is being worked on
+ * runs once more after, however many times it was added. A failed run is retried after a per-key
+ * exponential backoff (reset by a success). Events never wait behind an unrelated registry's slow
+ * reconcile.
  */
 export interface QueueOptions {
   concurrency?: number;

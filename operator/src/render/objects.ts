@@ -27,10 +27,16 @@ export interface RenderOptions {
   defaultImage: string;
 }
 
+/** Every registry pod carries `NAME_LABEL=velodex` and `INSTANCE_LABEL=<its registry's name>`. */
+export const NAME_LABEL = 'app.kubernetes.io/name';
+export const INSTANCE_LABEL = 'app.kubernetes.io/instance';
+/** The selector of the operator's pod watch: every registry pod of every namespace. */
+export const REGISTRY_POD_SELECTOR = `${NAME_LABEL}=velodex`;
+
 export function labelsOf(registry: PackageRegistry): Record<string, string> {
   return {
-    'app.kubernetes.io/name': 'velodex',
-    'app.kubernetes.io/instance': registry.metadata.name,
+    [NAME_LABEL]: 'velodex',
+    [INSTANCE_LABEL]: registry.metadata.name,
     'app.kubernetes.io/component': 'registry',
     'app.kubernetes.io/managed-by': FIELD_MANAGER,
   };
@@ -38,7 +44,7 @@ export function labelsOf(registry: PackageRegistry): Record<string, string> {
 
 /** Pods of a registry are selected by these (a subset of `labelsOf`, which never changes). */
 export function selectorOf(registry: PackageRegistry): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': registry.metadata.name };
+  return { [NAME_LABEL]: 'velodex', [INSTANCE_LABEL]: registry.metadata.name };
 }
 
 export const configMapName = (registry: PackageRegistry) => `${registry.metadata.name}-config`;

@@ -1,7 +1,8 @@
 /**
  * The two custom resources as the operator reads them (crds/*.yaml hold the schemas the API
- * server enforces). Optional fields stay optional here: the CRDs have no defaults, the operator
- * applies them (defaults.ts) and reports the effective values in status.
+ * server enforces; test/operator/crd-types.test.ts fails when the two disagree on a field, its
+ * required-ness, its enum or its basic type). Optional fields stay optional here: the CRDs have no
+ * defaults, the operator applies them and reports the effective values in status.
  */
 
 export const GROUP = 'velodex.dev';
@@ -40,13 +41,16 @@ export interface IndexPolicy {
   minReleaseAge?: string;
 }
 
+/** What a webhook may subscribe to (docs/webhooks.md). */
+export type WebhookEvent = 'upload' | 'yank' | 'unyank' | 'delete' | 'restore';
+
 /** Exactly one of `url` and `urlSecretRef` (the CRD and the plan both check it). */
 export interface IndexWebhook {
   /** A URL without user info: credentials never go in a resource. */
   url?: string;
   /** The whole URL from a Secret, for receivers whose path is their key (chat incoming webhooks). */
   urlSecretRef?: SecretKeyRef;
-  events?: string[];
+  events?: WebhookEvent[];
   secretRef?: SecretKeyRef;
 }
 
@@ -138,7 +142,7 @@ export interface PackageRegistrySpec {
   };
   service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
   resources?: Record<string, unknown>;
-  logLevel?: string;
+  logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
 export interface PackageRegistryStatus {

@@ -86,7 +86,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
   const workerEnv = env.VELODEX_WORKERS ? parseWorkersSetting(env.VELODEX_WORKERS, 'VELODEX_WORKERS') : undefined;
   const workers = resolveWorkers(overrides.workers ?? workerEnv ?? file.workers, env);
 
-  const indexes = (file.index ?? []).map((ix, i) => resolveIndex(ix, i, secrets, ecosystems));
+  const indexes = (file.index ?? []).map((ix, i) => withinIndex(ix.name, () => resolveIndex(ix, i, secrets, ecosystems)));
   checkIndexes(indexes);
 
   const s = file.storage ?? {};
@@ -180,6 +180,15 @@ function parsePortEnv(value: string | undefined): number | undefined {
   return n;
 }
 
+/** Every problem met while resolving one `[[index]]` is in that index (`ConfigError.index`). */
+function withinIndex<T>(name: string, resolve: () => T): T {
+  try {
+    return resolve();
+  } catch (err) {
+    throw err instanceof ConfigError ? err.inIndex(name) : err;
+  }
+}
+
 function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSources, ecosystems: readonly EcosystemFacts[]): IndexConfig {
   const where = `index "${ix.name}" (index[${position}])`;
   const roles: IndexConfig['role'][] = [];
@@ -254,33 +263,33 @@ function checkIndexes(indexes: IndexConfig[]): void {
   const byName = new Map<string, IndexConfig>();
   const byRoute = new Map<string, IndexConfig>();
   for (const ix of indexes) {
-    if (byName.has(ix.name)) throw new ConfigError(`index "${ix.name}"`, 'the name is used twice', 'give every index its own name');
+    if (byName.has(ix.name)) throw new ConfigError(`index "${ix.name}"`, 'the name is used twice', 'give every index its own name', ix.name);
     byName.set(ix.name, ix);
     const other = byRoute.get(ix.route);
     if (other) {
-      throw new ConfigError(`index "${ix.name}".route`, `route "${ix.route}" is also the route of index "${other.name}"`, 'give every index its own route');
+      throw new ConfigError(`index "${ix.name}".route`, `route "${ix.route}" is also the route of index "${other.name}"`, 'give every index its own route', ix.name);
     }
     byRoute.set(ix.route, ix);
   }
   for (const ix of indexes) {
     if (ix.role !== 'virtual') continue;
     const where = `index "${ix.name}"`;
-    if (ix.members.length === 0) throw new ConfigError(`${where}.members`, 'is empty', 'list at least one member index name');
+    if (ix.members.length === 0) throw new ConfigError(`${where}.members`, 'is empty', 'list at least one member index name', ix.name);
     for (const m of ix.members) {
       const member = byName.get(m);
-      if (!member) throw new ConfigError(`${where}.members`, `names "${m}", which is not a configured index`, `add an index named "${m}" or remove it from members`);
-      if (member === ix) throw new ConfigError(`${where}.members`, 'lists the index itself', 'remove it');
+      if (!member) throw new ConfigError(`${where}.members`, `names "${m}", which is not a configured index`, `add an index named "${m}" or remove it from members`, ix.name);
+      if (member === ix) throw new ConfigError(`${where}.members`, 'lists the index itself', 'remove it', ix.name);
       if (member.ecosystem !== ix.ecosystem) {
-        throw new ConfigError(`${where}.members`, `"${m}" is a ${member.ecosystem} index, this one is ${ix.ecosystem}`, 'members must share the ecosystem');
+        throw new ConfigError(`${where}.members`, `"${m}" is a ${member.ecosystem} index, this one is ${ix.ecosystem}`, 'members must share the ecosystem', ix.name);
       }
-      if (member.role === 'virtual') throw new ConfigError(`${where}.members`, `"${m}" is itself virtual`, 'list hosted and cached indexes only');
+      if (member.role === 'virtual') throw new ConfigError(`${where}.members`, `"${m}" is itself virtual`, 'list hosted and cached indexes only', ix.name);
     }
     if (ix.uploadTarget !== undefined) {
       if (!ix.members.includes(ix.uploadTarget)) {
-        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not one of its members`, 'name a hosted member');
+        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not one of its members`, 'name a hosted member', ix.name);
       }
       if (byName.get(ix.uploadTarget)?.role !== 'hosted') {
-        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not a hosted index`, 'name a hosted member');
+        throw new ConfigError(`${where}.upload_target`, `"${ix.uploadTarget}" is not a hosted index`, 'name a hosted member', ix.name);
       }
     }
   }
@@ -292,15 +301,17 @@ function zodToConfigError(error: z.ZodError, raw: unknown): ConfigError {
   if (!issue) return new ConfigError('config', 'invalid');
   const path = issue.path.map(String);
   let where = path.length ? path.join('.') : '(top level)';
+  let index: string | undefined;
   if (path[0] === 'index' && path[1] !== undefined) {
     const i = Number(path[1]);
     const name = (raw as { index?: Array<{ name?: unknown }> }).index?.[i]?.name;
-    const label = typeof name === 'string' ? `index "${name}" (index[${i}])` : `index[${i}]`;
+    if (typeof name === 'string') index = name;
+    const label = index !== undefined ? `index "${index}" (index[${i}])` : `index[${i}]`;
     where = [label, ...path.slice(2)].join('.');
   }
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => `"${k}"`).join(', ');
-    return new ConfigError(where, `unknown key ${keys}`, 'remove it or correct its spelling (docs/configuration.md lists every key)');
+    return new ConfigError(where, `unknown key ${keys}`, 'remove it or correct its spelling (docs/configuration.md lists every key)', index);
   }
-  return new ConfigError(where, issue.message);
+  return new ConfigError(where, issue.message, undefined, index);
 }

@@ -1,13 +1,18 @@
 /**
- * One reconcile of one namespace: plan what each PackageRegistry serves, apply each registry's
- * objects, ask its ready pods for `/+status`, and write every PackageIndex's and PackageRegistry's
- * status where it changed. Idempotent: running it twice in a row writes nothing the second time.
+ * One reconcile of one registry key (`namespace/name`, reconcile/keys.ts): plan what the
+ * PackageRegistry serves of the PackageIndexes that name it, apply its objects, ask its ready pods
+ * for `/+status`, and write the status of the registry and of each of those indexes where it
+ * changed. Everything is read from the informers' caches (kube/informers.ts); the API server is
+ * asked only whether an unlabelled Secret exists and for the Deployment just applied. Idempotent:
+ * running it twice in a row writes nothing the second time.
  *
  * A registry whose config cannot be built (its storage Secret missing, say) keeps its objects as
- * they are: pods already serving go on serving the last good config.
+ * they are: pods already serving go on serving the last good config. A key whose registry does
+ * not exist tells each index naming it so (`RegistryNotFound`).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Kube } from '../kube/client.js';
+import type { ClusterView } from '../kube/informers.js';
 import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
 import { referencedSecretNames } from '../plan/secret-refs.js';
 import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, renderObjects, selectorOf, type RenderOptions } from '../render/objects.js';
@@ -15,9 +20,12 @@ import { REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
 import { refusedState, servedState, type PodReport, type PodStatusDoc } from '../status/merge.js';
+import { splitKey } from './keys.js';
 
 export interface ReconcileDeps {
   kube: Kube;
+  /** The informers' caches. */
+  view: ClusterView;
   render: RenderOptions;
   /** Image patterns a registry may name besides `render.defaultImage` (plan/images.ts); none by default. */
   allowedImages?: readonly string[];
@@ -29,28 +37,31 @@ export interface ReconcileDeps {
 
 const POD_STATUS_TIMEOUT_MS = 3_000;
 
-export async function reconcileNamespace(namespace: string, deps: ReconcileDeps): Promise<void> {
-  const { kube } = deps;
+/** Reconciles `key`; false when it names nothing any more (no registry, no index): no resync is due. */
+export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promise<boolean> {
+  const { kube, view } = deps;
+  const { namespace, name } = splitKey(key);
   const now = deps.now ?? (() => new Date());
-  const [registries, indexes, secrets] = await Promise.all([kube.listRegistries(namespace), kube.listIndexes(namespace), kube.secrets(namespace)]);
+  const registries = view.registries(namespace).filter((r) => r.metadata.name === name);
+  const indexes = view.indexes(namespace).filter((ix) => registryOf(ix) === name);
+  if (registries.length === 0 && indexes.length === 0) return false;
+  const secrets = view.secrets(namespace);
   const notOptedIn = await secretsNotOptedIn(kube, namespace, referencedSecretNames(registries, indexes), secrets);
   const plan = planNamespace(registries, indexes, { secrets, notOptedIn, images: { defaultImage: deps.render.defaultImage, allowed: deps.allowedImages ?? [] } });
 
-  for (const rp of plan.registries.values()) {
-    if (rp.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
-  }
+  const rp = plan.registries.get(name);
+  if (rp?.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+  const reports = rp ? await podReports(rp, namespace, deps) : [];
 
-  const reportsByRegistry = new Map<string, PodReport[]>();
-  for (const rp of plan.registries.values()) reportsByRegistry.set(rp.registry.metadata.name, await podReports(rp, namespace, deps));
-
+  // The plan serves each index or refuses it, its refusal keyed by the index it is about.
   for (const ix of indexes) {
-    const registry = registryOf(ix);
     const refusal = plan.refused.get(ix.metadata.name);
-    const rp = plan.registries.get(registry);
-    const state = refusal || !rp ? refusedState(registry, refusal ?? { reason: 'RegistryNotFound', message: `PackageRegistry "${registry}" does not exist` }) : servedState(ix, registry, indexUrl(ix, rp.registry), reportsByRegistry.get(registry) ?? []);
-    await writeStatus(deps, 'PackageIndex', ix, { ...state.status }, state.conditions, now());
+    if (refusal) await writeStatus(deps, 'PackageIndex', ix, refusedState(name, refusal), now());
   }
-  for (const rp of plan.registries.values()) await writeRegistryStatus(deps, rp, reportsByRegistry.get(rp.registry.metadata.name) ?? [], secrets, now());
+  if (!rp) return true;
+  for (const ix of rp.served) await writeStatus(deps, 'PackageIndex', ix, servedState(ix, name, indexUrl(ix, rp.registry), reports), now());
+  await writeRegistryStatus(deps, rp, reports, secrets, now());
+  return true;
 }
 
 /**
@@ -77,8 +88,7 @@ export function indexUrl(ix: PackageIndex, registry: PackageRegistry): string {
 }
 
 async function podReports(rp: RegistryPlan, namespace: string, deps: ReconcileDeps): Promise<PodReport[]> {
-  const selector = Object.entries(selectorOf(rp.registry)).map(([k, v]) => `${k}=${v}`).join(',');
-  const pods = (await deps.kube.pods(namespace, selector)).filter(isReady);
+  const pods = deps.view.pods(namespace, selectorOf(rp.registry)).filter(isReady);
   // Pods still on an older config count too: their /+status does not list a new index yet.
   const fetchStatus = deps.podStatus ?? fetchPodStatus;
   return Promise.all(
@@ -146,7 +156,7 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
     url: registryUrl(registry),
     ...(checksum ? { configChecksum: checksum } : {}),
   };
-  await writeStatus(deps, 'PackageRegistry', registry, status, conditions, now);
+  await writeStatus(deps, 'PackageRegistry', registry, { status, conditions }, now);
 }
 
 type Owner = PackageIndex | PackageRegistry;
@@ -156,13 +166,12 @@ async function writeStatus(
   deps: ReconcileDeps,
   kind: 'PackageIndex' | 'PackageRegistry',
   obj: Owner,
-  fields: Omit<PackageIndexStatus & PackageRegistryStatus, 'conditions'>,
-  wanted: ConditionInput[],
+  state: { status: Omit<PackageIndexStatus & PackageRegistryStatus, 'conditions'>; conditions: ConditionInput[] },
   now: Date,
 ): Promise<void> {
   const generation = obj.metadata.generation;
   const previous: Condition[] | undefined = obj.status?.conditions;
-  const status = { ...fields, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions: nextConditions(previous, wanted, generation, now) };
+  const status = { ...state.status, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions: nextConditions(previous, state.conditions, generation, now) };
   if (sameStatus(obj.status, status)) return;
   await deps.kube.patchStatus(kind, obj.metadata.namespace, obj.metadata.name, status);
   deps.log?.('status written', { kind, namespace: obj.metadata.namespace, name: obj.metadata.name, ready: status.conditions.find((c) => c.type === 'Ready')?.status });
