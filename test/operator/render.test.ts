@@ -19,6 +19,7 @@ const registry: PackageRegistry = {
       redirect: { ttlSeconds: 120, endpoint: 'https://objects.example' },
     },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
+    adminTokenSecretRef: { name: 'admin', key: 'token' },
   },
 };
 
@@ -41,6 +42,7 @@ const indexes = [
 
 const secretData: Record<string, Record<string, string>> = {
   's3-creds': { 'access-key': 'AKIA-not-in-config', 'secret-key': 'very-secret-not-in-config' },
+  admin: { token: 'admin-token-not-in-config' },
   tokens: { hosted: 'token-hosted-not-in-config', images: 'token-images-not-in-config' },
   hooks: { ci: 'hook-secret-not-in-config' },
   'hub-account': { username: 'hub-user-not-in-config', 'access-token': 'hub-token-not-in-config' },
@@ -68,8 +70,9 @@ describe('registry config rendering', () => {
     expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
     expect(config.storage.backend).toBe('s3');
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
+    expect(config.admin.token?.reveal()).toBe('admin-token-not-in-config');
     expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
-    expect(rendered.secrets).toEqual(['hooks', 'hub-account', 's3-creds', 'tokens']);
+    expect(rendered.secrets).toEqual(['admin', 'hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
   });
 
@@ -99,7 +102,7 @@ describe('registry config rendering', () => {
     expect(rendered.toml).toContain('url_file = "/var/run/velodex/secrets/hook-urls/chat"');
     expect(rendered.toml).not.toMatch(/^url = /m);
     expect(rendered.toml).not.toContain('hooks.chat.example');
-    expect(rendered.secrets).toEqual(['hook-urls', 'hooks', 's3-creds']);
+    expect(rendered.secrets).toEqual(['admin', 'hook-urls', 'hooks', 's3-creds']);
     const data: Record<string, Record<string, string>> = { ...secretData, 'hook-urls': { chat: `${chatUrl}\n` } };
     const config = checkConfigText(rendered.toml, 'rendered', (path) => {
       const ref = rendered.secretFiles.get(path);

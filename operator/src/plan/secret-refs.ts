@@ -38,9 +38,11 @@ export function indexSecretUses(ix: PackageIndex): SecretUse[] {
 export function registrySecretUses(registry: PackageRegistry): SecretUse[] {
   const creds = registry.spec.storage.credentialsSecretRef;
   const field = `PackageRegistry "${registry.metadata.name}" spec.storage.credentialsSecretRef`;
+  const admin = registry.spec.adminTokenSecretRef;
   return [
     { ref: { name: creds.name, key: creds.accessKeyKey ?? DEFAULT_ACCESS_KEY_KEY }, field },
     { ref: { name: creds.name, key: creds.secretKeyKey ?? DEFAULT_SECRET_KEY_KEY }, field },
+    ...(admin ? [{ ref: admin, field: `PackageRegistry "${registry.metadata.name}" spec.adminTokenSecretRef` }] : []),
   ];
 }
 

@@ -35,7 +35,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
     refs.push(ref);
     return secretPath(ref);
   };
-  const { storage, rateLimit, logLevel } = registry.spec;
+  const { storage, rateLimit, logLevel, adminTokenSecretRef } = registry.spec;
   const creds = storage.credentialsSecretRef;
   const doc: Record<string, unknown> = {
     host: '0.0.0.0',
@@ -60,6 +60,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
         : {}),
     },
   };
+  if (adminTokenSecretRef) doc.admin = { token_file: file(adminTokenSecretRef) };
   if (rateLimit) {
     const classes = Object.fromEntries(
       (['read', 'download', 'write', 'admin'] as const).flatMap((c) => {

@@ -143,6 +143,8 @@ export interface PackageRegistrySpec {
   service?: { type?: 'ClusterIP' | 'NodePort' | 'LoadBalancer'; port?: number };
   resources?: Record<string, unknown>;
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** The admin token of `/admin/status` and `/+status?details=admin` (rendered as `[admin] token_file`). */
+  adminTokenSecretRef?: SecretKeyRef;
 }
 
 export interface PackageRegistryStatus {
