@@ -5,9 +5,9 @@
  * (http/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../http/admin-auth.js';
-import type { ServerContext, Ecosystem } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
+import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../../access/admin-auth.js';
+import type { ServerContext, Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
 import type { ServerCounters } from './server-counters.js';
 import { buildStats } from './stats.js';
 import { parseStatsQuery } from './stats-query.js';

@@ -5,10 +5,10 @@
  * `/{route}/` at all).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config, IndexConfig } from '../config/types.js';
-import { DiscoveryBuilder, indexApiPath } from './document.js';
-import { ORIGIN_HEADERS, type Origin } from './origin.js';
-import type { EcosystemDiscovery } from './types.js';
+import type { Config, IndexConfig } from '../../config/types.js';
+import { DiscoveryBuilder, indexApiPath } from '../../discovery/document.js';
+import { ORIGIN_HEADERS, type Origin } from '../../discovery/origin.js';
+import type { EcosystemDiscovery } from '../../discovery/types.js';
 
 /** The part of an ecosystem discovery needs (structural, so this folder imports nothing of http/). */
 export interface DiscoveryParticipant {

@@ -10,11 +10,11 @@
  * images and fetches: no inline script or style, no framing, nothing external.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config/types.js';
-import { DiscoveryBuilder } from '../discovery/document.js';
-import type { EcosystemDiscovery } from '../discovery/types.js';
-import { ADMIN_CHALLENGE, type AdminGate } from '../http/admin-auth.js';
-import { HttpError } from '../http/errors.js';
+import type { Config } from '../../config/types.js';
+import { DiscoveryBuilder } from '../../discovery/document.js';
+import type { EcosystemDiscovery } from '../../discovery/types.js';
+import { ADMIN_CHALLENGE, type AdminGate } from '../../access/admin-auth.js';
+import { HttpError } from '../../http/errors.js';
 import { loadBundle, type Bundle } from './bundle.js';
 import { adminTokenBody, dashboardBody, renderPage, scriptedBody } from './pages.js';
 

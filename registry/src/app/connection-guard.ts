@@ -22,9 +22,9 @@ import type { ConnectionsConfig } from '../config/connections.js';
 import type { ClientAddress } from '../limits/client-address.js';
 import { ConnectionCap } from '../limits/connection-cap.js';
 import { logConnectionCut, logConnectionRefused } from '../observe/security-log.js';
-import { announcesBody, watchBodyProgress } from './body-progress.js';
-import { DROP_AFTER_REFUSAL, discardRest } from './discard-body.js';
-import { errorBody, reasonPhrase } from './errors.js';
+import { announcesBody, watchBodyProgress } from '../http/body-progress.js';
+import { DROP_AFTER_REFUSAL, discardRest } from '../http/discard-body.js';
+import { errorBody, reasonPhrase } from '../http/errors.js';
 
 export interface GuardOptions {
   connections: ConnectionsConfig;

@@ -3,11 +3,11 @@
  * path only adds to preallocated records; everything here (totals, per-project sets, sorting)
  * happens when a reader asks. Counters are process memory and reset on restart, as the spec says.
  */
-import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
-import { USAGE_COUNTERS, zeroes, type CounterValues, type UsageCounters } from './counters.js';
-import { MAX_FILES_PER_PROJECT, MAX_PROJECTS } from './project-counters.js';
+import type { IndexConfig } from '../../config/types.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { USAGE_COUNTERS, zeroes, type CounterValues, type UsageCounters } from '../../observe/counters.js';
+import { MAX_FILES_PER_PROJECT, MAX_PROJECTS } from '../../observe/project-counters.js';
 import type { StatsQuery } from './stats-query.js';
 
 export interface StatsSources {

@@ -4,7 +4,7 @@
  * sight at `warn` and the JSON log on stdout stays machine-readable.
  */
 import type { Config, IndexConfig } from '../config/types.js';
-import type { Ecosystem } from '../http/ecosystem.js';
+import type { Ecosystem } from '../ecosystem/ecosystem.js';
 
 export function startupLines(config: Config, url: string, ecosystems: readonly Ecosystem[]): string[] {
   const base = new URL(url);

@@ -10,8 +10,8 @@
  * Another process on a shared store may still scan the same index at the same time; the second
  * write replaces the first with the same counts.
  */
-import { PromiseFlights } from '../roles/promise-flights.js';
-import type { IndexSummaries, IndexSummaryDoc, ScannedSummary } from './summary.js';
+import { PromiseFlights } from '../../roles/promise-flights.js';
+import type { IndexSummaries, IndexSummaryDoc, ScannedSummary } from '../../observe/summary.js';
 
 export interface EnsuredSummary {
   doc: IndexSummaryDoc;

@@ -5,11 +5,11 @@
  * static routes and win over this catch-all.
  */
 import type { FastifyInstance } from 'fastify';
-import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem } from './ecosystem.js';
-import { HttpError } from './errors.js';
-import { requestPath } from './path.js';
-import { resolveRoute } from './resolve.js';
+import type { IndexConfig } from '../../config/types.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { requestPath } from '../../http/path.js';
+import { resolveRoute } from '../../http/resolve.js';
 
 export interface IndexNamespaceOptions {
   /** The indexes served under their route, in config order. */

@@ -4,10 +4,10 @@
  * `/+status` gathers every worker's counts through the primary (`workers/link.ts`) and sums them.
  * A server of one process reads its own counters directly.
  */
-import type { RateLimitCounters, RateLimitSnapshot } from '../limits/rate-limiter.js';
-import type { WorkerLink } from '../workers/link.js';
-import { UsageCounters, type IndexCountersDump } from './counters.js';
-import type { RequestCounters, RequestSnapshot } from './requests.js';
+import type { RateLimitCounters, RateLimitSnapshot } from '../../limits/rate-limiter.js';
+import type { WorkerLink } from '../../workers/link.js';
+import { UsageCounters, type IndexCountersDump } from '../../observe/counters.js';
+import type { RequestCounters, RequestSnapshot } from '../../observe/requests.js';
 
 const TOPIC = 'counters';
 
