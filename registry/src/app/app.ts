@@ -29,8 +29,8 @@ import type { Stores } from '../storage/index.js';
 import { AdminGate } from '../access/admin-auth.js';
 import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '../ecosystem/ecosystem.js';
 import { uiRoutes } from './ui/routes.js';
-import { isClientGone, logClientGone } from '../http/client-gone.js';
-import { errorBody, HttpError, neutralAnswer } from '../http/errors.js';
+import { errorBody } from '../http/errors.js';
+import { answerError } from './error-handler.js';
 import { indexNamespace } from './namespace/index-namespace.js';
 import { guardConnections, serverTimeouts } from './connection-guard.js';
 import { requestPath } from '../http/path.js';
@@ -104,25 +104,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     reply.header('x-request-id', request.id);
   });
 
-  app.setErrorHandler((err, request, reply) => {
-    const answer = err instanceof HttpError ? err : neutralAnswer(err);
-    if (answer) {
-      // A 5xx the server answers on purpose (store or upstream down) still belongs in the log, with its cause.
-      if (answer.status >= 500) request.log.warn({ err }, 'request failed');
-      reply.headers(answer.headers);
-      return reply.code(answer.status).type('application/json').send(answer.body ?? errorBody(answer.status, answer.message));
-    }
-    if (isClientGone(err, request)) {
-      logClientGone(err, request);
-      return reply.code(499).send();
-    }
-    const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
-    if (status >= 500) {
-      request.log.error({ err }, 'request failed');
-      return reply.code(500).type('application/json').send(errorBody(500, `internal error (request id ${request.id})`));
-    }
-    return reply.code(status).type('application/json').send(errorBody(status, err instanceof Error ? err.message : 'bad request'));
-  });
+  app.setErrorHandler(answerError);
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log, { shared: stores.shared });
