@@ -121,7 +121,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
   const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
   const ctx: ServerContext = {
-    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, rateLimits: limiter, summaries,
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries,
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
@@ -157,7 +157,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   const admin = new AdminGate(config.admin.token, clientAddress);
-  await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt, admin });
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
   await app.register(uiRoutes, { config, ecosystems, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).

@@ -6,7 +6,7 @@
 import type { Config, IndexConfig } from '../config/types.js';
 import type { Ecosystem } from '../ecosystem/ecosystem.js';
 
-export function startupLines(config: Config, url: string, ecosystems: readonly Ecosystem[]): string[] {
+export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'workers'>, url: string, ecosystems: readonly Ecosystem[]): string[] {
   const base = new URL(url);
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   const rows = config.indexes.map((ix) => [ix.name, `${ix.ecosystem} ${ix.role}`, byId.get(ix.ecosystem)?.clientUrl?.(ix, base) ?? `${url}/${ix.route}/`, writes(ix)]);

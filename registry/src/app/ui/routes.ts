@@ -32,7 +32,7 @@ export const CONTENT_SECURITY_POLICY = [
 const YEAR_SECS = 365 * 24 * 60 * 60;
 
 export interface UiOptions {
-  config: Config;
+  config: Pick<Config, 'indexes' | 'metrics'>;
   ecosystems: readonly { id: string; discovery?: EcosystemDiscovery }[];
   bundle?: Bundle;
   /** Guards `/admin/status` when `[admin] token` is set; absent (tests of the pages alone): open. */
