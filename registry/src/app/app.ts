@@ -1,40 +1,43 @@
 /**
- * Builds the fastify application: logging with credentials scrubbed (observe/log.ts), request
- * ids, raw (unbuffered) request bodies (an ecosystem parses its own forms), the index namespace
- * dispatch and the error handler.
+ * The composition root: builds the fastify application from the config, the stores and the list
+ * of ecosystems (ecosystems.ts). It makes the shared services, hands them to each ecosystem's
+ * factory (`ServerContext`), and mounts every surface: logging with credentials scrubbed
+ * (observe/log.ts), request ids, raw (unbuffered) request bodies (an ecosystem parses its own
+ * forms), the connection guard, the limiter, `/metrics`, each ecosystem's own tree, discovery,
+ * `/+status` and `/+stats`, the UI, and the index namespace last (error-handler.ts answers failures).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { AdminGate } from '../access/admin-auth.js';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { originOf } from '../discovery/origin.js';
-import { registerDiscovery } from './discovery/routes.js';
+import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '../ecosystem/ecosystem.js';
 import { EventBus } from '../events/bus.js';
+import { errorBody } from '../http/errors.js';
+import { requestPath } from '../http/path.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit } from '../limits/rate-limit-plugin.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
+import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
-import { metricsRoute, observeRequests } from './observe/metrics-route.js';
 import { countRequests } from '../observe/requests.js';
-import { ServerCounters } from './observe/server-counters.js';
-import { SoloLink, type WorkerLink } from '../workers/link.js';
-import { observeRoutes } from './observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
-import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import { AdminGate } from '../access/admin-auth.js';
-import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '../ecosystem/ecosystem.js';
-import { uiRoutes } from './ui/routes.js';
-import { errorBody } from '../http/errors.js';
+import { SoloLink, type WorkerLink } from '../workers/link.js';
+import { guardConnections, serverTimeouts } from './connection-guard.js';
+import { registerDiscovery } from './discovery/routes.js';
 import { answerError } from './error-handler.js';
 import { indexNamespace } from './namespace/index-namespace.js';
-import { guardConnections, serverTimeouts } from './connection-guard.js';
-import { requestPath } from '../http/path.js';
 import { classifyRequest } from './namespace/request-class.js';
+import { metricsRoute, observeRequests } from './observe/metrics-route.js';
+import { observeRoutes } from './observe/routes.js';
+import { ServerCounters } from './observe/server-counters.js';
+import { uiRoutes } from './ui/routes.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -96,7 +99,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const requests = countRequests(app);
 
   // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
-  // artifact is ever buffered. The Python upload form is parsed there too (python/upload/).
+  // artifact is ever buffered. The Python upload form is parsed there too
+  // (python/handlers/upload/).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 

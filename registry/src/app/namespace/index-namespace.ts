@@ -1,7 +1,7 @@
 /**
  * The index namespace as a fastify plugin: `/{route}/...` of every index whose ecosystem serves
- * under its route. The longest route on whole segments wins (resolve.ts); the ecosystem answers
- * the rest of the path. Registered last: the server's own paths (`/+api`, `/metrics`, ...) are
+ * under its route. The longest route on whole segments wins (http/resolve.ts); the ecosystem
+ * answers the rest of the path. Registered last: the server's own paths (`/+api`, `/metrics`, ...) are
  * static routes and win over this catch-all.
  */
 import type { FastifyInstance } from 'fastify';

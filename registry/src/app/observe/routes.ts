@@ -2,7 +2,7 @@
  * The observation surface as one fastify plugin: `GET /+status` (status.ts) and `GET /+stats`
  * (stats.ts). Everything it reads is passed in; it names no ecosystem. `details=admin` is an
  * admin surface: with `[admin] token` set it answers only a request that carries the token
- * (http/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
+ * (access/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../../access/admin-auth.js';

@@ -1,7 +1,7 @@
 /**
  * `GET /+status`: what the server is and has seen, for the operator and the web UI alike. Built
  * from the configuration, the ecosystems' descriptions and the per-index summary documents
- * (summary.ts); no upstream fetch, no artifact bytes, no scan except the repair path below.
+ * (observe/summary.ts); no upstream fetch, no artifact bytes, no scan except the repair path below.
  *
  * `?details=admin` adds, per hosted index, its project and file counts, and the server's recent
  * uploads. They come from the summary documents; a hosted index whose summary was never rebuilt

@@ -1,6 +1,6 @@
 /**
  * The repair scans behind `/+status?details=admin` (status.ts): a hosted index whose summary no
- * scan has rebuilt yet is scanned through its ecosystem, and the result stored (summary.ts).
+ * scan has rebuilt yet is scanned through its ecosystem, and the result stored (observe/summary.ts).
  *
  * A scan reads every record of an index, so a burst of admin requests must not start one each:
  * - concurrent requests for one index share one scan (single-flight by index name);

@@ -3,7 +3,7 @@
  * `/browse`, `/stats`, and the bundle under `/pkg/*`. The pages read the documents every client
  * reads (`/+api`, `/+status`, `/+stats`, Simple JSON, the OCI API, inspection); the server adds no
  * data path of its own. With `[admin] token` set, `/admin/status` answers 401 with a Basic
- * challenge until the browser sends the token (http/admin-auth.ts): the browser asks for it, and
+ * challenge until the browser sends the token (access/admin-auth.ts): the browser asks for it, and
  * sends it again when the page's script reads `/+status?details=admin` (same realm).
  *
  * Every page carries a Content-Security-Policy that allows only this origin's script, style,
