@@ -1,5 +1,30 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { folderLayers } from './hack/eslint/folder-layers.js';
+
+/**
+ * The layers of registry/src, top to bottom (docs/development.md, "Layers"): a folder imports
+ * only from folders of lower layers; inside a layer marked `siblings`, its folders may import
+ * each other (the cycle test, test/core/layers.test.ts, keeps them from doing it both ways).
+ * A new folder gets its line here.
+ */
+const CORE_LAYERS = [
+  { what: 'the composition root', folders: ['app'] },
+  { what: 'an ecosystem', folders: ['python', 'oci'] },
+  { what: 'the ecosystem seam', folders: ['ecosystem'] },
+  { what: 'a neutral service', folders: ['access', 'roles', 'limits', 'policy', 'archive', 'events', 'discovery', 'workers'], siblings: true },
+  { what: 'the instruments', folders: ['observe'] },
+  { what: 'the HTTP helpers', folders: ['http'] },
+  { what: 'storage', folders: ['storage'] },
+  { what: 'config', folders: ['config'] },
+];
+
+/**
+ * Our own rules (hack/eslint/). Each table of layers is its own rule id: flat config replaces a
+ * rule's options for a file that two config objects match, so the core's table and an
+ * ecosystem's (`no-restricted-imports` in pythonLayerRules) must not share a rule.
+ */
+const velodex = { rules: { 'core-layers': folderLayers } };
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '.tools/**', 'node_modules/**', '**/*.js', '**/*.d.ts'] },
@@ -11,10 +36,26 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
+  // The core's layers (docs/development.md): the composition root on top, config at the bottom;
+  // a folder imports only from the layers below it.
+  ...coreLayerRules(),
   // The Python layers (docs/development.md): handlers on top, read below them, model at the
   // bottom; a lower layer never imports a higher one, so a request walks down and back up once.
   ...pythonLayerRules(),
 );
+
+/** `velodex/core-layers` over registry/src, from the one ordered table `CORE_LAYERS`. */
+function coreLayerRules() {
+  return [
+    {
+      files: ['registry/src/**/*.ts'],
+      plugins: { velodex },
+      rules: {
+        'velodex/core-layers': ['error', { name: 'core layers', root: 'registry/src', doc: 'docs/development.md, "Layers"', layers: CORE_LAYERS }],
+      },
+    },
+  ];
+}
 
 /**
  * `no-restricted-imports` per Python layer: what each layer may not import (relative specifiers

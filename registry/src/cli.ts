@@ -11,10 +11,10 @@ import { loadConfigFile, loadEmbeddedDefault, type Overrides } from './config/lo
 import { uploadTokenPath } from './config/default.js';
 import type { Config, RateLimitConfig } from './config/types.js';
 import type { ConnectionsConfig } from './config/connections.js';
-import { ecosystems } from './ecosystems.js';
+import { ecosystems } from './app/ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
-import { startServer, type RunningServer } from './server.js';
+import { startServer, type RunningServer } from './app/server.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
 

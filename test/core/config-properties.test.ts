@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { buildConfig, parseConfigText } from '../../registry/src/config/load.js';
 import type { Config } from '../../registry/src/config/types.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 
 const ENV = { VELODEX_TEST_SECRET: 'env-secret-5d1c0e', VELODEX_TEST_BLANK: '  ' };
 /** Every secret the generated configs may carry; none may appear in an error message. */

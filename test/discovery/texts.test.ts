@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { HostedIndex, IndexConfig } from '../../registry/src/config/types.js';
 import { buildConfig } from '../../registry/src/config/load.js';
 import { DiscoveryBuilder, linksFor } from '../../registry/src/discovery/document.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { originOf } from '../../registry/src/discovery/origin.js';
 import type { ClientText } from '../../registry/src/discovery/types.js';
 import { ociDiscovery } from '../../registry/src/oci/discovery.js';

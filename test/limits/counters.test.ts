@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadEmbeddedDefault } from '../../registry/src/config/load.js';
 import type { RateLimitConfig } from '../../registry/src/config/types.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
-import { buildApp, type BuiltApp } from '../../registry/src/http/app.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
+import { buildApp, type BuiltApp } from '../../registry/src/app/app.js';
 import { openStores } from '../../registry/src/storage/index.js';
 import { tempDir } from '../support/velodex.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { ConnectionCap } from '../../registry/src/limits/connection-cap.js';
 import { classifyOci } from '../../registry/src/oci/classify.js';
 import { classifyPython } from '../../registry/src/python/classify.js';

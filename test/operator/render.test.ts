@@ -3,7 +3,7 @@
  * resources give the same bytes in any order, and no credential is ever in the text.
  */
 import { describe, expect, it } from 'vitest';
-import { checkConfigText } from '../../registry/src/config-check.js';
+import { checkConfigText } from '../../registry/src/app/config-check.js';
 import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 

@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { buildConfig } from '../../registry/src/config/load.js';
 import type { PolicyConfig } from '../../registry/src/config/types.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
-import { formatDuration, parseDuration } from '../../registry/src/policy/duration.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
+import { formatDuration, parseDuration } from '../../registry/src/config/duration.js';
 import { globToRegExp } from '../../registry/src/policy/glob.js';
 import { Policy } from '../../registry/src/policy/rules.js';
 import { normalizeName } from '../../registry/src/python/model/records.js';

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { Egress, EgressRefusedError, isPublicAddress, publicOnlyLookup } from '../../registry/src/roles/egress.js';
 
 /** The model: an IPv4 address is not public when it falls in one of these blocks. */

@@ -3,7 +3,7 @@
  * the fault proxy. A fake clock moves time; nothing here depends on how long anything takes.
  */
 import { describe, expect, it } from 'vitest';
-import { neutralAnswer } from '../../registry/src/http/errors.js';
+import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
 import { ociAnswerOf } from '../../registry/src/oci/errors.js';
 import { UpstreamUnavailableError } from '../../registry/src/roles/errors.js';
 import { SlotWaitTimeoutError } from '../../registry/src/limits/upstream-slots.js';

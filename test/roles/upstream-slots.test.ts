@@ -1,7 +1,7 @@
 /** The per-index upstream concurrency cap: FIFO waiting, 429 with Retry-After past the wait window. */
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { neutralAnswer } from '../../registry/src/http/errors.js';
+import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
 import { DEFAULT_SLOT_WAIT_MS, SlotWaitTimeoutError, UpstreamSlots } from '../../registry/src/limits/upstream-slots.js';
 import { UpstreamClient } from '../../registry/src/roles/upstream.js';
 import { FaultProxy } from '../support/fault-proxy.js';

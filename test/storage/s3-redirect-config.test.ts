@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { DEFAULT_REDIRECT_MIN_SIZE, DEFAULT_REDIRECT_TTL_SECS, parseConfigText } from '../../registry/src/config/load.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 
 const S3 = '[storage]\nbackend = "s3"\nendpoint = "http://127.0.0.1:9000"\nbucket = "b"\naccess_key = "ak"\nsecret_key = "sk"\n';
 const load = (text: string) => parseConfigText(text, 'redirect.toml', { ecosystems, env: {} });

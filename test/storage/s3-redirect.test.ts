@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embeddedDefault } from '../../registry/src/config/default.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { Registry } from '../oci/api-support.js';
 import { buildBigWheel, type BigWheel } from '../python/fixtures/big-wheel.js';
 import { CLEAN_ENV, freshPipVenv, freshUvVenv } from '../python/fixtures/clients.js';

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import { stringify } from 'smol-toml';
 import { embeddedDefault } from '../../registry/src/config/default.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 
 export type TestBackend = 'fs' | 's3';
 

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { buildConfig } from '../../registry/src/config/load.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
-import { ecosystems } from '../../registry/src/ecosystems.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { configFor } from './backend.js';
 import { openStores, type Stores } from '../../registry/src/storage/index.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';

@@ -18,7 +18,7 @@ import { resolveWebhook } from './webhook.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
-import { parseDuration } from '../policy/duration.js';
+import { parseDuration } from './duration.js';
 
 export interface Overrides {
   host?: string;

@@ -4,8 +4,8 @@
  * loader resolves them into `Secret` values and checks that exactly one spelling is used.
  */
 import { z } from 'zod';
-import { DURATION_PATTERN } from '../policy/duration.js';
-import { HOST_PATTERN } from '../roles/egress.js';
+import { DURATION_PATTERN } from './duration.js';
+import { HOST_PATTERN } from './hosts.js';
 import { MAX_WORKERS } from './workers.js';
 
 const port = z.number().int().min(0).max(65535);

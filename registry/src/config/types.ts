@@ -128,7 +128,7 @@ export interface AuthConfig {
 }
 
 export interface AdminConfig {
-  /** Required by the admin surfaces when set; absent: they answer anyone (http/admin-auth.ts). */
+  /** Required by the admin surfaces when set; absent: they answer anyone (access/admin-auth.ts). */
   token?: Secret;
 }
 

@@ -20,7 +20,7 @@ export class DiscoveryBuilder {
   readonly #byName: ReadonlyMap<string, IndexConfig>;
 
   constructor(
-    private readonly config: Config,
+    private readonly config: Pick<Config, 'indexes' | 'metrics'>,
     /** Ecosystem id to its discovery part. */
     private readonly ecosystems: ReadonlyMap<string, EcosystemDiscovery>,
   ) {

@@ -1,9 +1,7 @@
-import { SlotsBusyError } from '../limits/slots.js';
-import { CachedBytesLostError, UpstreamUnavailableError } from '../roles/errors.js';
-import { StoreUnavailableError } from '../storage/types.js';
-
-/** What a 503 for an unavailable store suggests: a restarting object store is back within seconds. */
-const STORE_RETRY_AFTER_SECS = 5;
+/**
+ * The error every layer may throw for an HTTP answer, and the default error body. What the core's
+ * neutral failures (no status of their own) answer is ecosystem/neutral-answer.ts.
+ */
 
 /** An error with an HTTP status and a message meant for the person behind the client. */
 export class HttpError extends Error {
@@ -45,16 +43,4 @@ export function reasonPhrase(status: number): string {
 /** The default error body for non-OCI routes: the shape fastify itself uses. */
 export function errorBody(status: number, message: string): { statusCode: number; error: string; message: string } {
   return { statusCode: status, error: reasonPhrase(status), message };
-}
-
-/**
- * The default answer to a neutral failure (roles/, limits/): what index routes and the server's
- * own routes send. `/v2/` maps the same failures to its own codes (oci/errors.ts).
- */
-export function neutralAnswer(err: unknown): HttpError | undefined {
-  if (err instanceof SlotsBusyError) return new HttpError(429, err.message, { 'Retry-After': String(err.retryAfterSecs) });
-  if (err instanceof UpstreamUnavailableError || err instanceof CachedBytesLostError) return new HttpError(502, err.message);
-  // The cause (endpoint, error code) is for the server's log, not for clients.
-  if (err instanceof StoreUnavailableError) return new HttpError(503, 'the storage backend is not answering; retry later', { 'Retry-After': String(STORE_RETRY_AFTER_SECS) });
-  return undefined;
 }

@@ -8,8 +8,8 @@
  */
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { IndexConfig } from '../config/types.js';
-import { SoloLink, type WorkerLink } from '../workers/link.js';
 import type { UsageCounter, UsageCounters } from './counters.js';
+import type { WorkerPeers } from './peers.js';
 
 const TOPIC = 'metrics';
 
@@ -58,9 +58,10 @@ export class Metrics {
 
   constructor(
     sources: MetricSources,
-    private readonly link: WorkerLink = new SoloLink(),
+    /** The other workers of this server, whose registries a scrape merges (one process: itself alone). */
+    private readonly peers: WorkerPeers,
   ) {
-    link.provide(TOPIC, () => this.registry.getMetricsAsJSON());
+    peers.provide(TOPIC, () => this.registry.getMetricsAsJSON());
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: METRICS_PREFIX });
     // Three of prom-client's defaults are gauges named `_total`, which promtool (and Prometheus's
@@ -167,8 +168,8 @@ export class Metrics {
    * metrics say how each aggregates), so a scrape that reaches any worker sees one server.
    */
   async exposition(): Promise<string> {
-    if (this.link.workers === 1) return this.registry.metrics();
-    const parts = await this.link.gather<object[]>(TOPIC);
+    if (this.peers.workers === 1) return this.registry.metrics();
+    const parts = await this.peers.gather<object[]>(TOPIC);
     return AggregatorRegistry.aggregate(parts).metrics();
   }
 

@@ -3,7 +3,7 @@
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
 import type { HostedIndex, IndexConfig } from '../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../http/auth.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../access/auth.js';
 import { resolveRoute } from '../http/resolve.js';
 import { logAuthFailed } from '../observe/security-log.js';
 import { writeTarget } from '../roles/write-target.js';

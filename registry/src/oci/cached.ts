@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import type { CachedIndex } from '../config/types.js';
-import type { ServerContext } from '../http/ecosystem.js';
+import type { ServerContext } from '../ecosystem/ecosystem.js';
 import type { IndexCounters } from '../observe/counters.js';
 import { ttlSecs } from '../roles/freshness.js';
 import { PromiseFlights } from '../roles/promise-flights.js';

@@ -1,7 +1,7 @@
 /** What every `/v2/` handler gets: the server, the member readers, the upload sessions, its blob holds. */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../config/types.js';
-import type { ServerContext } from '../http/ecosystem.js';
+import type { ServerContext } from '../ecosystem/ecosystem.js';
 import type { Target } from './access.js';
 import type { BlobBytes } from './blob-bytes.js';
 import type { BlobSizes } from './blob-sizes.js';

@@ -3,7 +3,8 @@
  * detail?}]}` with `Content-Type: application/json`, and each code has exactly one status.
  */
 import type { FastifyReply } from 'fastify';
-import { HttpError, neutralAnswer } from '../http/errors.js';
+import { neutralAnswer } from '../ecosystem/neutral-answer.js';
+import { HttpError } from '../http/errors.js';
 import { SlotsBusyError } from '../limits/slots.js';
 
 export const ERROR_STATUS = {

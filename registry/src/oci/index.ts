@@ -1,5 +1,5 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
-import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
 import type { OciDeps } from './context.js';
 import { ociDiscovery } from './discovery.js';
 import { blobSizes } from './blob-sizes.js';

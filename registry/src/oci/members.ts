@@ -3,7 +3,7 @@
  * an upstream member. The cached (pull-through) role (cached.ts) is consulted after the hosted ones.
  */
 import type { CachedIndex, IndexConfig } from '../config/types.js';
-import type { ServerContext } from '../http/ecosystem.js';
+import type { ServerContext } from '../ecosystem/ecosystem.js';
 import { isUpstream, privateFirst } from '../roles/shadowing.js';
 import { membersOf } from '../roles/write-target.js';
 import { CachedRepos } from './cached.js';

@@ -7,7 +7,7 @@
  * manifest write (one document read, no listing).
  */
 import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
 import type { ManifestRecord, TagsDoc } from './meta.js';
 import { reposFolder } from './meta.js';

@@ -5,7 +5,7 @@
  */
 import type { PolicyConfig } from '../config/types.js';
 import type { PolicyAction, PolicyDenial } from './denial.js';
-import { formatDuration } from './duration.js';
+import { formatDuration } from '../config/duration.js';
 import { globToRegExp } from './glob.js';
 
 /** What a file-level rule looks at. */

@@ -3,7 +3,7 @@
  * source of every Python index, the project source the handlers read through, and the route
  * table on top (`handlers/routes.ts`). Nothing under `python/` imports this file.
  */
-import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
 import { dispatch, pythonRoutes } from './handlers/routes.js';
 import { ProjectSource } from './handlers/project-source.js';
 import { ProjectOverrides } from './model/overrides.js';

@@ -5,7 +5,7 @@
  * record (an absolute value, so a lost update heals with the next write).
  */
 import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem, ServerContext } from '../http/ecosystem.js';
+import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
 import { CachedSource } from './read/cached/source.js';
 import { isValidProjectName, normalizeName, type ProjectRecord, type ProjectRecords } from './model/records.js';

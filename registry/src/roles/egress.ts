@@ -17,16 +17,13 @@ export type OtherHosts = 'public' | 'refuse';
 export interface EgressOptions {
   /** The configured upstream URL: its host is trusted. */
   upstream: string | URL;
-  /** More trusted hosts: names, or `*.example.com` for every name below example.com. */
+  /** More trusted hosts: names, or `*.example.com` for every name below example.com (config/hosts.ts). */
   trustedHosts?: readonly string[];
   otherHosts: OtherHosts;
 }
 
 /** How a request to a host goes out: to any address, to public addresses only, or not at all. */
 export type EgressMode = 'trusted' | 'public' | 'refused';
-
-/** A host name pattern of `upstream_hosts`: a name, or `*.` and a name (config/schema.ts checks it). */
-export const HOST_PATTERN = /^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$|^\[?[0-9a-f:.]+\]?$/;
 
 /** Addresses no request to an untrusted host may reach (RFC 6890 special-purpose blocks and the like). */
 const NOT_PUBLIC = (() => {

@@ -5,19 +5,14 @@
  *
  * A server of one process has the solo link: the same calls, answered in-process.
  */
+import type { WorkerPeers } from '../observe/peers.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
 import type { KeyLocks } from '../storage/key-locks.js';
 import { WorkerKeyLocks } from './key-locks.js';
 import { isOurs, type FromWorker, type ToWorker } from './messages.js';
 import { WorkerFlights } from './worker-flights.js';
 
-export interface WorkerLink {
-  /** How many worker processes serve (1: this process alone). */
-  readonly workers: number;
-  /** Every live worker's answer to `topic`, this one's included. */
-  gather<T>(topic: string): Promise<T[]>;
-  /** This worker's answer to `topic`, computed when asked. */
-  provide(topic: string, answer: () => unknown): void;
+export interface WorkerLink extends WorkerPeers {
   /** Waits for the server-wide lock of `key`; resolves to its release. */
   lock(key: string): Promise<() => void>;
   /** Absent in a process that serves alone: its own single-flight is the server's. */

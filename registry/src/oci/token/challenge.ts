@@ -6,7 +6,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { localOrigin } from '../../discovery/origin.js';
-import type { OriginOf } from '../../http/ecosystem.js';
+import type { OriginOf } from '../../ecosystem/ecosystem.js';
 import { SERVICE } from './tokens.js';
 
 export const TOKEN_PATH = '/v2/token';

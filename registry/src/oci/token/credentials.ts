@@ -5,7 +5,7 @@
  * challenge that says so (`error="invalid_token"`), and the client fetches a new one.
  */
 import type { FastifyRequest } from 'fastify';
-import type { OriginOf } from '../../http/ecosystem.js';
+import type { OriginOf } from '../../ecosystem/ecosystem.js';
 import { OciError } from '../errors.js';
 import { bearerChallenge, realmOf } from './challenge.js';
 import type { Access } from './scope.js';

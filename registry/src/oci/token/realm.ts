@@ -8,7 +8,7 @@
  * twice (`token` and the OAuth2 spelling `access_token`), as the spec allows clients to read either.
  */
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
-import { BASIC_CHALLENGE, checkWrite } from '../../http/auth.js';
+import { BASIC_CHALLENGE, checkWrite } from '../../access/auth.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { resolveName } from '../access.js';

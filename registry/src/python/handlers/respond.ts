@@ -1,5 +1,5 @@
 /** Sends a rendered page with its validators, answering `If-None-Match` with 304. */
-import type { IndexRequest } from '../../http/ecosystem.js';
+import type { IndexRequest } from '../../ecosystem/ecosystem.js';
 import { answeredNotModified } from '../../http/conditional.js';
 import type { RenderedPage } from './page-cache.js';
 

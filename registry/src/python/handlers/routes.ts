@@ -4,7 +4,7 @@
  * mechanism (method lookup, HEAD as GET, 405 with `Allow`) is `http/route-table.ts`, and the
  * Python answers (404 bodies, reason phrases, `Vary` on Simple paths) are here.
  */
-import type { IndexRequest, ServerContext } from '../../http/ecosystem.js';
+import type { IndexRequest, ServerContext } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { allowOf, selectRoute, type Methods } from '../../http/route-table.js';
 import { isSha256Hex } from '../../storage/types.js';

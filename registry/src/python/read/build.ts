@@ -4,7 +4,7 @@
  * Also provides the mutations' view of cached files (`CachedLayer`).
  */
 import type { IndexConfig } from '../../config/types.js';
-import type { ServerContext } from '../../http/ecosystem.js';
+import type { ServerContext } from '../../ecosystem/ecosystem.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { CachedSource } from './cached/source.js';
 import type { ProjectOverrides } from '../model/overrides.js';

@@ -5,7 +5,7 @@
  * with single-range support; bytes still arriving from an upstream stream as they come.
  */
 import type { IndexConfig } from '../../../config/types.js';
-import type { IndexRequest } from '../../../http/ecosystem.js';
+import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { isSha256Hex, type BlobRedirect, type BlobStore } from '../../../storage/types.js';
 import { reportRejectedRead } from '../../../http/verified-read.js';

@@ -28,7 +28,7 @@ import {
   utf8SafeLength,
   type ArchiveErrorKind,
 } from '../../../archive/index.js';
-import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
+import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { clientGone } from '../../../http/client-gone.js';
 import { HttpError } from '../../../http/errors.js';
 import { isSha256Hex } from '../../../storage/types.js';

@@ -1,6 +1,6 @@
 /** `GET /{route}/{project}/json` and `GET /{route}/{project}/{version}/json`. */
 import { localOrigin } from '../../../discovery/origin.js';
-import type { IndexRequest, OriginOf } from '../../../http/ecosystem.js';
+import type { IndexRequest, OriginOf } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { assertProjectServable, policyPageVariant, servableFiles } from '../../read/policy/apply.js';
 import { normalizeName } from '../../model/records.js';

@@ -1,7 +1,7 @@
 /** Write authorisation of the Python write endpoints, mapped to the spec's statuses. */
 import type { HostedIndex, IndexConfig } from '../../../config/types.js';
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../http/auth.js';
-import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../access/auth.js';
+import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { writeTarget } from '../../../roles/write-target.js';
 

@@ -5,8 +5,8 @@
  * which get per-file overrides instead. The answer says how many files changed; zero is a
  * success too (the mutations are idempotent).
  */
-import { parseBasic } from '../../../http/auth.js';
-import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
+import { parseBasic } from '../../../access/auth.js';
+import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { compareVersions } from '../../model/pep440.js';
 import { normalizeName, type FileRecord, type ProjectRecords } from '../../model/records.js';

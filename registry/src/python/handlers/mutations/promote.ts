@@ -7,7 +7,7 @@
  * the target holds with other bytes stops the whole promotion with 409.
  */
 import type { IndexConfig } from '../../../config/types.js';
-import type { IndexRequest } from '../../../http/ecosystem.js';
+import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { PolicyDenialError } from '../../../policy/denial.js';
 import { membersOf } from '../../../roles/write-target.js';

@@ -2,7 +2,7 @@
  * The optional yank reason: the `reason` query parameter, or the request body, either JSON
  * `{"reason": "..."}` or plain text. Bodies are small; anything larger is refused.
  */
-import type { IndexRequest } from '../../../http/ecosystem.js';
+import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 
 const MAX_BODY = 4096;

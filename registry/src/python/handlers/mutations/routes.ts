@@ -2,7 +2,7 @@
  * The dispatch entries of the Python write endpoints other than upload, in the shape of the
  * route table in `handlers/routes.ts`. Trailing slashes are optional on all of them.
  */
-import type { IndexRequest } from '../../../http/ecosystem.js';
+import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { handleMutation, type MutationDeps } from './handler.js';
 import { handlePromote } from './promote.js';

@@ -3,7 +3,7 @@
  * normalised; any other spelling, or a missing trailing slash, is redirected (301) to the
  * canonical URL, as PyPI does.
  */
-import type { IndexRequest } from '../../../http/ecosystem.js';
+import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { assertProjectServable, policyPageVariant, servableFiles, visibleProjects } from '../../read/policy/apply.js';
 import { normalizeName } from '../../model/records.js';

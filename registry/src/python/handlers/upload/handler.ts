@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../http/auth.js';
-import type { IndexRequest, ServerContext } from '../../../http/ecosystem.js';
+import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../access/auth.js';
+import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import type { IndexConfig } from '../../../config/types.js';
 import { sizeDenial } from '../../../policy/rules.js';

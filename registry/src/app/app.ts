@@ -1,40 +1,43 @@
 /**
- * Builds the fastify application: logging with credentials scrubbed (observe/log.ts), request
- * ids, raw (unbuffered) request bodies (an ecosystem parses its own forms), the index namespace
- * dispatch and the error handler.
+ * The composition root: builds the fastify application from the config, the stores and the list
+ * of ecosystems (ecosystems.ts). It makes the shared services, hands them to each ecosystem's
+ * factory (`ServerContext`), and mounts every surface: logging with credentials scrubbed
+ * (observe/log.ts), request ids, raw (unbuffered) request bodies (an ecosystem parses its own
+ * forms), the connection guard, the limiter, `/metrics`, each ecosystem's own tree, discovery,
+ * `/+status` and `/+stats`, the UI, and the index namespace last (error-handler.ts answers failures).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { AdminGate } from '../access/admin-auth.js';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { originOf } from '../discovery/origin.js';
-import { registerDiscovery } from '../discovery/routes.js';
+import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '../ecosystem/ecosystem.js';
 import { EventBus } from '../events/bus.js';
+import { errorBody } from '../http/errors.js';
+import { requestPath } from '../http/path.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit } from '../limits/rate-limit-plugin.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
+import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import { UsageCounters } from '../observe/counters.js';
 import { loggerOptions, type LineSink } from '../observe/log.js';
 import { Metrics } from '../observe/metrics.js';
-import { metricsRoute, observeRequests } from '../observe/metrics-route.js';
 import { countRequests } from '../observe/requests.js';
-import { ServerCounters } from '../observe/server-counters.js';
-import { SoloLink, type WorkerLink } from '../workers/link.js';
-import { observeRoutes } from '../observe/routes.js';
 import { IndexSummaries } from '../observe/summary.js';
-import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { Stores } from '../storage/index.js';
-import { AdminGate } from './admin-auth.js';
-import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from './ecosystem.js';
-import { uiRoutes } from '../ui/routes.js';
-import { isClientGone, logClientGone } from './client-gone.js';
-import { errorBody, HttpError, neutralAnswer } from './errors.js';
-import { indexNamespace } from './index-namespace.js';
+import { SoloLink, type WorkerLink } from '../workers/link.js';
 import { guardConnections, serverTimeouts } from './connection-guard.js';
-import { requestPath } from './path.js';
-import { classifyRequest } from './request-class.js';
+import { registerDiscovery } from './discovery/routes.js';
+import { answerError } from './error-handler.js';
+import { indexNamespace } from './namespace/index-namespace.js';
+import { classifyRequest } from './namespace/request-class.js';
+import { metricsRoute, observeRequests } from './observe/metrics-route.js';
+import { observeRoutes } from './observe/routes.js';
+import { ServerCounters } from './observe/server-counters.js';
+import { uiRoutes } from './ui/routes.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -96,7 +99,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const requests = countRequests(app);
 
   // Bodies stay streams: handlers read `request.raw` themselves, hashing on the way, so no
-  // artifact is ever buffered. The Python upload form is parsed there too (python/upload/).
+  // artifact is ever buffered. The Python upload form is parsed there too
+  // (python/handlers/upload/).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
@@ -104,25 +108,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     reply.header('x-request-id', request.id);
   });
 
-  app.setErrorHandler((err, request, reply) => {
-    const answer = err instanceof HttpError ? err : neutralAnswer(err);
-    if (answer) {
-      // A 5xx the server answers on purpose (store or upstream down) still belongs in the log, with its cause.
-      if (answer.status >= 500) request.log.warn({ err }, 'request failed');
-      reply.headers(answer.headers);
-      return reply.code(answer.status).type('application/json').send(answer.body ?? errorBody(answer.status, answer.message));
-    }
-    if (isClientGone(err, request)) {
-      logClientGone(err, request);
-      return reply.code(499).send();
-    }
-    const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
-    if (status >= 500) {
-      request.log.error({ err }, 'request failed');
-      return reply.code(500).type('application/json').send(errorBody(500, `internal error (request id ${request.id})`));
-    }
-    return reply.code(status).type('application/json').send(errorBody(status, err instanceof Error ? err.message : 'bad request'));
-  });
+  app.setErrorHandler(answerError);
 
   const indexByName = new Map<string, IndexConfig>(config.indexes.map((ix) => [ix.name, ix]));
   const events = new EventBus(stores.meta, indexByName, app.log, { shared: stores.shared });
@@ -139,7 +125,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
   const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
   const ctx: ServerContext = {
-    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, rateLimits: limiter, summaries,
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries,
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
@@ -175,7 +161,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   const admin = new AdminGate(config.admin.token, clientAddress);
-  await app.register(observeRoutes, { ctx, ecosystems, counters: serverCounters, startedAt, admin });
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
   await app.register(uiRoutes, { config, ecosystems, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).

@@ -3,18 +3,18 @@
  * `/browse`, `/stats`, and the bundle under `/pkg/*`. The pages read the documents every client
  * reads (`/+api`, `/+status`, `/+stats`, Simple JSON, the OCI API, inspection); the server adds no
  * data path of its own. With `[admin] token` set, `/admin/status` answers 401 with a Basic
- * challenge until the browser sends the token (http/admin-auth.ts): the browser asks for it, and
+ * challenge until the browser sends the token (access/admin-auth.ts): the browser asks for it, and
  * sends it again when the page's script reads `/+status?details=admin` (same realm).
  *
  * Every page carries a Content-Security-Policy that allows only this origin's script, style,
  * images and fetches: no inline script or style, no framing, nothing external.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config/types.js';
-import { DiscoveryBuilder } from '../discovery/document.js';
-import type { EcosystemDiscovery } from '../discovery/types.js';
-import { ADMIN_CHALLENGE, type AdminGate } from '../http/admin-auth.js';
-import { HttpError } from '../http/errors.js';
+import type { Config } from '../../config/types.js';
+import { DiscoveryBuilder } from '../../discovery/document.js';
+import type { EcosystemDiscovery } from '../../discovery/types.js';
+import { ADMIN_CHALLENGE, type AdminGate } from '../../access/admin-auth.js';
+import { HttpError } from '../../http/errors.js';
 import { loadBundle, type Bundle } from './bundle.js';
 import { adminTokenBody, dashboardBody, renderPage, scriptedBody } from './pages.js';
 
@@ -32,7 +32,7 @@ export const CONTENT_SECURITY_POLICY = [
 const YEAR_SECS = 365 * 24 * 60 * 60;
 
 export interface UiOptions {
-  config: Config;
+  config: Pick<Config, 'indexes' | 'metrics'>;
   ecosystems: readonly { id: string; discovery?: EcosystemDiscovery }[];
   bundle?: Bundle;
   /** Guards `/admin/status` when `[admin] token` is set; absent (tests of the pages alone): open. */

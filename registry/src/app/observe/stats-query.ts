@@ -3,7 +3,7 @@
  * project only with an index. A route is taken with or without its slashes. Anything else is a
  * 400 with the reason (never a 500).
  */
-import { HttpError } from '../http/errors.js';
+import { HttpError } from '../../http/errors.js';
 
 export type StatsQuery = { depth: 'server' } | { depth: 'index'; route: string } | { depth: 'project'; route: string; project: string };
 

@@ -5,11 +5,11 @@
  * answers 400.
  */
 import type { IncomingMessage } from 'node:http';
-import type { IndexConfig, RateClassName } from '../config/types.js';
-import type { Classification } from '../limits/rate-limit-plugin.js';
-import type { EcosystemTree } from './ecosystem.js';
-import { requestPath } from './path.js';
-import { resolveRoute } from './resolve.js';
+import type { IndexConfig, RateClassName } from '../../config/types.js';
+import type { Classification } from '../../limits/rate-limit-plugin.js';
+import type { EcosystemTree } from '../../ecosystem/ecosystem.js';
+import { requestPath } from '../../http/path.js';
+import { resolveRoute } from '../../http/resolve.js';
 
 const ADMIN_PATHS = new Set(['+status', '+stats', 'metrics']);
 

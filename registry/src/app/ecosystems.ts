@@ -3,13 +3,13 @@
  * default of an index that names no `ecosystem`. Adding one is a folder with its facts and its
  * factory, and a line here.
  */
-import type { EcosystemModule } from './http/ecosystem.js';
-import { classifyOci, ociTooManyRequests } from './oci/classify.js';
-import { ociFacts } from './oci/facts.js';
-import { createOciEcosystem } from './oci/index.js';
-import { classifyPython } from './python/classify.js';
-import { pythonFacts } from './python/facts.js';
-import { createPythonEcosystem } from './python/index.js';
+import type { EcosystemModule } from '../ecosystem/ecosystem.js';
+import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
+import { ociFacts } from '../oci/facts.js';
+import { createOciEcosystem } from '../oci/index.js';
+import { classifyPython } from '../python/classify.js';
+import { pythonFacts } from '../python/facts.js';
+import { createPythonEcosystem } from '../python/index.js';
 
 export const ecosystems: readonly EcosystemModule[] = [
   { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true, classifyIndexRequest: classifyPython },

@@ -3,7 +3,7 @@
  * (a hook on the root instance, so it sees the /v2/ scope and the index namespace too).
  */
 import type { FastifyInstance } from 'fastify';
-import type { Metrics } from './metrics.js';
+import type { Metrics } from '../../observe/metrics.js';
 
 export function observeRequests(app: FastifyInstance, metrics: Metrics): void {
   // Callback style: no promise per request.

@@ -1,7 +1,7 @@
 /**
  * `GET /+status`: what the server is and has seen, for the operator and the web UI alike. Built
  * from the configuration, the ecosystems' descriptions and the per-index summary documents
- * (summary.ts); no upstream fetch, no artifact bytes, no scan except the repair path below.
+ * (observe/summary.ts); no upstream fetch, no artifact bytes, no scan except the repair path below.
  *
  * `?details=admin` adds, per hosted index, its project and file counts, and the server's recent
  * uploads. They come from the summary documents; a hosted index whose summary was never rebuilt
@@ -12,18 +12,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { IndexConfig } from '../config/types.js';
-import { displayUrl } from '../config/sanitize.js';
-import type { Ecosystem } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
-import type { RateLimitSnapshot } from '../limits/rate-limiter.js';
-import type { RequestSnapshot } from './requests.js';
-import { secretInfo } from './redact.js';
-import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from './summary.js';
+import type { IndexConfig } from '../../config/types.js';
+import { displayUrl } from '../../config/sanitize.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import type { RateLimitSnapshot } from '../../limits/rate-limiter.js';
+import type { RequestSnapshot } from '../../observe/requests.js';
+import { secretInfo } from '../../observe/redact.js';
+import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from '../../observe/summary.js';
 import type { SummaryScans } from './summary-scans.js';
 
-/** The registry workspace's package.json version (read once; dist/observe/ is two levels down). */
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/** The registry workspace's package.json version (read once; dist/app/observe/ is three levels down). */
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface StatusSources {
   indexes: readonly IndexConfig[];

@@ -7,7 +7,7 @@
  * Nothing here is rendered from data a client uploaded: names and routes come from the config,
  * and even those go through `html` (html.ts), which escapes every value.
  */
-import type { DiscoveryDocument } from '../discovery/types.js';
+import type { DiscoveryDocument } from '../../discovery/types.js';
 import { html, type Html } from './html.js';
 import type { Bundle } from './bundle.js';
 

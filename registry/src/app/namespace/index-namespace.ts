@@ -1,15 +1,15 @@
 /**
  * The index namespace as a fastify plugin: `/{route}/...` of every index whose ecosystem serves
- * under its route. The longest route on whole segments wins (resolve.ts); the ecosystem answers
- * the rest of the path. Registered last: the server's own paths (`/+api`, `/metrics`, ...) are
+ * under its route. The longest route on whole segments wins (http/resolve.ts); the ecosystem
+ * answers the rest of the path. Registered last: the server's own paths (`/+api`, `/metrics`, ...) are
  * static routes and win over this catch-all.
  */
 import type { FastifyInstance } from 'fastify';
-import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem } from './ecosystem.js';
-import { HttpError } from './errors.js';
-import { requestPath } from './path.js';
-import { resolveRoute } from './resolve.js';
+import type { IndexConfig } from '../../config/types.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { requestPath } from '../../http/path.js';
+import { resolveRoute } from '../../http/resolve.js';
 
 export interface IndexNamespaceOptions {
   /** The indexes served under their route, in config order. */

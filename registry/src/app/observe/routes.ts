@@ -2,12 +2,14 @@
  * The observation surface as one fastify plugin: `GET /+status` (status.ts) and `GET /+stats`
  * (stats.ts). Everything it reads is passed in; it names no ecosystem. `details=admin` is an
  * admin surface: with `[admin] token` set it answers only a request that carries the token
- * (http/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
+ * (access/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../http/admin-auth.js';
-import type { ServerContext, Ecosystem } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
+import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../../access/admin-auth.js';
+import type { Config } from '../../config/types.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import type { IndexSummaries } from '../../observe/summary.js';
 import type { ServerCounters } from './server-counters.js';
 import { buildStats } from './stats.js';
 import { parseStatsQuery } from './stats-query.js';
@@ -15,7 +17,9 @@ import { buildStatus, parseStatusQuery } from './status.js';
 import { SummaryScans } from './summary-scans.js';
 
 export interface ObserveOptions {
-  ctx: ServerContext;
+  config: Pick<Config, 'indexes' | 'storage' | 'rateLimit' | 'workers'>;
+  /** The per-index summary documents `/+status` reads. */
+  summaries: IndexSummaries;
   ecosystems: readonly Ecosystem[];
   /** The counters of every worker of this server (one process: its own). */
   counters: ServerCounters;
@@ -30,10 +34,10 @@ function queryOf(request: FastifyRequest): URLSearchParams {
 }
 
 export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions): Promise<void> {
-  const { ctx, counters, startedAt } = opts;
+  const { config, summaries, counters, startedAt } = opts;
   const ecosystems = new Map(opts.ecosystems.map((e) => [e.id, e]));
-  const indexes = ctx.config.indexes;
-  const scans = new SummaryScans(ctx.summaries);
+  const indexes = config.indexes;
+  const scans = new SummaryScans(summaries);
 
   app.get('/+status', async (request, reply) => {
     const query = parseStatusQuery(queryOf(request));
@@ -43,14 +47,14 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
     const doc = await buildStatus(
       {
         indexes,
-        storageBackend: ctx.config.storage.backend,
-        storageRedirect: ctx.config.storage.redirect !== undefined,
+        storageBackend: config.storage.backend,
+        storageRedirect: config.storage.redirect !== undefined,
         ecosystems,
-        summaries: ctx.summaries,
+        summaries,
         scans,
         requests: totals.requests,
-        rateLimit: { enabled: ctx.config.rateLimit.enabled, counters: totals.rateLimit },
-        workers: ctx.config.workers.count,
+        rateLimit: { enabled: config.rateLimit.enabled, counters: totals.rateLimit },
+        workers: config.workers.count,
         startedAt,
       },
       query,

@@ -3,9 +3,9 @@
  * operator): the same parsing and validation `velodex serve` runs, so a config the registry would
  * refuse is refused before it reaches a pod, with the registry's own message.
  */
-import { ConfigError } from './config/errors.js';
-import { parseConfigText } from './config/load.js';
-import type { Config } from './config/types.js';
+import { ConfigError } from '../config/errors.js';
+import { parseConfigText } from '../config/load.js';
+import type { Config } from '../config/types.js';
 import { ecosystems } from './ecosystems.js';
 
 export { ConfigError };

@@ -5,10 +5,10 @@
  * `/{route}/` at all).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config, IndexConfig } from '../config/types.js';
-import { DiscoveryBuilder, indexApiPath } from './document.js';
-import { ORIGIN_HEADERS, type Origin } from './origin.js';
-import type { EcosystemDiscovery } from './types.js';
+import type { Config, IndexConfig } from '../../config/types.js';
+import { DiscoveryBuilder, indexApiPath } from '../../discovery/document.js';
+import { ORIGIN_HEADERS, type Origin } from '../../discovery/origin.js';
+import type { EcosystemDiscovery } from '../../discovery/types.js';
 
 /** The part of an ecosystem discovery needs (structural, so this folder imports nothing of http/). */
 export interface DiscoveryParticipant {
@@ -17,7 +17,7 @@ export interface DiscoveryParticipant {
 }
 
 /** `originOf`: the request's origin, forwarded headers weighed by who sent them (`ServerContext.originOf`). */
-export function registerDiscovery(app: FastifyInstance, config: Config, ecosystems: readonly DiscoveryParticipant[], originOf: (request: FastifyRequest) => Origin | null): void {
+export function registerDiscovery(app: FastifyInstance, config: Pick<Config, 'indexes' | 'metrics'>, ecosystems: readonly DiscoveryParticipant[], originOf: (request: FastifyRequest) => Origin | null): void {
   const parts = new Map(ecosystems.flatMap((e) => (e.discovery ? [[e.id, e.discovery] as const] : [])));
   const builder = new DiscoveryBuilder(config, parts);
   const answer = (request: FastifyRequest, reply: FastifyReply, only?: IndexConfig) => {

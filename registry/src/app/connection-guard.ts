@@ -4,8 +4,8 @@
  * - headers: Node's `headersTimeout`; a head that has not finished in time gets fastify's 408 and
  *   the connection closes. Node looks every `connectionsCheckingInterval`, a quarter of the bound
  *   here, so the cut comes within 1.25 × the bound.
- * - body: a body that delivers nothing for the idle bound is cut (`body-progress.ts`): a 408 when
- *   nothing was answered yet, then the connection closes. There is no total request timeout
+ * - body: a body that delivers nothing for the idle bound is cut (`http/body-progress.ts`): a 408
+ *   when nothing was answered yet, then the connection closes. There is no total request timeout
  *   (`requestTimeout` 0): a multi-gigabyte upload that keeps moving is never cut.
  * - keep-alive: an idle kept-alive connection closes after `keepAliveTimeout`.
  * - connections per client address (optional): the one past the cap is answered 429 with
@@ -22,9 +22,9 @@ import type { ConnectionsConfig } from '../config/connections.js';
 import type { ClientAddress } from '../limits/client-address.js';
 import { ConnectionCap } from '../limits/connection-cap.js';
 import { logConnectionCut, logConnectionRefused } from '../observe/security-log.js';
-import { announcesBody, watchBodyProgress } from './body-progress.js';
-import { DROP_AFTER_REFUSAL, discardRest } from './discard-body.js';
-import { errorBody, reasonPhrase } from './errors.js';
+import { announcesBody, watchBodyProgress } from '../http/body-progress.js';
+import { DROP_AFTER_REFUSAL, discardRest } from '../http/discard-body.js';
+import { errorBody, reasonPhrase } from '../http/errors.js';
 
 export interface GuardOptions {
   connections: ConnectionsConfig;

@@ -4,10 +4,10 @@
  * `/+status` gathers every worker's counts through the primary (`workers/link.ts`) and sums them.
  * A server of one process reads its own counters directly.
  */
-import type { RateLimitCounters, RateLimitSnapshot } from '../limits/rate-limiter.js';
-import type { WorkerLink } from '../workers/link.js';
-import { UsageCounters, type IndexCountersDump } from './counters.js';
-import type { RequestCounters, RequestSnapshot } from './requests.js';
+import type { RateLimitCounters, RateLimitSnapshot } from '../../limits/rate-limiter.js';
+import { UsageCounters, type IndexCountersDump } from '../../observe/counters.js';
+import type { WorkerPeers } from '../../observe/peers.js';
+import type { RequestCounters, RequestSnapshot } from '../../observe/requests.js';
 
 const TOPIC = 'counters';
 
@@ -31,16 +31,16 @@ export interface ServerTotals {
 
 export class ServerCounters {
   constructor(
-    private readonly link: WorkerLink,
+    private readonly peers: WorkerPeers,
     private readonly local: LocalCounters,
   ) {
-    link.provide(TOPIC, (): WorkerCounts => ({ usage: local.usage.dump(), requests: local.requests.snapshot(), rateLimit: local.rateLimits.snapshot() }));
+    peers.provide(TOPIC, (): WorkerCounts => ({ usage: local.usage.dump(), requests: local.requests.snapshot(), rateLimit: local.rateLimits.snapshot() }));
   }
 
   async totals(): Promise<ServerTotals> {
     const { usage, requests, rateLimits } = this.local;
-    if (this.link.workers === 1) return { usage, requests: requests.snapshot(), rateLimit: rateLimits.snapshot() };
-    const parts = await this.link.gather<WorkerCounts>(TOPIC);
+    if (this.peers.workers === 1) return { usage, requests: requests.snapshot(), rateLimit: rateLimits.snapshot() };
+    const parts = await this.peers.gather<WorkerCounts>(TOPIC);
     return {
       usage: UsageCounters.sum(parts.map((p) => p.usage)),
       requests: sumRequests(parts.map((p) => p.requests)),

@@ -24,7 +24,7 @@ export interface Bundle {
 
 const TYPES: Record<string, string> = { js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' };
 
-export function loadBundle(dir = fileURLToPath(new URL('../pkg/', import.meta.url))): Bundle {
+export function loadBundle(dir = fileURLToPath(new URL('../../pkg/', import.meta.url))): Bundle {
   const files = new Map<string, BundleFile>();
   if (!existsSync(`${dir}/manifest.json`)) return { script: null, style: null, files };
   const manifest = JSON.parse(readFileSync(`${dir}/manifest.json`, 'utf8')) as { script: string; style: string };

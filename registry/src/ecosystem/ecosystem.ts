@@ -11,7 +11,6 @@ import type { Config, IndexConfig, RateClassName } from '../config/types.js';
 import type { Origin } from '../discovery/origin.js';
 import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
-import type { RateLimitCounters } from '../limits/rate-limiter.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { IndexDescription } from '../observe/describe.js';
@@ -19,6 +18,15 @@ import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
 import type { Stores } from '../storage/index.js';
 
+/**
+ * The shared services of one server, as the composition root (app/app.ts) hands them to each
+ * ecosystem's factory. It stays one object at the seam on purpose: an ecosystem is a composition
+ * root of its own (python/index.ts, oci/index.ts), and a service added for one ecosystem must not
+ * change every factory's signature. Past the factory it is not passed around whole: each part of
+ * an ecosystem takes the services it uses (`Pick<ServerContext, 'stores' | 'log'>`, or the
+ * services themselves), so its constructor says what it depends on. The neutral core and app/
+ * never take it.
+ */
 export interface ServerContext {
   config: Config;
   stores: Stores;
@@ -45,8 +53,6 @@ export interface ServerContext {
    * `X-Forwarded-Host`/`-Proto` (`discovery/origin.ts`). Null when the request names no valid host.
    */
   originOf: OriginOf;
-  /** Allowed and denied requests per rate-limit class (zero while the limiter is disabled). */
-  rateLimits: RateLimitCounters;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
   /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */

@@ -4,9 +4,9 @@
  * sight at `warn` and the JSON log on stdout stays machine-readable.
  */
 import type { Config, IndexConfig } from '../config/types.js';
-import type { Ecosystem } from '../http/ecosystem.js';
+import type { Ecosystem } from '../ecosystem/ecosystem.js';
 
-export function startupLines(config: Config, url: string, ecosystems: readonly Ecosystem[]): string[] {
+export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'workers'>, url: string, ecosystems: readonly Ecosystem[]): string[] {
   const base = new URL(url);
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   const rows = config.indexes.map((ix) => [ix.name, `${ix.ecosystem} ${ix.role}`, byId.get(ix.ecosystem)?.clientUrl?.(ix, base) ?? `${url}/${ix.route}/`, writes(ix)]);

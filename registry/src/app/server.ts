@@ -1,13 +1,13 @@
 /** Starts velodex for a loaded config: opens storage, builds the app, listens. */
 import type { FastifyInstance } from 'fastify';
-import type { Config } from './config/types.js';
+import type { Config } from '../config/types.js';
 import { ecosystems } from './ecosystems.js';
-import { buildApp } from './http/app.js';
-import { startupLines } from './observe/banner.js';
+import { buildApp } from './app.js';
+import { startupLines } from './banner.js';
 import { join } from 'node:path';
-import { openStores } from './storage/index.js';
-import { startSweeper } from './storage/sweeper.js';
-import { ClusterLink, SoloLink } from './workers/link.js';
+import { openStores } from '../storage/index.js';
+import { startSweeper } from '../storage/sweeper.js';
+import { ClusterLink, SoloLink } from '../workers/link.js';
 
 export interface RunningServer {
   app: FastifyInstance;

@@ -1,6 +1,6 @@
 /**
  * The repair scans behind `/+status?details=admin` (status.ts): a hosted index whose summary no
- * scan has rebuilt yet is scanned through its ecosystem, and the result stored (summary.ts).
+ * scan has rebuilt yet is scanned through its ecosystem, and the result stored (observe/summary.ts).
  *
  * A scan reads every record of an index, so a burst of admin requests must not start one each:
  * - concurrent requests for one index share one scan (single-flight by index name);
@@ -10,8 +10,8 @@
  * Another process on a shared store may still scan the same index at the same time; the second
  * write replaces the first with the same counts.
  */
-import { PromiseFlights } from '../roles/promise-flights.js';
-import type { IndexSummaries, IndexSummaryDoc, ScannedSummary } from './summary.js';
+import { PromiseFlights } from '../../roles/promise-flights.js';
+import type { IndexSummaries, IndexSummaryDoc, ScannedSummary } from '../../observe/summary.js';
 
 export interface EnsuredSummary {
   doc: IndexSummaryDoc;

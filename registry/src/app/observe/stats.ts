@@ -1,13 +1,14 @@
 /**
- * `GET /+stats`: the usage counters (counters.ts), at three depths (stats-query.ts). The request
- * path only adds to preallocated records; everything here (totals, per-project sets, sorting)
- * happens when a reader asks. Counters are process memory and reset on restart, as the spec says.
+ * `GET /+stats`: the usage counters (observe/counters.ts), at three depths (stats-query.ts). The
+ * request path only adds to preallocated records; everything here (totals, per-project sets,
+ * sorting) happens when a reader asks. Counters are process memory and reset on restart, as the
+ * spec says.
  */
-import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem } from '../http/ecosystem.js';
-import { HttpError } from '../http/errors.js';
-import { USAGE_COUNTERS, zeroes, type CounterValues, type UsageCounters } from './counters.js';
-import { MAX_FILES_PER_PROJECT, MAX_PROJECTS } from './project-counters.js';
+import type { IndexConfig } from '../../config/types.js';
+import type { Ecosystem } from '../../ecosystem/ecosystem.js';
+import { HttpError } from '../../http/errors.js';
+import { USAGE_COUNTERS, zeroes, type CounterValues, type UsageCounters } from '../../observe/counters.js';
+import { MAX_FILES_PER_PROJECT, MAX_PROJECTS } from '../../observe/project-counters.js';
 import type { StatsQuery } from './stats-query.js';
 
 export interface StatsSources {
@@ -49,7 +50,7 @@ export function buildStats(src: StatsSources, query: StatsQuery): Record<string,
       ...head,
       totals: counters.snapshot(),
       projects,
-      // Projects evicted to stay under the cap (project-counters.ts): projects + evicted = totals.
+      // Projects evicted to stay under the cap (observe/project-counters.ts): projects + evicted = totals.
       evicted: { ...counters.projects.evicted },
       limits: { projects: MAX_PROJECTS, files_per_project: MAX_FILES_PER_PROJECT },
     };
