@@ -1,6 +1,6 @@
 /** Which indexes a registry serves, and the reason each refused one shows in its status. */
 import { describe, expect, it } from 'vitest';
-import { checkConfigText, ConfigError } from '../../registry/src/config-check.js';
+import { checkConfigText, ConfigError } from '../../registry/src/app/config-check.js';
 import { planNamespace, type PlanInput, type SecretsByName } from '../../operator/src/plan/plan.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
