@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRanged, RangeReadError } from '../../registry/src/roles/upstream-range.js';
 import { UpstreamClient } from '../../registry/src/roles/upstream.js';
+import { cached, toml, virtual } from '../support/config.js';
 import { storeProbe } from '../support/store-probe.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
@@ -95,28 +96,12 @@ beforeAll(async () => {
   proxy = await FaultProxy.start(pypi.url);
   slowProxy = await FaultProxy.start(pypi.url);
   server = await startVelodex({
-    config: `
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${proxy.url}/simple/"
-
-[[index]]
-name = "noranges"
-route = "root/noranges"
-cached = "${proxy.url}/simple/"
-
-[[index]]
-name = "virt"
-route = "root/virt"
-members = ["pypi"]
-
-[[index]]
-name = "slow"
-route = "root/slow"
-cached = "${slowProxy.url}/simple/"
-upstream_concurrency = 1
-`,
+    config: toml(
+      cached('pypi', `${proxy.url}/simple/`),
+      cached('noranges', `${proxy.url}/simple/`),
+      virtual('virt', ['pypi']),
+      cached('slow', `${slowProxy.url}/simple/`, { upstreamConcurrency: 1 }),
+    ),
   });
 }, 120_000);
 
