@@ -39,8 +39,9 @@ kind-e2e: build
 
 # The suites that start servers run a second time on the s3 backend (a real MinIO that
 # test/support/s3-global.ts starts; every server gets its own prefix of one bucket). The storage
-# suites test both backends themselves and core has no server's store to switch; the suites that
-# start several processes on a MinIO of their own ran on s3 already in the first pass.
+# suites test both backends themselves; config, cli and http test the command, the loader and
+# request parsing, which no store changes; the suites that start several processes on a MinIO of
+# their own ran on s3 already in the first pass.
 S3_SUITES := test/python test/oci test/roles test/discovery test/events test/observe test/limits test/archive
 S3_OWN_MINIO := --exclude '**/multiprocess.test.ts' --exclude '**/sessions-shared.test.ts'
 

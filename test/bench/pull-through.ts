@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { oci } from '../support/config.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -62,7 +63,7 @@ export async function measurePullThrough(work: string, logs: string, progress: (
   const dataDir = join(work, 'pt-velodex');
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(join(dataDir, 'upload-token'), 'bench-token\n');
-  const velodex = await startVelodexBench(dataDir, 'warn', join(logs, 'pt-velodex.log'), `[[index]]\nname = "hub"\nroute = "hub"\necosystem = "oci"\ncached = "${upstream.url}"\n`);
+  const velodex = await startVelodexBench(dataDir, 'warn', join(logs, 'pt-velodex.log'), [oci.cached('hub', upstream.url, { route: 'hub' })]);
 
   const results: Array<{ name: string; cold: number; warm: number }> = [];
   for (const [name, server, prefix] of [

@@ -33,6 +33,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { metrics, rateLimit } from '../support/config.js';
 import { buildImage, writeLayout, MT, type Blob } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -288,19 +289,17 @@ function version(cmd: string, args: string[]): Promise<string> {
  * and a window per request, with budgets too large to refuse anything) cost on warm paths: the
  * same data dir, restarted with both off, with metrics on (the default), and with both on.
  */
+const UNBOUNDED = { requests: 1_000_000_000, windowSecs: 60 };
 const SURFACES = [
-  { label: 'both off', toml: '[metrics]\nenabled = false\n' },
-  { label: 'metrics on', toml: '' },
-  {
-    label: 'metrics + limiter on',
-    toml: ['read', 'download', 'write', 'admin'].map((c) => `[rate_limit.${c}]\nrequests = 1000000000\nwindow_secs = 60\n`).join('') + '[rate_limit]\nenabled = true\n',
-  },
+  { label: 'both off', config: [metrics({ enabled: false })] },
+  { label: 'metrics on', config: [] },
+  { label: 'metrics + limiter on', config: [rateLimit({ enabled: true, read: UNBOUNDED, download: UNBOUNDED, write: UNBOUNDED, admin: UNBOUNDED })] },
 ] as const;
 
 async function surfacesCost(dataDir: string, logs: string, scenarios: { name: string; target: Target; load: Load; byThroughput?: boolean }[]): Promise<void> {
   const results: Measured[][] = scenarios.map(() => []);
   for (const [i, surface] of SURFACES.entries()) {
-    const server = await startVelodexBench(dataDir, 'warn', join(logs, `velodex-surfaces-${i}.log`), surface.toml);
+    const server = await startVelodexBench(dataDir, 'warn', join(logs, `velodex-surfaces-${i}.log`), surface.config);
     const at = (t: Target): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, server.url) });
     for (const [j, s] of scenarios.entries()) {
       progress(`${s.name}: velodex with ${surface.label}`);

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { s3Storage } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
 import { startDistribution, startVelodexBench, type Server } from './servers.js';
@@ -38,21 +39,12 @@ export interface S3Bench {
 export async function startS3Servers(work: string, logs: string, token: string, withDistribution: boolean, progress: (m: string) => void): Promise<S3Bench> {
   progress('starting MinIO, velodex on s3 and the Distribution registry on s3');
   const minio = await startMinio();
-  const storage = [
-    '[storage]',
-    'backend = "s3"',
-    `endpoint = "${minio.endpoint}"`,
-    `bucket = "${minio.bucket}"`,
-    'prefix = "velodex"',
-    `access_key = "${minio.accessKey}"`,
-    `secret_key = "${minio.secretKey}"`,
-    '',
-  ].join('\n');
+  const storage = s3Storage(minio, { prefix: 'velodex' });
   // The fs velodex's upload token, so one twine and crane login serve both.
   const velodexData = join(work, 'velodex-s3-data');
   mkdirSync(velodexData);
   writeFileSync(join(velodexData, 'upload-token'), `${token}\n`, { mode: 0o600 });
-  const velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-s3.log'), storage);
+  const velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-s3.log'), [storage]);
   let distribution: Server | undefined;
   if (withDistribution) {
     const bucket = await minio.makeBucket('distribution');

@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hosted, oci, toml, type ConfigPart } from '../support/config.js';
 import { CLI, REPO, TOOLS, tool } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
 import { stopChild } from '../support/stop-child.js';
@@ -86,20 +87,16 @@ export async function stopAll(): Promise<void> {
 
 /**
  * velodex with the embedded default (hosted Python index `root/hosted`, hosted OCI index
- * `root/oci`), or with `extra` TOML added to a config file that serves the same two indexes.
+ * `root/oci`), or with the `extra` parts added to a config file that serves the same two indexes.
  */
-export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: string, workers = 1): Promise<Server> {
+export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'info', logFile: string, extra?: readonly ConfigPart[], workers = 1): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const config: string[] = [];
   if (extra !== undefined) {
     const file = join(dataDir, `bench-${port}.toml`);
     const token = join(dataDir, 'upload-token');
-    writeFileSync(
-      file,
-      `${extra}\n[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_token_file = "${token}"\n` +
-        `[[index]]\nname = "oci"\nroute = "root/oci"\necosystem = "oci"\nhosted = true\nupload_token_file = "${token}"\n`,
-    );
+    writeFileSync(file, toml(...extra, hosted('hosted', { token: { file: token } }), oci.hosted('oci', { token: { file: token } })));
     config.push('--config', file);
   }
   return launchServer({

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import { cached } from '../support/config.js';
 import { measure, type Load, type Target } from './load.js';
 import { startVelodexBench, type Server } from './servers.js';
 
@@ -75,7 +76,7 @@ async function measurePlace(o: WarmReadOptions, place: string, root: string): Pr
     dataDir,
     'warn',
     join(o.logs, `velodex-warm-${place.split(' ')[0]}.log`),
-    `[[index]]\nname = "pypi"\nroute = "root/pypi"\ncached = "${o.upstreamSimple}"\n`,
+    [cached('pypi', o.upstreamSimple)],
   );
   try {
     const manifest = await o.pushImage(`velodex (${place})`, velodex, 'root/oci/bench/app');

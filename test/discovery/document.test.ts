@@ -10,6 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DiscoveryDocument, IndexEntry } from '../../registry/src/discovery/types.js';
+import { cached, hosted, oci, toml, trustedProxies, virtual } from '../support/config.js';
 import { rawRequest } from '../support/raw-http.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
@@ -36,74 +37,26 @@ function config(dir: string): string {
   const hookFile = join(dir, 'hook-secret');
   writeFileSync(tokenFile, `${S.fileToken}\n`);
   writeFileSync(hookFile, S.hookFile);
-  return `trusted_proxies = ["127.0.0.1"]
-
-[[index]]
-name = "private"
-route = "team/private"
-hosted = true
-volatile = true
-upload_token = "${S.inlineToken}"
-
-[[index.webhook]]
-url = "https://hook-user:${S.hookPass}@hooks.example/velodex?sig=${S.hookQuery}"
-secret = "${S.hookInline}"
-
-[[index]]
-name = "env"
-route = "team/env"
-hosted = true
-upload_token_env = "DISCOVERY_TEST_TOKEN"
-
-[[index.webhook]]
-url = "https://hooks.example/env"
-secret_env = "DISCOVERY_TEST_HOOK"
-
-[[index]]
-name = "file"
-route = "team/file"
-hosted = true
-upload_token_file = "${tokenFile}"
-
-[[index.webhook]]
-url = "https://hooks.example/file"
-secret_file = "${hookFile}"
-
-[[index]]
-name = "nokey"
-route = "team/nokey"
-hosted = true
-
-[[index]]
-name = "pypi"
-route = "team/pypi"
-cached = "https://${S.upstreamUser}:${S.upstreamPass}@upstream.example/simple/?token=${S.upstreamQuery}#${S.upstreamFragment}"
-upstream_username_env = "DISCOVERY_TEST_USERNAME"
-
-[[index]]
-name = "blend"
-route = "team/blend"
-members = ["private", "pypi"]
-upload_target = "private"
-
-[[index]]
-name = "readonly"
-route = "team/readonly"
-members = ["private", "pypi"]
-
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${S.ociToken}"
-
-[[index]]
-name = "images-ro"
-route = "team/images-ro"
-ecosystem = "oci"
-members = ["images"]
-`;
+  return toml(
+    trustedProxies(['127.0.0.1']),
+    hosted('private', {
+      route: 'team/private',
+      token: S.inlineToken,
+      volatile: true,
+      webhooks: [{ url: `https://hook-user:${S.hookPass}@hooks.example/velodex?sig=${S.hookQuery}`, secret: S.hookInline }],
+    }),
+    hosted('env', { route: 'team/env', token: { env: 'DISCOVERY_TEST_TOKEN' }, webhooks: [{ url: 'https://hooks.example/env', secret: { env: 'DISCOVERY_TEST_HOOK' } }] }),
+    hosted('file', { route: 'team/file', token: { file: tokenFile }, webhooks: [{ url: 'https://hooks.example/file', secret: { file: hookFile } }] }),
+    hosted('nokey', { route: 'team/nokey' }),
+    cached('pypi', `https://${S.upstreamUser}:${S.upstreamPass}@upstream.example/simple/?token=${S.upstreamQuery}#${S.upstreamFragment}`, {
+      route: 'team/pypi',
+      credentials: { username: { env: 'DISCOVERY_TEST_USERNAME' } },
+    }),
+    virtual('blend', ['private', 'pypi'], { route: 'team/blend', uploadTarget: 'private' }),
+    virtual('readonly', ['private', 'pypi'], { route: 'team/readonly' }),
+    oci.hosted('images', { route: 'team/images', token: S.ociToken }),
+    oci.virtual('images-ro', ['images'], { route: 'team/images-ro' }),
+  );
 }
 
 let server: Velodex;

@@ -8,25 +8,12 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectRecords } from '../../registry/src/python/model/records.js';
+import { hosted, oci, toml, trustedProxies } from '../support/config.js';
 import { rawRequest } from '../support/raw-http.js';
 import { serverStores } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
-const CONFIG = `trusted_proxies = ["127.0.0.1"]
-
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "forwarded-test-token"
-
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "forwarded-test-token"
-`;
+const CONFIG = toml(trustedProxies(['127.0.0.1']), hosted('hosted', { token: 'forwarded-test-token' }), oci.hosted('oci', { token: 'forwarded-test-token' }));
 
 const TRUSTED = '127.0.0.1';
 const UNTRUSTED = '127.0.0.2';

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClientText, DiscoveryDocument } from '../../registry/src/discovery/types.js';
 import { CLEAN_ENV, freshPipVenv, PROJECT_ENV } from '../python/fixtures/clients.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { freePort, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -77,30 +78,12 @@ beforeAll(async () => {
   alpha = built;
   server = await startVelodex({
     port,
-    config: `
-[[index]]
-name = "private"
-route = "root/private"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "standin"
-route = "root/standin"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "standin-cache"
-route = "root/standin-cache"
-cached = "http://127.0.0.1:${port}/root/standin/simple/"
-
-[[index]]
-name = "blend"
-route = "root/blend"
-members = ["private", "standin-cache"]
-upload_target = "private"
-`,
+    config: toml(
+      hosted('private', { token: TOKEN }),
+      hosted('standin', { token: TOKEN }),
+      cached('standin-cache', `http://127.0.0.1:${port}/root/standin/simple/`),
+      virtual('blend', ['private', 'standin-cache'], { uploadTarget: 'private' }),
+    ),
   });
   await run(tool('twine'), ['upload', '--non-interactive', '--disable-progress-bar', '--repository-url', `${server.url}/root/standin/`, '-u', '__token__', '-p', TOKEN, ...backend], {
     env: CLEAN_ENV,

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { hosted, toml } from '../support/config.js';
 import { startCluster, type Cluster } from '../support/cluster.js';
 import { storeProbe } from '../support/store-probe.js';
 import type { Velodex } from '../support/velodex.js';
@@ -23,17 +24,7 @@ beforeAll(async () => {
   await receiver.start();
   cluster = await startCluster(
     3,
-    `
-[[index]]
-name = "rel"
-route = "root/rel"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index.webhook]]
-url = "${receiver.url}/hook"
-events = ["upload"]
-`,
+    toml(hosted('rel', { token: TOKEN, webhooks: [{ url: `${receiver.url}/hook`, events: ['upload'] }] })),
   );
 }, 120_000);
 

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { hosted, toml } from '../support/config.js';
 import { storeProbe } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { expectedSignature, outboxIds, Receiver, until } from './receiver.js';
@@ -19,17 +20,7 @@ const servers: Velodex[] = [];
 const receivers: Receiver[] = [];
 
 function config(receiverUrl: string): string {
-  return `
-[[index]]
-name = "rel"
-route = "root/rel"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index.webhook]]
-url = "${receiverUrl}/hook"
-secret_env = "HOOK_SECRET"
-`;
+  return toml(hosted('rel', { token: TOKEN, webhooks: [{ url: `${receiverUrl}/hook`, secret: { env: 'HOOK_SECRET' } }] }));
 }
 
 async function start(receiverUrl: string, dataDir?: string): Promise<Velodex> {

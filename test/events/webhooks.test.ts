@@ -11,6 +11,7 @@ import { buildProject, type BuiltProject } from '../python/fixtures/projects.js'
 import { postUpload, sha256File } from '../python/fixtures/upload-client.js';
 import { write } from '../python/mutations-client.js';
 import { displayUrl } from '../../registry/src/config/sanitize.js';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -40,51 +41,26 @@ beforeAll(async () => {
   await receiver.start();
   const hookUrlFile = join(tempDir('velodex-hook-url-'), 'url');
   writeFileSync(hookUrlFile, `${receiver.url}${FILE_HOOK_PATH}\n`);
-  upstream = await startVelodex({ config: `[[index]]\nname = "up"\nroute = "root/up"\nhosted = true\nupload_token = "${UP_TOKEN}"\n` });
+  upstream = await startVelodex({ config: toml(hosted('up', { token: UP_TOKEN })) });
   for (const file of [gamma.wheel, gamma.sdist]) {
     expect((await postUpload({ url: `${upstream.url}/root/up/`, token: UP_TOKEN, file })).status).toBe(200);
   }
   server = await startVelodex({
     env: { REL_TOKEN: TOKEN, HOOK_ALL: ALL_SECRET, HOOK_UPLOADS: UPLOADS_SECRET },
-    config: `
-[[index]]
-name = "rel"
-route = "root/rel"
-hosted = true
-volatile = true
-upload_token_env = "REL_TOKEN"
-
-[[index.webhook]]
-url = "${receiver.url}/uploads"
-secret_env = "HOOK_UPLOADS"
-events = ["upload"]
-
-[[index.webhook]]
-url = "${receiver.url}/all?key=${QUERY_SECRET}"
-secret_env = "HOOK_ALL"
-
-[[index.webhook]]
-url = "http://${HOOK_USER}:${encodeURIComponent(HOOK_PASS)}@${new URL(receiver.url).host}/basic"
-events = ["upload"]
-
-[[index.webhook]]
-url_file = "${hookUrlFile}"
-events = ["upload"]
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${upstream.url}/root/up/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["rel", "mirror"]
-upload_target = "rel"
-
-[[index.webhook]]
-url = "${receiver.url}/dev"
-`,
+    config: toml(
+      hosted('rel', {
+        token: { env: 'REL_TOKEN' },
+        volatile: true,
+        webhooks: [
+          { url: `${receiver.url}/uploads`, secret: { env: 'HOOK_UPLOADS' }, events: ['upload'] },
+          { url: `${receiver.url}/all?key=${QUERY_SECRET}`, secret: { env: 'HOOK_ALL' } },
+          { url: `http://${HOOK_USER}:${encodeURIComponent(HOOK_PASS)}@${new URL(receiver.url).host}/basic`, events: ['upload'] },
+          { url: { file: hookUrlFile }, events: ['upload'] },
+        ],
+      }),
+      cached('mirror', `${upstream.url}/root/up/simple/`),
+      virtual('dev', ['rel', 'mirror'], { uploadTarget: 'rel', webhooks: [{ url: `${receiver.url}/dev` }] }),
+    ),
   });
 });
 

@@ -18,6 +18,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateClassName } from '../../registry/src/config/types.js';
+import { hosted, oci, rateLimit, toml, trustedProxies } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { RawConnection, requestHead } from '../support/raw-http.js';
 import { run } from '../support/run.js';
@@ -36,27 +37,12 @@ type Windows = Partial<Record<RateClassName, { requests: number; windowSecs: num
 
 /** One hosted Python and one hosted OCI index, and the `[rate_limit]` table given. */
 function limitedConfig(opts: { enabled: boolean; trustedProxies?: string[]; windows: Windows }): string {
-  const classes = Object.entries(opts.windows)
-    .map(([cls, w]) => `[rate_limit.${cls}]\nrequests = ${w.requests}\nwindow_secs = ${w.windowSecs}\n`)
-    .join('');
-  const trusted = opts.trustedProxies ? `trusted_proxies = ${JSON.stringify(opts.trustedProxies)}\n` : '';
-  return `
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-
-[rate_limit]
-enabled = ${opts.enabled}
-${trusted}${classes}`;
+  return toml(
+    hosted('hosted', { token: TOKEN }),
+    oci.hosted('oci', { token: TOKEN }),
+    rateLimit({ enabled: opts.enabled, ...opts.windows }),
+    ...(opts.trustedProxies ? [trustedProxies(opts.trustedProxies)] : []),
+  );
 }
 
 const WINDOWS: Windows = {

@@ -17,6 +17,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../oci/api-support.js';
+import { connections, oci, toml, trustedProxies, type ConfigPart } from '../support/config.js';
 import { RawConnection, requestHead, type RawResponse } from '../support/raw-http.js';
 import { until } from '../support/until.js';
 import { basicAuth, startVelodex, type Velodex } from '../support/velodex.js';
@@ -27,33 +28,22 @@ const AUTH = basicAuth(TOKEN);
 const HUNG_MS = 20_000;
 const BODY_IDLE_SECS = 2;
 
-function config(extra: string): string {
-  return `${extra}
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+function config(...extra: ConfigPart[]): string {
+  return toml(...extra, oci.hosted('oci', { token: TOKEN }));
 }
 
 /** Tight bounds, a cap of two connections per address, and one trusted proxy (exempt from the cap). */
-const TIGHT = config(`trusted_proxies = ["127.0.0.9"]
-
-[connections]
-headers_timeout_secs = 1
-body_idle_timeout_secs = ${BODY_IDLE_SECS}
-keep_alive_timeout_secs = 3
-max_per_client = 2
-`);
+const TIGHT = config(
+  trustedProxies(['127.0.0.9']),
+  connections({ headersTimeoutSecs: 1, bodyIdleTimeoutSecs: BODY_IDLE_SECS, keepAliveTimeoutSecs: 3, maxPerClient: 2 }),
+);
 
 let standard: Velodex;
 let tight: Velodex;
 
 beforeAll(async () => {
   // The defaults (60 s body idle): only the refusal's own bound can close a refused write soon.
-  [standard, tight] = await Promise.all([startVelodex({ config: config('') }), startVelodex({ config: TIGHT })]);
+  [standard, tight] = await Promise.all([startVelodex({ config: config() }), startVelodex({ config: TIGHT })]);
 });
 
 afterAll(async () => {

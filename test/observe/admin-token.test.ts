@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { admin, hosted, toml } from '../support/config.js';
 import { startCountedApp, stopCountedApp, type CountedApp } from '../support/counted-app.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
@@ -22,13 +23,8 @@ const ADMIN = 'admin-token-5d2a9c71';
 const WRONG = 'not-the-admin-token-e40b';
 const TOKEN = 'upload-token-71fe';
 
-const hosted = (name: string) => `
-[[index]]
-name = "${name}"
-route = "root/${name}"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+/** A hosted index at `root/<name>` that takes the suite's upload token. */
+const hostedWithToken = (name: string) => hosted(name, { token: TOKEN });
 
 let server: Velodex;
 let secretDir: string;
@@ -39,7 +35,7 @@ beforeAll(async () => {
   [alpha, beta] = await Promise.all([buildProject('admin-alpha', '1.0'), buildProject('admin-beta', '1.0')]);
   secretDir = tempDir('velodex-admin-secret-');
   writeFileSync(join(secretDir, 'admin-token'), `${ADMIN}\n`);
-  server = await startVelodex({ config: `[admin]\ntoken_file = "${join(secretDir, 'admin-token')}"\n${hosted('hosted')}` });
+  server = await startVelodex({ config: toml(admin({ file: join(secretDir, 'admin-token') }), hostedWithToken('hosted')) });
   expect((await postUpload({ url: `${server.url}/root/hosted/`, token: TOKEN, file: alpha.wheel })).status).toBe(200);
 }, 120_000);
 
@@ -144,7 +140,7 @@ describe('the [admin] table', () => {
       [`[admin]\ntokens = "a"\n`, 'tokens'],
     ] as const) {
       const path = join(dir, 'velodex.toml');
-      writeFileSync(path, `${table}${hosted('hosted')}`);
+      writeFileSync(path, `${table}${toml(hostedWithToken('hosted'))}`);
       const res = await run(process.execPath, [CLI, 'check-config', path], { allowFailure: true });
       expect(res.code, table).toBe(78);
       expect(res.stderr, table).toContain(key);
@@ -153,7 +149,7 @@ describe('the [admin] table', () => {
 
   it('without it, check-config says the admin surfaces are open', async () => {
     const path = join(tempDir('velodex-admin-config-'), 'velodex.toml');
-    writeFileSync(path, hosted('hosted'));
+    writeFileSync(path, toml(hostedWithToken('hosted')));
     expect((await run(process.execPath, [CLI, 'check-config', path])).stdout).toContain('admin token: none: /admin/status and /+status?details=admin answer anyone');
   });
 });
@@ -166,7 +162,7 @@ describe('a burst of admin requests', () => {
   });
 
   it('on indexes no scan has rebuilt costs one scan per index, not one per request', async () => {
-    app = await startCountedApp(tempDir('velodex-admin-burst-'), 'one', `[admin]\ntoken = "${ADMIN}"\n${hosted('first')}${hosted('second')}`);
+    app = await startCountedApp(tempDir('velodex-admin-burst-'), 'one', toml(admin(ADMIN), hostedWithToken('first'), hostedWithToken('second')));
     for (const [index, file] of [['first', alpha.wheel], ['first', alpha.sdist], ['second', beta.wheel]] as const) {
       expect((await postUpload({ url: `${app.url}/root/${index}/`, token: TOKEN, file })).status).toBe(200);
     }

@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayUrl } from '../../registry/src/config/sanitize.js';
+import { cached, hosted, oci, toml, virtual } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { Origin } from '../roles/origin.js';
@@ -41,59 +42,23 @@ const PAGE = JSON.stringify({ meta: { 'api-version': '1.1' }, name: 'alpha', fil
 
 function config(upstream: string): string {
   const file = (name: string) => join(secretDir, name);
-  return `
-[[index]]
-name = "inline"
-route = "root/inline"
-hosted = true
-upload_token = "${S.inline}"
-
-[[index]]
-name = "fromenv"
-route = "root/fromenv"
-hosted = true
-volatile = true
-upload_token_env = "OBSERVE_UPLOAD_TOKEN"
-
-[[index.webhook]]
-url = "http://${S.hookUser}:${S.hookPass}@127.0.0.1:9/hook?sig=${S.hookQuery}#x"
-secret = "${S.hookSecret}"
-
-[[index.webhook]]
-url = "http://127.0.0.1:9/other"
-secret_env = "OBSERVE_HOOK_SECRET"
-events = ["upload"]
-
-[[index]]
-name = "images"
-route = "root/images"
-ecosystem = "oci"
-hosted = true
-upload_token_file = "${file('token')}"
-
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${upstream}/simple/"
-cache_ttl_secs = 0
-
-[[index]]
-name = "private"
-route = "root/private"
-cached = "http://${S.urlUser}:${S.urlPass}@127.0.0.1:9/simple/?token=${S.urlQuery}#${S.urlFragment}"
-upstream_username_env = "OBSERVE_UPSTREAM_USER"
-upstream_password_file = "${file('password')}"
-
-[[index]]
-name = "all"
-route = "root/all"
-members = ["inline", "pypi"]
-upload_target = "inline"
-
-[index.policy]
-deny-projects = ["evil"]
-max-file-size = 1000000
-`;
+  return toml(
+    hosted('inline', { token: S.inline }),
+    hosted('fromenv', {
+      token: { env: 'OBSERVE_UPLOAD_TOKEN' },
+      volatile: true,
+      webhooks: [
+        { url: `http://${S.hookUser}:${S.hookPass}@127.0.0.1:9/hook?sig=${S.hookQuery}#x`, secret: S.hookSecret },
+        { url: 'http://127.0.0.1:9/other', secret: { env: 'OBSERVE_HOOK_SECRET' }, events: ['upload'] },
+      ],
+    }),
+    oci.hosted('images', { token: { file: file('token') } }),
+    cached('pypi', `${upstream}/simple/`, { ttlSecs: 0 }),
+    cached('private', `http://${S.urlUser}:${S.urlPass}@127.0.0.1:9/simple/?token=${S.urlQuery}#${S.urlFragment}`, {
+      credentials: { username: { env: 'OBSERVE_UPSTREAM_USER' }, password: { file: file('password') } },
+    }),
+    virtual('all', ['inline', 'pypi'], { uploadTarget: 'inline', policy: { denyProjects: ['evil'], maxFileSize: 1000000 } }),
+  );
 }
 
 beforeAll(async () => {

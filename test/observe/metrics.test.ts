@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLEAN_ENV, freshPipVenv } from '../python/fixtures/clients.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { cached, hosted, metrics, oci, toml } from '../support/config.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -21,26 +22,11 @@ let demo: BuiltProject;
 beforeAll(async () => {
   demo = await buildProject('metricsdemo', '1.0');
   server = await startVelodex({
-    config: `
-[[index]]
-name = "hosted"
-route = "team/py"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "mirror"
-route = "team/mirror"
-cached = "http://127.0.0.1:9/simple/"
-upstream_concurrency = 4
-
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`,
+    config: toml(
+      hosted('hosted', { route: 'team/py', token: TOKEN }),
+      cached('mirror', 'http://127.0.0.1:9/simple/', { route: 'team/mirror', upstreamConcurrency: 4 }),
+      oci.hosted('images', { route: 'team/images', token: TOKEN }),
+    ),
   });
 });
 
@@ -133,7 +119,7 @@ describe('/metrics', () => {
 
 describe('[metrics] enabled = false', () => {
   it('serves no /metrics', async () => {
-    const off = await startVelodex({ config: '[metrics]\nenabled = false\n[[index]]\nname = "h"\nroute = "h"\nhosted = true\n' });
+    const off = await startVelodex({ config: toml(metrics({ enabled: false }), hosted('h', { route: 'h' })) });
     try {
       expect((await fetch(`${off.url}/metrics`)).status).toBe(404);
     } finally {

@@ -14,6 +14,7 @@ import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { Receiver } from '../events/receiver.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { admin, cached, hosted, oci, toml } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { CLI, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -47,43 +48,17 @@ beforeAll(async () => {
   [alpha, beta] = await Promise.all([buildProject('url-alpha', '1.0'), buildProject('url-beta', '1.0')]);
   await receiver.start();
   receiver.script.set(`/fail/${S.failToken}`, [500, 500, 500]);
-  upstream = await startVelodex({ config: `[[index]]\nname = "up"\nroute = "${S.upstreamPath}/up"\nhosted = true\nupload_token = "${TOKEN}"\n` });
+  upstream = await startVelodex({ config: toml(hosted('up', { route: `${S.upstreamPath}/up`, token: TOKEN })) });
   expect((await postUpload({ url: `${upstream.url}/${S.upstreamPath}/up/`, token: TOKEN, file: alpha.wheel })).status).toBe(200);
   proxy = await FaultProxy.start(upstream.url);
   server = await startVelodex({
-    config: `
-[admin]
-token = "${ADMIN}"
-
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index.webhook]]
-url = "${hookUrl()}"
-
-[[index.webhook]]
-url = "${failUrl()}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${upstreamUrl()}"
-cache_ttl_secs = 0
-
-[[index]]
-name = "down"
-route = "root/down"
-cached = "http://127.0.0.1:9/${S.downPath}/simple/"
-
-[[index]]
-name = "ocidown"
-route = "root/ocidown"
-ecosystem = "oci"
-cached = "http://127.0.0.1:9/${S.ociPath}/"
-`,
+    config: toml(
+      admin(ADMIN),
+      hosted('hosted', { token: TOKEN, webhooks: [{ url: hookUrl() }, { url: failUrl() }] }),
+      cached('mirror', upstreamUrl(), { ttlSecs: 0 }),
+      cached('down', `http://127.0.0.1:9/${S.downPath}/simple/`),
+      oci.cached('ocidown', `http://127.0.0.1:9/${S.ociPath}/`),
+    ),
   });
 }, 120_000);
 

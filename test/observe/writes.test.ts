@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hosted, oci, toml } from '../support/config.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -27,27 +28,7 @@ interface Status {
   recent_uploads: Array<{ index: string; project: string; filename: string }>;
 }
 
-const CONFIG = `
-[[index]]
-name = "staging"
-route = "root/staging"
-hosted = true
-volatile = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "release"
-route = "root/release"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "images"
-route = "root/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+const CONFIG = toml(hosted('staging', { token: TOKEN, volatile: true }), hosted('release', { token: TOKEN }), oci.hosted('images', { token: TOKEN }));
 
 async function admin(): Promise<{ serial: number; details: Record<string, Details>; recent: Status['recent_uploads'] }> {
   const s = (await (await fetch(`${server.url}/+status?details=admin`)).json()) as Status;

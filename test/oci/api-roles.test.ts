@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oci, toml } from '../support/config.js';
 import { RawConnection, requestHead } from '../support/raw-http.js';
 import { basicAuth, startVelodex, type Velodex } from '../support/velodex.js';
 import { digestOf, expectOciError, imageManifest, Registry } from './api-support.js';
@@ -12,40 +13,13 @@ import { digestOf, expectOciError, imageManifest, Registry } from './api-support
 let server: Velodex;
 let reg: Registry;
 
-const CONFIG = `
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "images-token"
-
-[[index]]
-name = "locked"
-route = "team/locked"
-ecosystem = "oci"
-hosted = true
-
-[[index]]
-name = "all"
-route = "team/all"
-ecosystem = "oci"
-members = ["images", "locked"]
-upload_target = "images"
-
-[[index]]
-name = "mirror"
-route = "team/mirror"
-ecosystem = "oci"
-members = ["images"]
-
-[[index]]
-name = "nested"
-route = "team/images/nested"
-ecosystem = "oci"
-hosted = true
-upload_token = "nested-token"
-`;
+const CONFIG = toml(
+  oci.hosted('images', { route: 'team/images', token: 'images-token' }),
+  oci.hosted('locked', { route: 'team/locked' }),
+  oci.virtual('all', ['images', 'locked'], { route: 'team/all', uploadTarget: 'images' }),
+  oci.virtual('mirror', ['images'], { route: 'team/mirror' }),
+  oci.hosted('nested', { route: 'team/images/nested', token: 'nested-token' }),
+);
 
 const config = Buffer.from('{"os":"linux"}');
 

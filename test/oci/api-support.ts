@@ -1,6 +1,7 @@
 /** Plain-HTTP helpers for the `/v2/` API suites: pushes, digests and the error-body check. */
 import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
+import { oci, toml, type ConfigPart } from '../support/config.js';
 
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
@@ -79,32 +80,17 @@ export function imageManifest(configHex: string, configSize: number, layers: { h
 
 /**
  * Two hosted OCI indexes of two teams with their own tokens (`token-a`, `token-b`), a virtual
- * index over both at `all/oci`, and one over team B alone at `only-b/oci`.
+ * index over both at `all/oci` (writes go to `allUploadTarget` when given), and one over team B
+ * alone at `only-b/oci`.
  */
-export const TWO_TEAMS = `
-[[index]]
-name = "team-a"
-route = "team-a/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "token-a"
+export function twoTeams(o: { allUploadTarget?: string } = {}): ConfigPart[] {
+  return [
+    oci.hosted('team-a', { route: 'team-a/oci', token: 'token-a' }),
+    oci.hosted('team-b', { route: 'team-b/oci', token: 'token-b' }),
+    oci.virtual('both', ['team-a', 'team-b'], { route: 'all/oci', uploadTarget: o.allUploadTarget }),
+    oci.virtual('only-b', ['team-b'], { route: 'only-b/oci' }),
+  ];
+}
 
-[[index]]
-name = "team-b"
-route = "team-b/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "token-b"
-
-[[index]]
-name = "both"
-route = "all/oci"
-ecosystem = "oci"
-members = ["team-a", "team-b"]
-
-[[index]]
-name = "only-b"
-route = "only-b/oci"
-ecosystem = "oci"
-members = ["team-b"]
-`;
+/** The config file of `twoTeams()`. */
+export const TWO_TEAMS = toml(...twoTeams());

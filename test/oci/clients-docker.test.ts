@@ -12,12 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDockerd, type Dockerd } from '../support/dockerd.js';
 import { tar } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
+import { toml } from '../support/config.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
-import { TWO_TEAMS } from './api-support.js';
+import { twoTeams } from './api-support.js';
 
-/** TWO_TEAMS, with writes to the virtual `all/oci` going to team A. */
-const CONFIG = TWO_TEAMS.replace('members = ["team-a", "team-b"]', 'members = ["team-a", "team-b"]\nupload_target = "team-a"');
+/** The two teams, with writes to the virtual `all/oci` going to team A. */
+const CONFIG = toml(...twoTeams({ allUploadTarget: 'team-a' }));
 
 let server: Velodex;
 let engine: Dockerd;

@@ -15,6 +15,7 @@ import { mkdirSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oci, toml, type CachedOptions } from '../support/config.js';
 import { endlessBody, startHostile, testCertificates, type HostileServer } from '../support/hostile-server.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, type Image } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
@@ -143,19 +144,19 @@ beforeAll(async () => {
       },
     ),
   );
-  const cached = (name: string, upstream: string, extra = '') =>
-    ['[[index]]', `name = "${name}"`, `route = "${name}"`, 'ecosystem = "oci"', `cached = "${upstream}"`, `upstream_username = "${USER}"`, `upstream_password = "${PASSWORD}"`, extra].join('\n');
+  const cached = (name: string, upstream: string, o: CachedOptions = {}) =>
+    oci.cached(name, upstream, { route: name, credentials: { username: USER, password: PASSWORD }, ...o });
   velodex = await startVelodex({
     env: { NODE_EXTRA_CA_CERTS: certs.caFile },
-    config: [
+    config: toml(
       cached('redirected', redirecting.url),
       cached('downgrade', downgrading.url),
       cached('secure', secure.url),
       cached('elsewhere', elsewhere.url),
-      cached('elsewhere-allowed', elsewhere.url, 'upstream_hosts = ["127.0.0.2"]'),
+      cached('elsewhere-allowed', elsewhere.url, { upstreamHosts: ['127.0.0.2'] }),
       cached('endless-token', endlessTokens.url),
       cached('endless-tags', endlessTags.url),
-    ].join('\n\n'),
+    ),
   });
 }, 120_000);
 

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, type Cluster } from '../support/cluster.js';
+import { oci, toml } from '../support/config.js';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
@@ -24,14 +25,7 @@ let env: Record<string, string>;
 beforeAll(async () => {
   cluster = await startCluster(
     3,
-    `
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`,
+    toml(oci.hosted('images', { route: 'team/images', token: TOKEN })),
   );
   [a, b, c] = cluster.nodes as [Velodex, Velodex, Velodex];
   work = tempDir('velodex-mp-crane-');

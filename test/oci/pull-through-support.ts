@@ -8,6 +8,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
+import { oci, toml, type ConfigPart } from '../support/config.js';
 import { startDistribution, type Distribution } from '../support/distribution.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { allBlobs, writeLayout, type Image, type ImageIndex } from '../support/oci-image.js';
@@ -38,8 +39,8 @@ export interface PullThrough {
 export interface PullThroughOptions {
   /** The cached index's `cache_ttl_secs` (default 0: every tag read revalidates). */
   ttlSecs?: number;
-  /** Extra `[[index]]` tables (a hosted and a virtual index). */
-  extraIndexes?: (upstream: string) => string;
+  /** Extra indexes (a hosted and a virtual index), given the upstream's address. */
+  extraIndexes?: (upstream: string) => ConfigPart[];
 }
 
 export function pullThroughSuite(name: string, opts: PullThroughOptions = {}): PullThrough {
@@ -53,19 +54,16 @@ export function pullThroughSuite(name: string, opts: PullThroughOptions = {}): P
     const passwordFile = join(s.work, 'upstream-password');
     writeFileSync(passwordFile, `${MIRROR_PASSWORD}\n`);
     s.server = await startVelodex({
-      config: [
-        '[[index]]',
-        'name = "cache"',
-        `route = "${CACHE}"`,
-        'ecosystem = "oci"',
-        `cached = "${s.proxy.url}"`,
-        `cache_ttl_secs = ${opts.ttlSecs ?? 0}`,
-        `upstream_username = "${MIRROR_USER}"`,
-        `upstream_password_file = "${passwordFile}"`,
-        // The upstream's token realm is on \`localhost\`, another name than the upstream's address.
-        'upstream_hosts = ["localhost"]',
-        opts.extraIndexes?.(s.proxy.url) ?? '',
-      ].join('\n'),
+      config: toml(
+        oci.cached('cache', s.proxy.url, {
+          route: CACHE,
+          ttlSecs: opts.ttlSecs ?? 0,
+          credentials: { username: MIRROR_USER, password: { file: passwordFile } },
+          // The upstream's token realm is on `localhost`, another name than the upstream's address.
+          upstreamHosts: ['localhost'],
+        }),
+        ...(opts.extraIndexes?.(s.proxy.url) ?? []),
+      ),
     });
     s.host = `127.0.0.1:${s.server.port}`;
     await crane(s, ['auth', 'login', s.upstream.host, '-u', SEED_USER, '--password-stdin'], SEED_PASSWORD);

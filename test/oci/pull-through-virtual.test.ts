@@ -7,27 +7,17 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oci } from '../support/config.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
 import { cacheStats, crane, pullThroughSuite, seed, since } from './pull-through-support.js';
 
 const TEAM_TOKEN = 'team-upload-token';
 
 const s = pullThroughSuite('pull-through-virtual', {
-  extraIndexes: () =>
-    [
-      '[[index]]',
-      'name = "team"',
-      'route = "team"',
-      'ecosystem = "oci"',
-      'hosted = true',
-      `upload_token = "${TEAM_TOKEN}"`,
-      '[[index]]',
-      'name = "all"',
-      'route = "all"',
-      'ecosystem = "oci"',
-      'members = ["cache", "team"]',
-      'upload_target = "team"',
-    ].join('\n'),
+  extraIndexes: () => [
+    oci.hosted('team', { route: 'team', token: TEAM_TOKEN }),
+    oci.virtual('all', ['cache', 'team'], { route: 'all', uploadTarget: 'team' }),
+  ],
 });
 
 const out = (r: { stdout: string }) => r.stdout.trim();

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { oci } from '../support/config.js';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -14,8 +15,9 @@ import { blobPaths, CACHE, cacheStats, countOf, crane, pullThroughSuite, seed, s
 
 const s = pullThroughSuite('pull-through', {
   // A second cached index over the same upstream, one upstream fetch at a time.
-  extraIndexes: (upstream) =>
-    ['[[index]]', 'name = "narrow"', 'route = "narrow"', 'ecosystem = "oci"', `cached = "${upstream}"`, 'upstream_concurrency = 1', `upstream_username = "mirror"`, `upstream_password = "mirror-password"`, 'upstream_hosts = ["localhost"]'].join('\n'),
+  extraIndexes: (upstream) => [
+    oci.cached('narrow', upstream, { route: 'narrow', upstreamConcurrency: 1, credentials: { username: 'mirror', password: 'mirror-password' }, upstreamHosts: ['localhost'] }),
+  ],
 });
 
 const out = (r: { stdout: string }) => r.stdout.trim();

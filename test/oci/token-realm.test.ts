@@ -10,7 +10,8 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { s3StorageToml, testBackend } from '../support/backend.js';
+import { testBackend } from '../support/backend.js';
+import { auth, oci, s3Storage, toml, trustedProxies } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { rawRequest } from '../support/raw-http.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -19,37 +20,14 @@ import { expectOciError, imageManifest, Registry, sha256 } from './api-support.j
 
 const SIGNING_KEY = 'test-signing-key-0123456789-abcdefghijklmnop';
 
-const CONFIG = `
-[auth]
-token_signing_key = "${SIGNING_KEY}"
-
-[[index]]
-name = "team-a"
-route = "team-a/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "token-a"
-
-[[index]]
-name = "team-b"
-route = "team-b/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "token-b"
-
-[[index]]
-name = "closed"
-route = "closed/oci"
-ecosystem = "oci"
-hosted = true
-
-[[index]]
-name = "all"
-route = "all/oci"
-ecosystem = "oci"
-members = ["team-a", "team-b"]
-upload_target = "team-a"
-`;
+/** The suite's indexes; `tokenA` is team A's upload token (one test rotates it). */
+const indexes = (tokenA = 'token-a') => [
+  oci.hosted('team-a', { route: 'team-a/oci', token: tokenA }),
+  oci.hosted('team-b', { route: 'team-b/oci', token: 'token-b' }),
+  oci.hosted('closed', { route: 'closed/oci' }),
+  oci.virtual('all', ['team-a', 'team-b'], { route: 'all/oci', uploadTarget: 'team-a' }),
+];
+const SIGNED = auth({ tokenSigningKey: SIGNING_KEY });
 
 interface TokenAnswer {
   token: string;
@@ -86,7 +64,7 @@ describe('token realm', () => {
 
   beforeAll(async () => {
     // 127.0.0.1 is a trusted proxy here, so a test can send the headers an ingress would.
-    server = await startVelodex({ config: `trusted_proxies = ["127.0.0.1"]\n${CONFIG}` });
+    server = await startVelodex({ config: toml(trustedProxies(['127.0.0.1']), SIGNED, ...indexes()) });
   });
 
   afterAll(async () => {
@@ -279,14 +257,13 @@ describe('token realm', () => {
 describe('signing key', () => {
   it('is generated once into the data dir (or the store) and kept across a restart; a rotated upload token ends its tokens', async () => {
     const dataDir = tempDir('velodex-token-key-');
-    const config = CONFIG.replace(/\[auth\][^[]*/, '');
-    let server = await startVelodex({ config, dataDir });
+    let server = await startVelodex({ config: toml(...indexes()), dataDir });
     const tokenA = await tokenFor(server.url, ['repository:team-a/oci/app:pull,push'], 'token-a');
     const tokenB = await tokenFor(server.url, ['repository:team-b/oci/app:pull,push'], 'token-b');
     await server.stop();
     if (testBackend() === 'fs') expect(statSync(join(dataDir, 'token-signing-key')).mode & 0o777).toBe(0o600);
     // Team A's upload token is rotated while the server is down.
-    server = await startVelodex({ config: config.replace('upload_token = "token-a"', 'upload_token = "token-a2"'), dataDir });
+    server = await startVelodex({ config: toml(...indexes('token-a2')), dataDir });
     try {
       await new Registry(server.url, bearer(tokenB)).pushBlob('team-b/oci/app', 'after a restart');
       const stale = await new Registry(server.url, bearer(tokenA)).fetch('/v2/team-a/oci/app/blobs/uploads/', { method: 'POST' });
@@ -302,7 +279,7 @@ describe('signing key', () => {
   });
 
   it('is refused at start-up when shorter than 32 characters', async () => {
-    await expect(startVelodex({ config: `[auth]\ntoken_signing_key = "short"\n${CONFIG.replace(/\[auth\][^[]*/, '')}` })).rejects.toThrow(
+    await expect(startVelodex({ config: toml(auth({ tokenSigningKey: 'short' }), ...indexes()) })).rejects.toThrow(
       /auth\.token_signing_key: is 5 characters long; at least 32 are needed.*openssl rand -base64 48/,
     );
   });
@@ -321,8 +298,7 @@ describe('signing key', () => {
     });
 
     it('agree on one generated key when they all start at the same moment', async () => {
-      const storage = s3StorageToml(minio, 'replicas');
-      const config = `${storage}\n${CONFIG.replace(/\[auth\][^[]*/, '')}`;
+      const config = toml(s3Storage(minio, { prefix: 'replicas' }), ...indexes());
       nodes = await Promise.all([0, 1, 2].map(() => startVelodex({ config })));
       for (const from of nodes) {
         const token = await tokenFor(from.url, ['repository:team-a/oci/app:pull,push'], 'token-a');

@@ -5,6 +5,7 @@
  * a tag moved or a manifest deleted through one is what the other serves on its next read.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oci, toml } from '../support/config.js';
 import { costOf, startCountedApp, stopCountedApp, type CountedApp } from '../support/counted-app.js';
 import { basicAuth, tempDir } from '../support/velodex.js';
 import { expectOciError, imageManifest, Registry } from './api-support.js';
@@ -15,26 +16,11 @@ const REPO = 'root/oci/warm';
  * A hosted index, and a virtual one over it and a cached member whose upstream is never asked
  * (nothing listens there): the hosted member holds every name these tests read, and shadows it.
  */
-const CONFIG = `
-[[index]]
-name = "hosted"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "token"
-
-[[index]]
-name = "mirror"
-route = "mirror"
-ecosystem = "oci"
-cached = "http://127.0.0.1:9"
-
-[[index]]
-name = "all"
-route = "all"
-ecosystem = "oci"
-members = ["mirror", "hosted"]
-`;
+const CONFIG = toml(
+  oci.hosted('hosted', { route: 'root/oci', token: 'token' }),
+  oci.cached('mirror', 'http://127.0.0.1:9', { route: 'mirror' }),
+  oci.virtual('all', ['mirror', 'hosted'], { route: 'all' }),
+);
 
 interface Process extends CountedApp {
   reg: Registry;

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeProbe } from '../support/store-probe.js';
 import { generatedDigest, Origin } from '../roles/origin.js';
+import { cached, toml } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
@@ -124,31 +125,12 @@ beforeAll(async () => {
     headers: { 'content-type': 'application/vnd.pypi.simple.v1+json' },
   });
   server = await startVelodex({
-    config: `
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${proxy.url}/simple/"
-
-[[index]]
-name = "small"
-route = "root/small"
-cached = "${proxy.url}/simple/"
-[index.policy]
-max-file-size = ${LIMIT}
-
-[[index]]
-name = "origin"
-route = "root/origin"
-cached = "${origin.url}/simple/"
-
-[[index]]
-name = "originsmall"
-route = "root/originsmall"
-cached = "${origin.url}/simple/"
-[index.policy]
-max-file-size = ${LIMIT}
-`,
+    config: toml(
+      cached('pypi', `${proxy.url}/simple/`),
+      cached('small', `${proxy.url}/simple/`, { policy: { maxFileSize: LIMIT } }),
+      cached('origin', `${origin.url}/simple/`),
+      cached('originsmall', `${origin.url}/simple/`, { policy: { maxFileSize: LIMIT } }),
+    ),
   });
 }, 300_000);
 

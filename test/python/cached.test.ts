@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { storeProbe } from '../support/store-probe.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
@@ -37,34 +38,13 @@ const sha256File = (path: string) => createHash('sha256').update(readFileSync(pa
 const stored = async (digest: string) => (await storeProbe(server.dataDir)).has(digest);
 
 function config(upstream: string): string {
-  return `
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${upstream}/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["hosted", "pypi"]
-upload_target = "hosted"
-
-[[index]]
-name = "readonly"
-route = "root/readonly"
-members = ["pypi"]
-
-[[index]]
-name = "down"
-route = "root/down"
-cached = "http://127.0.0.1:9/simple/"
-`;
+  return toml(
+    hosted('hosted', { token: TOKEN }),
+    cached('pypi', `${upstream}/simple/`),
+    virtual('dev', ['hosted', 'pypi'], { uploadTarget: 'hosted' }),
+    virtual('readonly', ['pypi']),
+    cached('down', 'http://127.0.0.1:9/simple/'),
+  );
 }
 
 function pipDownload(index: string, spec: string, allowFailure = false) {
@@ -324,7 +304,7 @@ describe('a velodex hosted index as upstream (PEP 691 JSON with every field)', (
   let chained: Velodex;
 
   beforeAll(async () => {
-    upstream = await startVelodex({ config: `[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_token = "${TOKEN}"\n` });
+    upstream = await startVelodex({ config: toml(hosted('hosted', { token: TOKEN })) });
     await run(
       tool('twine'),
       ['upload', '--non-interactive', '--disable-progress-bar', '--repository-url', `${upstream.url}/root/hosted/`, '-u', '__token__', '-p', TOKEN, alpha1.wheel, alpha11.wheel, alpha11.sdist, beta.wheel],
@@ -334,7 +314,7 @@ describe('a velodex hosted index as upstream (PEP 691 JSON with every field)', (
     mkdirSync(dataDir, { recursive: true });
     chained = await startVelodex({
       dataDir,
-      config: `[[index]]\nname = "up"\nroute = "root/up"\ncached = "${upstream.url}/root/hosted/simple/"\nupstream_concurrency = 4\n`,
+      config: toml(cached('up', `${upstream.url}/root/hosted/simple/`, { upstreamConcurrency: 4 })),
     });
   }, 120_000);
 

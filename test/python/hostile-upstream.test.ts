@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cached, toml } from '../support/config.js';
 import { startHostile, type HostileServer } from '../support/hostile-server.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -69,8 +70,8 @@ beforeAll(async () => {
   for (const name of ['hostile-link', 'hostile-redirect', 'hostile-siblings']) projects[name] = await buildProject(name, '1.0');
   internal = await startHostile(internalService, { host: '127.0.0.2' });
   upstream = await startHostile(hostileUpstream);
-  const cached = (name: string, extra = '') => ['[[index]]', `name = "${name}"`, `route = "root/${name}"`, `cached = "${upstream.url}/simple/"`, extra].join('\n');
-  velodex = await startVelodex({ config: [cached('cache'), cached('trusting', 'upstream_hosts = ["127.0.0.2"]')].join('\n\n') });
+  const simple = `${upstream.url}/simple/`;
+  velodex = await startVelodex({ config: toml(cached('cache', simple), cached('trusting', simple, { upstreamHosts: ['127.0.0.2'] })) });
 }, 180_000);
 
 afterAll(async () => {

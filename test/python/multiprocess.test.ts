@@ -10,9 +10,9 @@ import { buildProject, type BuiltProject } from './fixtures/projects.js';
 import { postUpload, sha256File } from './fixtures/upload-client.js';
 import { detail, get, listed, write, type Detail } from './mutations-client.js';
 import { startCluster, type Cluster } from '../support/cluster.js';
+import { cached, hosted, s3Storage, toml, virtual } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { s3StorageToml } from '../support/backend.js';
 import { serverStores, storeProbe } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
@@ -29,31 +29,17 @@ let upstreamProject: BuiltProject;
 
 beforeAll(async () => {
   upstreamProject = await buildProject('mp-upstream', '1.0');
-  upstream = await startVelodex({ config: `[[index]]\nname = "up"\nroute = "root/up"\nhosted = true\nupload_token = "${UP_TOKEN}"\n` });
+  upstream = await startVelodex({ config: toml(hosted('up', { token: UP_TOKEN })) });
   for (const file of [upstreamProject.wheel, upstreamProject.sdist]) {
     expect((await postUpload({ url: `${upstream.url}/root/up/`, token: UP_TOKEN, file })).status).toBe(200);
   }
   cluster = await startCluster(
     3,
-    `
-[[index]]
-name = "rel"
-route = "root/rel"
-hosted = true
-volatile = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${upstream.url}/root/up/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["rel", "mirror"]
-upload_target = "rel"
-`,
+    toml(
+      hosted('rel', { token: TOKEN, volatile: true }),
+      cached('mirror', `${upstream.url}/root/up/simple/`),
+      virtual('dev', ['rel', 'mirror'], { uploadTarget: 'rel' }),
+    ),
   );
   [a, b, c] = cluster.nodes as [Velodex, Velodex, Velodex];
 }, 120_000);
@@ -182,7 +168,7 @@ describe('three processes on one bucket', () => {
   it('kill -9 of the process receiving an upload: nothing of it is visible, and twine through another process then succeeds', async () => {
     const wheel = await buildBigWheel(tempDir('velodex-mp-big-'), 40 * 1024 * 1024);
     // A fourth process on the same store, to be killed.
-    const victim = await startVelodex({ config: `${s3StorageToml(cluster.minio, 'cluster')}\n[[index]]\nname = "rel"\nroute = "root/rel"\nhosted = true\nvolatile = true\nupload_token = "${TOKEN}"\n` });
+    const victim = await startVelodex({ config: toml(s3Storage(cluster.minio, { prefix: 'cluster' }), hosted('rel', { token: TOKEN, volatile: true })) });
     const before = (await storeProbe(a.dataDir)).blobs();
     let killed = false;
     const upload = postUpload({

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { startVelodex, type Velodex } from '../support/velodex.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
 import { postUpload } from './fixtures/upload-client.js';
@@ -25,29 +26,16 @@ let dev: string;
 
 beforeAll(async () => {
   [alpha10, alpha11, beta] = await Promise.all([buildProject('alpha', '1.0'), buildProject('alpha', '1.1'), buildProject('beta', '1.0')]);
-  upstream = await startVelodex({ config: `[[index]]\nname = "up"\nroute = "root/up"\nhosted = true\nupload_token = "${UP_TOKEN}"\n` });
+  upstream = await startVelodex({ config: toml(hosted('up', { token: UP_TOKEN })) });
   for (const file of [alpha10.wheel, alpha10.sdist, alpha11.wheel, alpha11.sdist]) {
     expect((await postUpload({ url: `${upstream.url}/root/up/`, token: UP_TOKEN, file })).status).toBe(200);
   }
   server = await startVelodex({
-    config: `
-[[index]]
-name = "local"
-route = "root/local"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${upstream.url}/root/up/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["local", "mirror"]
-upload_target = "local"
-`,
+    config: toml(
+      hosted('local', { token: TOKEN }),
+      cached('mirror', `${upstream.url}/root/up/simple/`),
+      virtual('dev', ['local', 'mirror'], { uploadTarget: 'local' }),
+    ),
   });
   dev = `${server.url}/root/dev`;
   expect((await postUpload({ url: `${dev}/`, token: TOKEN, file: beta.wheel })).status).toBe(200);

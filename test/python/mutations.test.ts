@@ -6,6 +6,8 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// `hosted` names the hosted index's URL below.
+import { cached, hosted as hostedIndex, toml, virtual } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -45,41 +47,14 @@ beforeAll(async () => {
     buildProject('gamma', '1.0', { variant: 'release build' }),
   ]);
   server = await startVelodex({
-    config: `
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "scratch"
-route = "root/scratch"
-hosted = true
-volatile = true
-upload_token = "${SCRATCH_TOKEN}"
-
-[[index]]
-name = "staging"
-route = "root/staging"
-hosted = true
-upload_token = "${STAGING_TOKEN}"
-
-[[index]]
-name = "locked"
-route = "root/locked"
-hosted = true
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "http://127.0.0.1:9/simple/"
-
-[[index]]
-name = "view"
-route = "root/view"
-members = ["hosted"]
-`,
+    config: toml(
+      hostedIndex('hosted', { token: TOKEN }),
+      hostedIndex('scratch', { token: SCRATCH_TOKEN, volatile: true }),
+      hostedIndex('staging', { token: STAGING_TOKEN }),
+      hostedIndex('locked'),
+      cached('mirror', 'http://127.0.0.1:9/simple/'),
+      virtual('view', ['hosted']),
+    ),
   });
   hosted = `${server.url}/root/hosted`;
   await upload('root/hosted', TOKEN, alpha10.wheel, alpha10.sdist, alpha11.wheel, alpha11.sdist, gammaB.wheel);

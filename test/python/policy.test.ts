@@ -6,6 +6,7 @@
  */
 import { statSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hosted, toml, type PolicyOptions } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -26,14 +27,8 @@ let big: { filename: string; path: string };
 let small: { filename: string; path: string };
 const dataDir = tempDir('velodex-policy-');
 
-function config(policies: Record<string, string>): string {
-  return INDEXES.map((name) => `
-[[index]]
-name = "${name}"
-route = "root/${name}"
-hosted = true
-upload_token = "${TOKEN}"
-${policies[name] ? `[index.policy]\n${policies[name]}\n` : ''}`).join('');
+function config(policies: Record<string, PolicyOptions>): string {
+  return toml(...INDEXES.map((name) => hosted(name, { token: TOKEN, policy: policies[name] })));
 }
 
 async function upload(index: string, file: string) {
@@ -68,10 +63,10 @@ beforeAll(async () => {
   server = await startVelodex({
     dataDir,
     config: config({
-      hosted: `deny-projects = ["Evil_*"]\nmax-file-size = ${limit}`,
-      fresh: 'min-release-age = "1h"',
-      allowlist: 'allow-projects = ["alpha", "be*"]',
-      soon: 'min-release-age = 3\ndeny-projects = ["evil-*"]',
+      hosted: { denyProjects: ['Evil_*'], maxFileSize: limit },
+      fresh: { minReleaseAge: '1h' },
+      allowlist: { allowProjects: ['alpha', 'be*'] },
+      soon: { minReleaseAge: 3, denyProjects: ['evil-*'] },
     }),
   });
 });

@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cached, hosted, toml } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -26,25 +27,7 @@ beforeAll(async () => {
   alpha = await buildProject('alpha', '1.0');
   big = await makeBigWheel(dir, 64 * 1024 * 1024);
   server = await startVelodex({
-    config: `
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-[index.policy]
-max-file-size = ${LIMIT}
-
-[[index]]
-name = "locked"
-route = "root/locked"
-hosted = true
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "http://127.0.0.1:9/simple/"
-`,
+    config: toml(hosted('hosted', { token: TOKEN, policy: { maxFileSize: LIMIT } }), hosted('locked'), cached('mirror', 'http://127.0.0.1:9/simple/')),
   });
 });
 

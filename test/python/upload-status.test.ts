@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Origin } from '../roles/origin.js';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { basicAuth, startVelodex, type Velodex } from '../support/velodex.js';
@@ -40,30 +41,12 @@ beforeAll(async () => {
     headers: { 'content-type': 'text/html' },
   });
   server = await startVelodex({
-    config: `
-[[index]]
-name = "local"
-route = "root/local"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "staging"
-route = "root/staging"
-hosted = true
-upload_token = "${STAGING_TOKEN}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${origin.url}/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["local", "mirror"]
-upload_target = "local"
-`,
+    config: toml(
+      hosted('local', { token: TOKEN }),
+      hosted('staging', { token: STAGING_TOKEN }),
+      cached('mirror', `${origin.url}/simple/`),
+      virtual('dev', ['local', 'mirror'], { uploadTarget: 'local' }),
+    ),
   });
   dev = `${server.url}/root/dev`;
 });

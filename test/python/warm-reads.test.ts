@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreCalls } from '../../registry/src/storage/counted.js';
+import { cached, hosted, toml, virtual } from '../support/config.js';
 import { costOf, startCountedApp, stopCountedApp, type CountedApp } from '../support/counted-app.js';
 import { Origin } from '../roles/origin.js';
 import { tempDir } from '../support/velodex.js';
@@ -22,24 +23,7 @@ const B_SHA = 'b'.repeat(64);
 type Process = CountedApp;
 
 function configText(upstream: string): string {
-  return `
-[[index]]
-name = "local"
-route = "root/local"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-cached = "${upstream}/simple/"
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["local", "mirror"]
-upload_target = "local"
-`;
+  return toml(hosted('local', { token: TOKEN }), cached('mirror', `${upstream}/simple/`), virtual('dev', ['local', 'mirror'], { uploadTarget: 'local' }));
 }
 
 async function startProcess(dataDir: string, name: string, upstream: string): Promise<Process> {

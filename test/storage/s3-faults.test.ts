@@ -13,11 +13,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from '../oci/api-support.js';
 import { PROJECT_ENV } from '../python/fixtures/clients.js';
 import { buildProject } from '../python/fixtures/projects.js';
+import { hosted, oci, s3Storage, toml } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
@@ -42,23 +42,7 @@ afterAll(async () => {
 
 /** A config on MinIO at `endpoint` (MinIO itself, or a proxy in front of it), with a Python and an OCI index. */
 function config(endpoint: string, prefix: string): string {
-  const storage = stringify({
-    storage: { backend: 's3', endpoint, bucket: minio.bucket, prefix, access_key: minio.accessKey, secret_key: minio.secretKey },
-  });
-  return `${storage}
-[[index]]
-name = "py"
-route = "team/py"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+  return toml(s3Storage(minio, { prefix, endpoint }), hosted('py', { route: 'team/py', token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
 }
 
 const auth = `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`;

@@ -14,10 +14,10 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openStores } from '../../registry/src/storage/index.js';
 import { Registry } from '../oci/api-support.js';
+import { oci, s3Storage, toml } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { storageOf, storeProbe } from '../support/store-probe.js';
@@ -45,17 +45,7 @@ afterAll(async () => {
 });
 
 function config(endpoint: string): string {
-  const storage = stringify({
-    storage: { backend: 's3', endpoint, bucket: minio.bucket, prefix: PREFIX, access_key: minio.accessKey, secret_key: minio.secretKey },
-  });
-  return `${storage}
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+  return toml(s3Storage(minio, { prefix: PREFIX, endpoint }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
 }
 
 async function start(endpoint: string, dataDir?: string): Promise<Velodex> {

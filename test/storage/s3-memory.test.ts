@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { oci, s3Storage, toml } from '../support/config.js';
 import { blocks, digestOfBlocks, MiB } from '../support/pseudo-random-stream.js';
 import { Registry } from '../oci/api-support.js';
 import { startMinio, type Minio } from '../support/minio.js';
@@ -28,19 +28,7 @@ let reg: Registry;
 
 beforeAll(async () => {
   minio = await startMinio();
-  const storage = stringify({
-    storage: { backend: 's3', endpoint: minio.endpoint, bucket: minio.bucket, prefix: 'memory', access_key: minio.accessKey, secret_key: minio.secretKey },
-  });
-  server = await startVelodex({
-    config: `${storage}
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`,
-  });
+  server = await startVelodex({ config: toml(s3Storage(minio, { prefix: 'memory' }), oci.hosted('images', { route: 'team/images', token: TOKEN })) });
   reg = new Registry(server.url, auth);
 });
 

@@ -11,14 +11,13 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { stringify } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedDefault } from '../../registry/src/config/default.js';
-import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { Registry } from '../oci/api-support.js';
 import { buildBigWheel, type BigWheel } from '../python/fixtures/big-wheel.js';
 import { CLEAN_ENV, freshPipVenv, freshUvVenv } from '../python/fixtures/clients.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { defaultIndexes } from '../support/backend.js';
+import { cached, s3Storage, toml } from '../support/config.js';
 import { startContainerd, type Containerd } from '../support/containerd.js';
 import { startDockerd } from '../support/dockerd.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
@@ -61,21 +60,9 @@ beforeAll(async () => {
   copyFileSync(upstreamWheel.path, join(work, 'upstream', upstreamWheel.filename));
   pypi = await startPypiserver(join(work, 'upstream'));
   const dataDir = tempDir();
-  const storage = {
-    backend: 's3',
-    endpoint: minio.endpoint,
-    bucket: minio.bucket,
-    prefix: 'redirect',
-    access_key: minio.accessKey,
-    secret_key: minio.secretKey,
-    redirect: true,
-    redirect_min_size: MiB,
-    redirect_ttl_secs: TTL_SECS,
-    redirect_endpoint: storeProxy.url,
-  };
+  const storage = s3Storage(minio, { prefix: 'redirect', redirect: { minSize: MiB, ttlSecs: TTL_SECS, endpoint: storeProxy.url } });
   // The embedded default (hosted indexes of both ecosystems) and a cached index of the pypiserver.
-  const cached = `[[index]]\nname = "pypi"\nroute = "root/pypi"\ncached = "${pypi.url}/simple/"\n`;
-  const config = `${stringify({ storage })}\n${stringify(embeddedDefault(dataDir, process.env, ecosystems))}\n${cached}`;
+  const config = toml(storage, defaultIndexes(dataDir), cached('pypi', `${pypi.url}/simple/`));
   server = await startVelodex({ config, dataDir });
   host = `127.0.0.1:${server.port}`;
 

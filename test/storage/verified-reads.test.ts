@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject } from '../python/fixtures/projects.js';
 import { PROJECT_ENV } from '../python/fixtures/clients.js';
+import { hosted, oci, toml } from '../support/config.js';
 import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
@@ -30,20 +31,7 @@ let reg: Registry;
 beforeAll(async () => {
   work = tempDir('velodex-verified-');
   server = await startVelodex({
-    config: `
-[[index]]
-name = "py"
-route = "team/py"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index]]
-name = "images"
-route = "team/images"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`,
+    config: toml(hosted('py', { route: 'team/py', token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN })),
   });
   reg = new Registry(server.url, `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`);
 });

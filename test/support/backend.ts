@@ -8,9 +8,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
-import { stringify } from 'smol-toml';
 import { embeddedDefault } from '../../registry/src/config/default.js';
 import { ecosystems } from '../../registry/src/app/ecosystems.js';
+import { s3Storage, toml, type ConfigPart } from './config.js';
 
 export type TestBackend = 'fs' | 's3';
 
@@ -52,9 +52,13 @@ export function s3PrefixFor(dataDir: string): string {
 
 /** A `[storage]` table for MinIO under a prefix (fresh by default): a server's, or a group's, store. */
 export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`): string {
-  return stringify({
-    storage: { backend: 's3', endpoint: minio.endpoint, bucket: minio.bucket, prefix, access_key: minio.accessKey, secret_key: minio.secretKey },
-  });
+  return toml(s3Storage(minio, { prefix }));
+}
+
+/** The embedded default's indexes (one hosted index of every ecosystem), as the file it stands for. */
+export function defaultIndexes(dataDir: string, env: NodeJS.ProcessEnv = process.env): ConfigPart {
+  // The loader reads the embedded default through the same schema as a file (config/load.ts).
+  return embeddedDefault(dataDir, env, ecosystems) as ConfigPart;
 }
 
 /**
@@ -64,7 +68,7 @@ export function s3StorageToml(minio: SharedMinio, prefix = `t/${randomUUID()}`):
  */
 export function configFor(config: string | undefined, dataDir: string, storage?: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (testBackend() === 'fs' || (config !== undefined && /^\s*\[storage\]/m.test(config))) return config;
-  const body = config ?? stringify(embeddedDefault(dataDir, env, ecosystems));
+  const body = config ?? toml(defaultIndexes(dataDir, env));
   // After the suite's text: top-level keys it has (`trusted_proxies = [...]`) must come before
   // any table header, or TOML reads them as keys of that table.
   return `${body}\n${storage ?? s3StorageToml(sharedMinio(), s3PrefixFor(dataDir))}`;

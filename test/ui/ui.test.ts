@@ -23,6 +23,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { Registry, OCI_MANIFEST } from '../oci/api-support.js';
+import { admin, cached, hosted, oci, toml, virtual } from '../support/config.js';
 import { allBlobs, buildImage, buildIndex, writeLayout } from '../support/oci-image.js';
 import { REPO, tool } from '../support/paths.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
@@ -44,37 +45,13 @@ let xssWheel: string;
 
 /** The indexes a platform team would start with: hosted, a cache of an upstream, both behind one virtual route whose policy denies `evil-*`, and images. */
 function uiConfig(upstreamUrl: string): string {
-  return `
-[admin]
-token = "${adminToken}"
-
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${token}"
-
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${upstreamUrl}/simple/"
-cache_ttl_secs = 1
-
-[[index]]
-name = "dev"
-route = "root/dev"
-members = ["hosted", "pypi"]
-upload_target = "hosted"
-[index.policy]
-deny-projects = ["evil-*"]
-
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "${token}"
-`;
+  return toml(
+    admin(adminToken),
+    hosted('hosted', { token }),
+    cached('pypi', `${upstreamUrl}/simple/`, { ttlSecs: 1 }),
+    virtual('dev', ['hosted', 'pypi'], { uploadTarget: 'hosted', policy: { denyProjects: ['evil-*'] } }),
+    oci.hosted('oci', { token }),
+  );
 }
 
 beforeAll(async () => {

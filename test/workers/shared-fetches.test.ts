@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { until } from '../events/receiver.js';
 import { makeBigWheel } from '../python/fixtures/archives.js';
 import { CLEAN_ENV } from '../python/fixtures/clients.js';
+import { cached, oci, toml } from '../support/config.js';
 import { startDistribution, type Distribution } from '../support/distribution.js';
 import { FaultProxy } from '../support/fault-proxy.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Image } from '../support/oci-image.js';
@@ -57,18 +58,7 @@ beforeAll(async () => {
   ociProxy = await FaultProxy.start(registry.url);
   server = await startVelodex({
     args: ['--workers', '2'],
-    config: `
-[[index]]
-name = "pypi"
-route = "root/pypi"
-cached = "${pyProxy.url}/simple/"
-
-[[index]]
-name = "cache"
-route = "cache"
-ecosystem = "oci"
-cached = "${ociProxy.url}"
-`,
+    config: toml(cached('pypi', `${pyProxy.url}/simple/`), oci.cached('cache', ociProxy.url, { route: 'cache' })),
   });
   host = `127.0.0.1:${server.port}`;
 }, 180_000);

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Receiver, until } from '../events/receiver.js';
 import { runV111 } from '../oci/conformance-support.js';
+import { hosted, oci, toml } from '../support/config.js';
 import { allBlobs, buildImage, layoutMismatches, pseudoRandom, readLayout, writeLayout } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
 import { buildProject } from '../python/fixtures/projects.js';
@@ -34,25 +35,10 @@ beforeAll(async () => {
   await receiver.start();
   server = await startVelodex({
     args: ['--workers', '2'],
-    config: `
-[[index]]
-name = "rel"
-route = "root/rel"
-hosted = true
-volatile = true
-upload_token = "${TOKEN}"
-
-[[index.webhook]]
-url = "${receiver.url}/hook"
-secret = "workers-hook-secret"
-
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`,
+    config: toml(
+      hosted('rel', { token: TOKEN, volatile: true, webhooks: [{ url: `${receiver.url}/hook`, secret: 'workers-hook-secret' }] }),
+      oci.hosted('oci', { token: TOKEN }),
+    ),
   });
 }, 120_000);
 

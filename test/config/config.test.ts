@@ -6,6 +6,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { displayUrl } from '../../registry/src/config/sanitize.js';
+import { hosted, oci, toml } from '../support/config.js';
 import { CLI } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { freePort, startVelodex, tempDir } from '../support/velodex.js';
@@ -193,7 +194,7 @@ describe('velodex serve', () => {
     const server = await startVelodex({
       port: await freePort(),
       env: { VELODEX_LOG_LEVEL: 'warn', TEAM_TOKEN: 'banner-token-6c1d' },
-      config: `[[index]]\nname = "team"\nroute = "team/py"\nhosted = true\nupload_token_env = "TEAM_TOKEN"\n[[index]]\nname = "images"\nroute = "team/images"\necosystem = "oci"\nhosted = true\n`,
+      config: toml(hosted('team', { route: 'team/py', token: { env: 'TEAM_TOKEN' } }), oci.hosted('images', { route: 'team/images' })),
     });
     await server.stop();
     const logs = server.logs();

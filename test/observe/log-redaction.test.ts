@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REDACTED, scrubLine } from '../../registry/src/observe/log.js';
 import { postUpload } from '../python/fixtures/upload-client.js';
+import { admin, auth, cached, hosted, oci, toml } from '../support/config.js';
 import { rawRequest } from '../support/raw-http.js';
 import { basicAuth, freePort, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
@@ -43,36 +44,14 @@ const CREDENTIALS = [
   basicAuth(WRONG).slice('Basic '.length),
 ];
 
-const CONFIG = `
-[auth]
-token_signing_key = "${SIGNING_KEY}"
-
-[admin]
-token = "${ADMIN_TOKEN}"
-
-[[index]]
-name = "hosted"
-route = "root/hosted"
-hosted = true
-upload_token = "${TOKEN}"
-
-[[index.webhook]]
-url = "http://hook-user:${HOOK_PASS}@127.0.0.1:9/hook"
-secret = "${HOOK_SECRET}"
-
-[[index]]
-name = "mirror"
-route = "root/mirror"
-# Nothing listens on port 9: every fetch fails, and the failure is logged.
-cached = "http://up-user:${UPSTREAM_PASS}@127.0.0.1:9/simple/?token=${UPSTREAM_QUERY}"
-
-[[index]]
-name = "oci"
-route = "root/oci"
-ecosystem = "oci"
-hosted = true
-upload_token = "${TOKEN}"
-`;
+const CONFIG = toml(
+  auth({ tokenSigningKey: SIGNING_KEY }),
+  admin(ADMIN_TOKEN),
+  hosted('hosted', { token: TOKEN, webhooks: [{ url: `http://hook-user:${HOOK_PASS}@127.0.0.1:9/hook`, secret: HOOK_SECRET }] }),
+  // Nothing listens on port 9: every fetch fails, and the failure is logged.
+  cached('mirror', `http://up-user:${UPSTREAM_PASS}@127.0.0.1:9/simple/?token=${UPSTREAM_QUERY}`),
+  oci.hosted('oci', { token: TOKEN }),
+);
 
 let server: Velodex | undefined;
 afterEach(async () => {

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hosted, toml } from '../support/config.js';
 import { REPO } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { tempDir } from '../support/velodex.js';
@@ -37,7 +38,7 @@ describe('npx velodex in a fresh clone', () => {
   it('checks a config and serves once built', async () => {
     await run('npm', ['run', '--silent', 'build'], { cwd: clone, timeoutMs: 240_000 });
     const config = join(clone, 'velodex.toml');
-    writeFileSync(config, '[[index]]\nname = "hosted"\nroute = "root/hosted"\nhosted = true\nupload_token = "fresh-clone-token"\n');
+    writeFileSync(config, toml(hosted('hosted', { token: 'fresh-clone-token' })));
     const check = await npx(['check-config', config]);
     expect(check.code).toBe(0);
     expect(check.stdout).toContain(`${config}: ok`);

@@ -9,7 +9,6 @@ import { describe, expect, it } from 'vitest';
 import { HttpError } from '../../registry/src/http/errors.js';
 import { parseSafePath } from '../../registry/src/http/path.js';
 import { parseRange } from '../../registry/src/http/range.js';
-import { relativeLocation } from '../../registry/src/python/handlers/respond.js';
 
 const RUNS = { numRuns: 300 };
 
@@ -116,28 +115,6 @@ describe('parseRange', () => {
         expect(parseRange(`bytes=-${end - start + 1}`, size)).toEqual({ kind: 'partial', start: size - (end - start + 1), end: size - 1 });
         expect(parseRange(`bytes=${size + (b % 10)}-`, size)).toEqual({ kind: 'unsatisfiable' });
       }),
-      RUNS,
-    );
-  });
-});
-
-describe('relativeLocation', () => {
-  it('resolves, against the request URL under any prefix, to the target URL', () => {
-    const seg = fc.constantFrom('simple', 'demo-pkg', 'Demo_Pkg', 'json', '1.0', 'a b', 'x');
-    fc.assert(
-      fc.property(
-        fc.array(seg, { maxLength: 4 }),
-        fc.boolean(),
-        fc.array(seg, { minLength: 1, maxLength: 4 }),
-        fc.boolean(),
-        fc.constantFrom('', '/prefix', '/a/b'),
-        (from, fromSlash, to, toSlash, prefix) => {
-          const path = (segs: string[], slash: boolean) => `${prefix}/root/idx/${segs.map(encodeURIComponent).join('/')}${slash && segs.length > 0 ? '/' : ''}`;
-          const request = new URL(path(from, fromSlash), 'https://example.test');
-          const location = relativeLocation(from, fromSlash && from.length > 0, to, toSlash);
-          expect(new URL(location, request).pathname).toBe(path(to, toSlash));
-        },
-      ),
       RUNS,
     );
   });
