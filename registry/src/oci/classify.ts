@@ -6,7 +6,7 @@
  * the end of the path, as in `names.ts`, because `<name>` has slashes.
  */
 import type { RateClassName } from '../config/types.js';
-import { errorPayload } from './errors.js';
+import { errorPayload } from './model/errors.js';
 
 export function classifyOci(method: string, segs: readonly string[]): RateClassName {
   if (method !== 'GET' && method !== 'HEAD') return 'write';

@@ -1,18 +1,18 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { OciDeps } from './context.js';
+import type { OciDeps } from './handlers/context.js';
 import { ociDiscovery } from './discovery.js';
-import { blobSizes } from './blob-sizes.js';
-import { IndexHolds } from './index-holds.js';
-import { BlobBytes } from './blob-bytes.js';
-import { Members } from './members.js';
-import { registerOciRoutes } from './routes.js';
+import { blobSizes } from './read/blob-sizes.js';
+import { IndexHolds } from './read/index-holds.js';
+import { BlobBytes } from './read/blob-bytes.js';
+import { Members } from './read/virtual/members.js';
+import { registerOciRoutes } from './handlers/routes.js';
 import { ociStatus } from './status.js';
-import { MemoryUploadSessions } from './memory-sessions.js';
-import { SharedUploadSessions } from './shared-sessions.js';
-import { loadSigningKey } from './token/signing-key.js';
-import { TokenSigner } from './token/tokens.js';
-import type { UploadSessions } from './upload-sessions.js';
+import { MemoryUploadSessions } from './read/uploads/memory-sessions.js';
+import { SharedUploadSessions } from './read/uploads/shared-sessions.js';
+import { loadSigningKey } from './handlers/token/signing-key.js';
+import { TokenSigner } from './handlers/token/tokens.js';
+import type { UploadSessions } from './read/uploads/upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   // Sessions live where the blobs do: in the shared store when other processes share it.

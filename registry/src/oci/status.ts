@@ -9,10 +9,10 @@
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
 import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
-import type { ManifestRecord, TagsDoc } from './meta.js';
-import { reposFolder } from './meta.js';
-import type { HostedRepos } from './hosted.js';
-import type { Members } from './members.js';
+import type { ManifestRecord, TagsDoc } from './model/meta.js';
+import { reposFolder } from './model/meta.js';
+import type { HostedRepos } from './read/hosted/repos.js';
+import type { Members } from './read/virtual/members.js';
 
 type Log = { warn(obj: object, msg: string): void };
 
