@@ -1,6 +1,6 @@
 /** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { OciDeps } from './handlers/context.js';
+import type { OciDeps } from './handlers/deps.js';
 import { ociDiscovery } from './discovery.js';
 import { blobSizes } from './read/blob-sizes.js';
 import { IndexHolds } from './read/index-holds.js';

@@ -8,18 +8,10 @@ import { resolveRoute } from '../../http/resolve.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { OciError } from '../model/errors.js';
-import type { OciCall } from './context.js';
+import type { OciCall, Target } from './exchange.js';
 import { checkName } from '../model/names.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
 import { checkBearerWrite, writeScope, type BearerCredentials } from './token/credentials.js';
-
-export interface Target {
-  index: IndexConfig;
-  /** The repository path under the index route. */
-  repo: string[];
-  /** The full `<name>` as the client wrote it (route + repository). */
-  name: string;
-}
 
 export function resolveName(ociIndexes: readonly IndexConfig[], segments: readonly string[]): Target {
   checkName(segments);

@@ -8,12 +8,14 @@
 import { Readable } from 'node:stream';
 import { authorizeWrite } from './access.js';
 import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
-import { OCTET_STREAM, type OciCall } from './context.js';
+import type { OciCall } from './exchange.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
 import { referencingManifest } from '../read/hosted/references.js';
 import { reportIfRejected, reportRejectedRead } from '../../http/verified-read.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../../http/range.js';
+
+export const OCTET_STREAM = 'application/octet-stream';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const hex = parseDigest(digest);

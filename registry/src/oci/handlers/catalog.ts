@@ -5,7 +5,8 @@
  * `MAX_CATALOG_PAGE` names whatever `n` asks (the distribution registry's default), and links to
  * the next one.
  */
-import type { OciDeps, OciExchange } from './context.js';
+import type { OciDeps } from './deps.js';
+import type { OciExchange } from './exchange.js';
 import { byCodeUnit, nextLink, pageOf, parsePageQuery } from '../model/pages.js';
 
 export const MAX_CATALOG_PAGE = 1000;

@@ -17,7 +17,7 @@ import {
   type MemberKind,
 } from '../../archive/index.js';
 import { ClientGoneError, clientGone } from '../../http/client-gone.js';
-import type { OciCall } from './context.js';
+import type { OciCall } from './exchange.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
 

@@ -4,7 +4,7 @@
  * cached index answers with its upstream's list (cached-tags.ts).
  */
 import { listCachedTags } from '../read/cached/upstream-tags.js';
-import type { OciCall } from './context.js';
+import type { OciCall } from './exchange.js';
 import { byCodeUnit, nextLink, pageOf, parsePageQuery } from '../model/pages.js';
 
 export async function listTags(call: OciCall): Promise<void> {

@@ -8,15 +8,29 @@
  * verification: a hold that a failed push left behind would show the repository the bytes as soon
  * as any other repository or index stored that digest, to a caller who knew only the digest.
  */
+import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
 import { DigestMismatchError } from '../../storage/types.js';
-import { authorizeWrite, resolveName, type Target } from './access.js';
+import { authorizeWrite, resolveName } from './access.js';
 import { heldInIndex, viewOf } from '../read/index-holds.js';
-import { blobLocation, hasBody, uploadLocation, uploadRange, type OciCall } from './context.js';
+import type { OciCall, Target } from './exchange.js';
+import { blobLocation, uploadLocation } from './locations.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
 import { parseContentRange } from './content-range.js';
 import { SessionBusyError, SessionGoneError, type UploadSession } from '../read/uploads/upload-sessions.js';
+
+/** The `Range` header of an upload: the inclusive span received so far (`0-0` when empty, as distribution does). */
+function uploadRange(size: number): string {
+  return `0-${Math.max(size - 1, 0)}`;
+}
+
+/** True when the request carries a body (a length above zero, or chunked transfer). */
+function hasBody(request: FastifyRequest): boolean {
+  const len = request.headers['content-length'];
+  if (len !== undefined) return Number(len) > 0;
+  return request.headers['transfer-encoding'] !== undefined;
+}
 
 export async function startUpload(call: OciCall): Promise<void> {
   const { deps, target, query, reply } = call;

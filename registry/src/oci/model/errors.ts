@@ -2,10 +2,6 @@
  * The distribution-spec error model: every failure on `/v2/` is `{errors: [{code, message,
  * detail?}]}` with `Content-Type: application/json`, and each code has exactly one status.
  */
-import type { FastifyReply } from 'fastify';
-import { neutralAnswer } from '../../ecosystem/neutral-answer.js';
-import { HttpError } from '../../http/errors.js';
-import { SlotsBusyError } from '../../limits/slots.js';
 
 export const ERROR_STATUS = {
   NAME_UNKNOWN: 404,
@@ -65,33 +61,4 @@ export function errorPayload(code: string, message: string, detail?: unknown): s
   const entry: { code: string; message: string; detail?: unknown } = { code, message };
   if (detail !== undefined) entry.detail = detail;
   return JSON.stringify({ errors: [entry] });
-}
-
-export function sendError(reply: FastifyReply, err: OciError | OciStatusError): FastifyReply {
-  reply.headers(err.headers);
-  const detail = err instanceof OciError ? err.detail : undefined;
-  return reply.code(err.status).type('application/json').send(errorPayload(err.code, err.message, detail));
-}
-
-/** The distribution-spec code of a status that some neutral part of the server answered. */
-const CODE_OF_STATUS: Record<number, string> = {
-  400: 'REQUEST_INVALID',
-  404: 'NOT_FOUND',
-  413: 'SIZE_INVALID',
-  429: 'TOOMANYREQUESTS',
-  502: 'UNKNOWN',
-  // The distribution registry's code for 503 (its errcode ErrorCodeUnavailable): the store is down.
-  503: 'UNAVAILABLE',
-};
-
-/**
- * The `/v2/` answer to a failure raised outside the OCI code: the neutral roles' and limits'
- * errors, and an `HttpError` from the shared HTTP helpers (its status kept, its message given the
- * OCI body shape). Undefined for anything else: an internal error.
- */
-export function ociAnswerOf(err: unknown): OciError | OciStatusError | undefined {
-  if (err instanceof SlotsBusyError) return new OciError('TOOMANYREQUESTS', err.message, { 'Retry-After': String(err.retryAfterSecs) });
-  const http = err instanceof HttpError ? err : neutralAnswer(err);
-  if (!http || (http.status >= 500 && http.status !== 502 && http.status !== 503)) return undefined;
-  return new OciStatusError(http.status, CODE_OF_STATUS[http.status] ?? 'REQUEST_INVALID', http.message, http.headers);
 }

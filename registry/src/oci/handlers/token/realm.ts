@@ -12,7 +12,7 @@ import { BASIC_CHALLENGE, checkWrite } from '../../../access/auth.js';
 import { logAuthFailed } from '../../../observe/security-log.js';
 import { writeTarget } from '../../../roles/write-target.js';
 import { resolveName } from '../access.js';
-import type { OciExchange } from '../context.js';
+import type { OciExchange } from '../exchange.js';
 import { OciError, OciStatusError } from '../../model/errors.js';
 import { TOKEN_PATH } from './challenge.js';
 import { parseScopes, ScopeError, type Access } from './scope.js';

@@ -7,8 +7,8 @@
  * reply without storing anything: a part of a blob is never stored. With several worker
  * processes, the flight is theirs together: one fetch for the whole server.
  */
-import type { OciCall } from '../../handlers/context.js';
-import { OCTET_STREAM } from '../../handlers/context.js';
+import { OCTET_STREAM } from '../../handlers/blobs.js';
+import type { OciCall } from '../../handlers/exchange.js';
 import { OciError, OciStatusError } from '../../model/errors.js';
 import type { FlightPeers } from '../../../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';

@@ -5,7 +5,7 @@
  * know is NAME_UNKNOWN; an upstream that fails is 502 UNKNOWN.
  */
 import type { CachedRepos } from './repos.js';
-import type { OciCall } from '../../handlers/context.js';
+import type { OciCall } from '../../handlers/exchange.js';
 import { OciError } from '../../model/errors.js';
 import { isObject } from '../../model/manifest-check.js';
 import { discard, DocumentTooLargeError, header, readBounded } from '../../../roles/upstream.js';
