@@ -19,7 +19,16 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const shared = ctx.stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
   const holds = new IndexHolds(ctx.stores.holds, ctx.indexByName);
-  const members = new Members(ctx, holds);
+  const { stores } = ctx;
+  const members = new Members({
+    meta: stores.meta,
+    blobs: stores.blobs,
+    holds,
+    indexByName: ctx.indexByName,
+    counters: ctx.counters,
+    upstreamSlots: ctx.upstreamSlots,
+    ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
+  });
   const deps: Omit<OciDeps, 'tokens'> = {
     ctx,
     members,

@@ -22,7 +22,7 @@ export function ociStatus(ctx: ServerContext, members: Members): Pick<Ecosystem,
   return {
     describe: (index) => ({
       terms: { project: 'repository', file: 'manifest' },
-      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).health.offline } : {}),
+      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).upstream.health.offline } : {}),
     }),
     scanIndex: (index) => scanOciIndex(ctx, index),
   };

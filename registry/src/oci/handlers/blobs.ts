@@ -1,32 +1,62 @@
 /**
  * Blob GET, HEAD and DELETE. Blobs live once in the shared content-addressed store, but a
  * repository sees only the blobs it holds (pushed or mounted there, or named by one of its
- * manifests; for a virtual index, held by a member for that repository; index-holds.ts). A DELETE
- * releases the repository's hold, unless one of its manifests still names the blob
- * (references.ts), and the bytes go only when no other repository, index or ecosystem holds them.
+ * manifests; for a virtual index, held by a member for that repository; read/index-holds.ts). A
+ * DELETE releases the repository's hold, unless one of its manifests still names the blob
+ * (read/hosted/references.ts), and the bytes go only when no other repository, index or ecosystem
+ * holds them.
  */
 import { Readable } from 'node:stream';
-import { authorizeWrite } from './access.js';
-import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
-import type { OciCall } from './exchange.js';
+import { contentRange, parseRange, unsatisfiedRange } from '../../http/range.js';
+import { reportIfRejected, reportRejectedRead } from '../../http/verified-read.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
+import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
+import type { BlobPull } from '../read/cached/blobs.js';
 import { referencingManifest } from '../read/hosted/references.js';
-import { reportIfRejected, reportRejectedRead } from '../../http/verified-read.js';
-import { contentRange, parseRange, unsatisfiedRange } from '../../http/range.js';
+import { authorizeWrite } from './access.js';
+import type { OciCall } from './exchange.js';
 
-export const OCTET_STREAM = 'application/octet-stream';
+const OCTET_STREAM = 'application/octet-stream';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const hex = parseDigest(digest);
   if (await serveStored(call, hex, head)) return;
-  // A miss: the index's cached members pull it through (cached-blobs.ts), in lookup order.
+  // A miss: the index's cached members pull it through (read/cached/blobs.ts), in lookup order.
+  const range = typeof call.request.headers.range === 'string' ? call.request.headers.range : undefined;
   for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
-    const done = await cached.blobs.serve(call, call.target.repo, hex, head);
-    if (done === 'served') return;
-    if (done === 'stored' && (await serveStored(call, hex, head))) return;
+    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}) });
+    if (pulled.kind === 'unknown') continue;
+    if (pulled.kind === 'stored') {
+      if (await serveStored(call, hex, head)) return;
+      continue;
+    }
+    await sendPulled(call, hex, pulled);
+    return;
   }
   throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+}
+
+/**
+ * The answer for bytes a cached member is pulling through: the whole blob as it arrives (a
+ * download), or the upstream's answer to a HEAD or a range, passed on as it came.
+ */
+async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, { kind: 'fetched' | 'passed' }>): Promise<void> {
+  const { reply } = call;
+  if (pulled.kind === 'passed') reply.code(pulled.status);
+  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
+  if (pulled.kind === 'passed') {
+    if (pulled.contentLength !== undefined) reply.header('content-length', pulled.contentLength);
+    if (pulled.contentRange !== undefined) reply.header('content-range', pulled.contentRange);
+    await reply.send(pulled.body ?? undefined);
+    return;
+  }
+  if (pulled.size !== undefined) reply.header('Content-Length', String(pulled.size));
+  const repo = call.target.repo.join('/');
+  const counters = call.deps.ctx.counters.index(call.target.index.route);
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  if (pulled.size !== undefined) counters.add('bytes', pulled.size, repo, `sha256:${hex}`);
+  await reply.send(pulled.body);
 }
 
 /** Serves `hex` from the store; false when the index does not hold it. */

@@ -9,20 +9,19 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
+import type { HostedIndex } from '../../config/types.js';
+import { reportIfRejected } from '../../http/verified-read.js';
+import { OciError } from '../model/errors.js';
+import { checkManifest, MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
+import { manifestRecord } from '../model/manifest-record.js';
+import { parseReference, type Reference } from '../model/names.js';
+import { referencingManifest } from '../read/hosted/references.js';
+import { viewOf } from '../read/index-holds.js';
+import { recordManifestWrite } from '../status.js';
 import { authorizeWrite } from './access.js';
 import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
-import { OciError } from '../model/errors.js';
-import { checkManifest, isObject, OCI_INDEX, type Json } from '../model/manifest-check.js';
-import type { Descriptor, ManifestRecord } from '../model/meta.js';
-import { parseReference, type Reference } from '../model/names.js';
-import type { HostedIndex } from '../../config/types.js';
-import { viewOf } from '../read/index-holds.js';
-import { referencingManifest } from '../read/hosted/references.js';
-import { recordManifestWrite } from '../status.js';
-import { reportIfRejected } from '../../http/verified-read.js';
 
-export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 /** Blobs of one manifest checked at once. */
 const CHECKS_AT_ONCE = 8;
 const SHA256_DIGEST = /^sha256:[a-f0-9]{64}$/;
@@ -77,24 +76,6 @@ async function readCapped(request: FastifyRequest): Promise<Buffer> {
   return Buffer.concat(chunks, total);
 }
 
-function stringMap(v: unknown): Record<string, string> | undefined {
-  if (!isObject(v)) return undefined;
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v)) if (typeof val === 'string') out[k] = val;
-  return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/** The referrers-API descriptor: `artifactType` falls back to the config media type for image manifests (image-spec). */
-export function describe(doc: Json, mediaType: string, hex: string, size: number): Descriptor {
-  const d: Descriptor = { mediaType, digest: `sha256:${hex}`, size };
-  const config = isObject(doc.config) ? doc.config : undefined;
-  if (typeof doc.artifactType === 'string' && doc.artifactType !== '') d.artifactType = doc.artifactType;
-  else if (mediaType !== OCI_INDEX && typeof config?.mediaType === 'string') d.artifactType = config.mediaType;
-  const annotations = stringMap(doc.annotations);
-  if (annotations) d.annotations = annotations;
-  return d;
-}
-
 /**
  * What repository `repo` of `hosted` must do about the digests a manifest names before it is
  * recorded: `missing`, the first config or layer (of `required`) it does not see with its bytes
@@ -147,14 +128,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   }
   await Promise.all(toHold.map((hex) => holder.hold(hex)));
 
-  const { mediaType, doc, subject } = checked;
-  const record: ManifestRecord = {
-    mediaType,
-    size: body.length,
-    descriptor: describe(doc, mediaType, hex, body.length),
-    pushedAt: new Date().toISOString(),
-  };
-  if (subject) record.subject = subject.hex;
+  const record = manifestRecord(checked, hex, body.length);
 
   // The hold, then the bytes, then the documents that point at them.
   await holder.hold(hex);
@@ -165,7 +139,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   await recordManifestWrite(deps.ctx, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
-  if (subject) reply.header('OCI-Subject', subject.digest);
+  if (checked.subject) reply.header('OCI-Subject', checked.subject.digest);
   await reply.header('Content-Length', '0').send();
 }
 

@@ -10,7 +10,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { settleUnreadBody } from '../../http/discard-body.js';
 import type { OciError, OciStatusError } from '../model/errors.js';
-import { MAX_MANIFEST_BYTES } from './manifests.js';
+import { MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 
 const ANSWERED_BEFORE_BODY = new Set([401, 403, 404, 405]);
 

@@ -21,6 +21,9 @@
  */
 import { OciError } from './errors.js';
 
+/** The largest manifest stored, pushed or pulled through (the distribution registry's limit). */
+export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+
 export const OCI_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
 export const OCI_INDEX = 'application/vnd.oci.image.index.v1+json';
 export const DOCKER_MANIFEST = 'application/vnd.docker.distribution.manifest.v2+json';

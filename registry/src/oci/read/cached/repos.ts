@@ -12,7 +12,9 @@
  * - a cold tag is fetched with one GET;
  * - when the upstream is down, answers 5xx or 429, the stored mapping is served (`stale_served`),
  *   and with nothing stored the answer is 502 UNKNOWN (`upstream_errors`). After a failure the
- *   upstream is left alone for a short backoff (roles/upstream-health.ts).
+ *   upstream is left alone for a short backoff (roles/upstream-health.ts). A failed exchange
+ *   with the upstream is caught in one place, `CachedUpstream.orElse` (upstream.ts); each caller
+ *   says only what is answered instead.
  *
  * Confirmation times live in process memory: another replica, or this one after a restart,
  * revalidates a tag once on its first read.
@@ -21,23 +23,27 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import type { CachedIndex } from '../../../config/types.js';
-import type { ServerContext } from '../../../ecosystem/ecosystem.js';
+import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { IndexCounters } from '../../../observe/counters.js';
+import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { ttlSecs } from '../../../roles/freshness.js';
 import { PromiseFlights } from '../../../roles/promise-flights.js';
 import { discard, DocumentTooLargeError, header, readBounded, type UpstreamResponse } from '../../../roles/upstream.js';
-import { UpstreamHealth } from '../../../roles/upstream-health.js';
 import type { Holder } from '../../../storage/holds.js';
+import type { KeyLocks } from '../../../storage/key-locks.js';
+import type { BlobStore, MetaStore } from '../../../storage/types.js';
 import { OciError } from '../../model/errors.js';
-import { HostedRepos, type FoundManifest } from '../hosted/repos.js';
-import { checkManifest, isObject, OCI_INDEX } from '../../model/manifest-check.js';
-import { describe, MAX_MANIFEST_BYTES } from '../../handlers/manifests.js';
-import type { Descriptor, ManifestRecord } from '../../model/meta.js';
-import type { MemberReader } from '../virtual/members.js';
+import { checkManifest, isObject, MAX_MANIFEST_BYTES, OCI_INDEX } from '../../model/manifest-check.js';
+import { manifestRecord } from '../../model/manifest-record.js';
+import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
+import { HostedRepos } from '../hosted/repos.js';
+import type { IndexHolds } from '../index-holds.js';
+import type { FoundManifest, MemberReader } from '../member.js';
 import { CachedBlobs } from './blobs.js';
-import { upstreamTagNames } from './upstream-tags.js';
-import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
+import { CachedUpstream } from './upstream.js';
+import { UpstreamFailure } from './upstream-failure.js';
+import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
 import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 
 /** Tag confirmations kept before the expired ones are swept. */
@@ -49,72 +55,91 @@ interface Resolved {
   stale: boolean;
 }
 
+/** What a cached index reads and writes through: the shared services it uses, by name. */
+export interface CachedServices {
+  meta: MetaStore;
+  /** The shared blob store: manifests and blobs pulled through are stored there. */
+  blobs: BlobStore;
+  /** Who holds which blob: the index's own hold, and what its stored documents see. */
+  holds: IndexHolds;
+  /** The index's own counters. */
+  counters: IndexCounters;
+  /** The index's cap on concurrent upstream fetches (`upstream_concurrency`). */
+  slots: UpstreamSlots;
+  /** With several worker processes: how they share upstream fetches. */
+  fetches?: SharedFetches;
+}
+
 export class CachedRepos implements MemberReader {
-  readonly stored: HostedRepos;
-  readonly upstream: UpstreamRegistry;
-  readonly health = new UpstreamHealth();
-  readonly counters: IndexCounters;
-  readonly #ctx: ServerContext;
+  /** The documents this index keeps, as a hosted index keeps them. */
+  readonly #stored: HostedRepos;
+  /** The upstream registry, its health, and the one catch of its failures. */
+  readonly upstream: CachedUpstream;
+  /** Blobs pulled through this index. */
+  readonly blobs: CachedBlobs;
+  readonly #store: BlobStore;
   readonly #holder: Holder;
+  readonly #counters: IndexCounters;
+  readonly #locks: KeyLocks | undefined;
   /** `repo:tag` -> until when the upstream's confirmation holds (ms since the epoch). */
   readonly #freshUntil = new Map<string, number>();
   readonly #flights = new PromiseFlights<Resolved>();
-  /** Blobs pulled through this index. */
-  readonly blobs: CachedBlobs;
 
   constructor(
     readonly index: CachedIndex,
-    ctx: ServerContext,
-    holder: Holder,
+    services: CachedServices,
   ) {
-    this.#ctx = ctx;
-    this.#holder = holder;
-    this.stored = new HostedRepos(index, ctx.stores);
-    this.upstream = new UpstreamRegistry(index, ctx.upstreamSlots.for(index));
-    this.counters = ctx.counters.index(index.route);
-    this.blobs = new CachedBlobs(this, ctx.stores.blobs, holder, ctx.fetches && { flights: ctx.fetches.flights, scope: `oci:${index.name}` });
+    const { meta, blobs, holds, counters, slots, fetches } = services;
+    this.#stored = new HostedRepos(index, meta, holds);
+    this.#store = blobs;
+    this.#holder = holds.of(index.name);
+    this.#counters = counters;
+    this.#locks = fetches?.locks;
+    this.upstream = new CachedUpstream(new UpstreamRegistry(index, slots), counters);
+    this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
   }
 
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
     const name = repo.join('/');
     if (ref.kind === 'digest') {
-      const held = await this.stored.resolve(repo, ref);
+      const held = await this.#stored.resolve(repo, ref);
       if (held) return held;
       const r = await this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref, `sha256:${ref.hex}`, { digest: ref.hex }));
       return r.found;
     }
     const key = `${name}:${ref.tag}`;
-    const mapped = await this.stored.resolve(repo, ref);
+    const mapped = await this.#stored.resolve(repo, ref);
     const now = Date.now();
     if (mapped && now < (this.#freshUntil.get(key) ?? 0)) return mapped;
-    if (mapped && this.health.resting(now)) {
-      this.counters.add('stale_served', 1, name);
+    if (mapped && this.upstream.health.resting(now)) {
+      this.#counters.add('stale_served', 1, name);
       return mapped;
     }
     const r = await this.#flights.run(key, () => this.#revalidate(repo, ref.tag, mapped));
-    if (r.stale) this.counters.add('stale_served', 1, name);
+    if (r.stale) this.#counters.add('stale_served', 1, name);
     return r.found;
   }
 
   /**
    * For a virtual index's tag list: the upstream's tags (its first page) with the stored ones;
    * while the upstream fails, the stored ones. (A lone cached index passes the upstream's list
-   * through instead: cached-tags.ts.) The digests are the stored mappings' where known.
+   * through instead: `upstreamTags`.) The digests are the stored mappings' where known.
    */
   async tags(repo: readonly string[]): Promise<Record<string, string>> {
-    const stored = await this.stored.tags(repo);
-    let upstream: string[] = [];
-    try {
-      upstream = await upstreamTagNames(this, repo);
-    } catch (err) {
-      const failure = upstreamFailureOf(err);
-      if (!failure && !(err instanceof OciError)) throw err;
-      if (failure) this.health.down(failure, Date.now());
-    }
+    const stored = await this.#stored.tags(repo);
+    const upstream = await this.#upstreamPart(async () => (await fetchUpstreamTags(this.upstream, repo, new URLSearchParams())).tags);
     const out: Record<string, string> = {};
     for (const tag of upstream) defineTag(out, tag, '');
     for (const [tag, hex] of Object.entries(stored)) defineTag(out, tag, hex);
     return out;
+  }
+
+  /**
+   * A lone cached index's tag list: one page of the upstream's, as it answered (`query`, the
+   * client's `n` and `last`, forwarded); 502 UNKNOWN when it fails.
+   */
+  upstreamTags(repo: readonly string[], query: URLSearchParams): Promise<UpstreamTags> {
+    return this.upstream.orUnavailable(() => fetchUpstreamTags(this.upstream, repo, query), repo);
   }
 
   /**
@@ -123,92 +148,83 @@ export class CachedRepos implements MemberReader {
    * upstream fails, the stored ones alone.
    */
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
-    const stored = await this.stored.referrers(repo, subjectHex);
-    let upstream: Descriptor[] = [];
-    try {
-      upstream = await this.#upstreamReferrers(repo, subjectHex);
-    } catch (err) {
-      const failure = upstreamFailureOf(err);
-      if (!failure && !(err instanceof OciError)) throw err;
-      if (failure) this.health.down(failure, Date.now());
-    }
+    const stored = await this.#stored.referrers(repo, subjectHex);
+    const upstream = await this.#upstreamPart(() => this.#upstreamReferrers(repo, subjectHex));
     const byDigest = new Map<string, Descriptor>();
     for (const d of [...upstream, ...stored]) if (!byDigest.has(d.digest)) byDigest.set(d.digest, d);
     return [...byDigest.values()];
   }
 
   async #upstreamReferrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
-    const res = await this.upstream.fetch({ repository: this.upstream.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
+    const registry = this.upstream.registry;
+    const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
     if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
     discard(res);
     if (res.status !== 404) throw new UpstreamFailure(`answered ${res.status} to the referrers API`);
     // No referrers API: the tag schema's index, if the upstream has one.
     const found = await this.resolve(repo, { kind: 'tag', tag: `sha256-${subjectHex}` });
     if (!found) return [];
-    const bytes = await this.#ctx.stores.blobs.get(found.hex);
+    const bytes = await this.#store.get(found.hex);
     return bytes ? descriptorsIn(await buffer(bytes)) : [];
   }
 
   repositories(): Promise<string[][]> {
-    return this.stored.repositories();
-  }
-
-  /** Counts a failure once and turns it into the answer: 502 UNKNOWN. */
-  unavailable(err: UpstreamFailure, repo: readonly string[]): OciError {
-    this.health.down(err, Date.now());
-    this.counters.add('upstream_errors', 1, repo.join('/'));
-    return new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed and nothing is cached: ${err.message}`);
+    return this.#stored.repositories();
   }
 
   /**
-   * `#pullOrFail` of a manifest this index does not hold. With several worker processes it runs
-   * under a lock they share, after reading the store again: a manifest another worker just pulled
-   * is not fetched twice.
+   * What the upstream adds to a stored list: nothing while it fails (marked down), nor when it
+   * answers that it has nothing to add (an `OciError` such as NAME_UNKNOWN).
+   */
+  #upstreamPart<T>(list: () => Promise<T[]>): Promise<T[]> {
+    const answered = async (): Promise<T[]> => {
+      try {
+        return await list();
+      } catch (err) {
+        if (err instanceof OciError) return [];
+        throw err;
+      }
+    };
+    return this.upstream.orElse(answered, () => []);
+  }
+
+  /**
+   * `#pull` of a manifest this index does not hold, with a failure answered 502 UNKNOWN (nothing
+   * stored to fall back on). With several worker processes it runs under a lock they share, after
+   * reading the store again: a manifest another worker just pulled is not fetched twice.
    */
   #firstPull(repo: readonly string[], ref: Reference, reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
-    const locks = this.#ctx.fetches?.locks;
-    if (!locks) return this.#pullOrFail(repo, reference, want);
+    const pull = () => this.upstream.orUnavailable(() => this.#pull(repo, reference, want), repo);
+    const locks = this.#locks;
+    if (!locks) return pull();
     return locks.run(`oci-pull:${this.index.name}:${repo.join('/')}:${reference}`, async () => {
-      const pulled = await this.stored.resolve(repo, ref);
-      return pulled ? { found: pulled, stale: false } : this.#pullOrFail(repo, reference, want);
+      const pulled = await this.#stored.resolve(repo, ref);
+      return pulled ? { found: pulled, stale: false } : pull();
     });
   }
 
+  /** A stored tag past its confirmation: one HEAD, and the manifest again only when it moved; the stored mapping while the upstream fails. */
   async #revalidate(repo: readonly string[], tag: string, mapped: FoundManifest | null): Promise<Resolved> {
     const name = repo.join('/');
     if (!mapped) return this.#firstPull(repo, { kind: 'tag', tag }, tag, { tag });
-    try {
-      const res = await this.upstream.fetch({ method: 'HEAD', repository: this.upstream.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
+    const registry = this.upstream.registry;
+    const revalidated = async (): Promise<Resolved> => {
+      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
       discard(res);
       if (res.status === 200 && header(res.headers, 'docker-content-digest') === `sha256:${mapped.hex}`) {
-        this.health.up();
-        this.counters.add('refreshes', 1, name);
+        this.upstream.health.up();
+        this.#counters.add('refreshes', 1, name);
         this.#confirm(repo, tag, res);
         return { found: mapped, stale: false };
       }
       if (res.status !== 200 && res.status !== 404) throw new UpstreamFailure(`answered ${res.status} to a HEAD of the tag`);
       // Gone, another digest, or none named: ask for the manifest itself.
       const pulled = await this.#pull(repo, tag, { tag });
-      this.counters.add('refreshes', 1, name);
-      if (pulled.found?.hex !== mapped.hex) this.counters.add('changed', 1, name);
+      this.#counters.add('refreshes', 1, name);
+      if (pulled.found?.hex !== mapped.hex) this.#counters.add('changed', 1, name);
       return pulled;
-    } catch (err) {
-      const failure = upstreamFailureOf(err);
-      if (!failure) throw err;
-      this.health.down(failure, Date.now());
-      return { found: mapped, stale: true };
-    }
-  }
-
-  /** `#pull`, with a failure answered 502 UNKNOWN (nothing stored to fall back on). */
-  async #pullOrFail(repo: readonly string[], reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
-    try {
-      return await this.#pull(repo, reference, want);
-    } catch (err) {
-      const failure = upstreamFailureOf(err);
-      if (!failure) throw err;
-      throw this.unavailable(failure, repo);
-    }
+    };
+    return this.upstream.orElse(revalidated, () => ({ found: mapped, stale: true }));
   }
 
   /**
@@ -219,12 +235,13 @@ export class CachedRepos implements MemberReader {
    */
   async #pull(repo: readonly string[], reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
     const name = repo.join('/');
-    const res = await this.upstream.fetch({ repository: this.upstream.upstreamName(repo), path: `manifests/${reference}`, headers: { accept: MANIFEST_ACCEPT } });
+    const registry = this.upstream.registry;
+    const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `manifests/${reference}`, headers: { accept: MANIFEST_ACCEPT } });
     if (res.status === 404) {
       discard(res);
-      this.health.up();
+      this.upstream.health.up();
       if (want.tag !== undefined) {
-        await this.stored.deleteTag(repo, want.tag);
+        await this.#stored.deleteTag(repo, want.tag);
         this.#freshUntil.delete(`${name}:${want.tag}`);
       }
       return { found: null, stale: false };
@@ -234,34 +251,28 @@ export class CachedRepos implements MemberReader {
       throw new UpstreamFailure(`answered ${res.status} to the manifest GET`);
     }
     const body = await readCapped(res);
-    this.health.up();
+    this.upstream.health.up();
     const hex = createHash('sha256').update(body).digest('hex');
     const announced = header(res.headers, 'docker-content-digest');
     const expected = want.digest ?? (announced?.startsWith('sha256:') ? announced.slice('sha256:'.length) : undefined);
     if (expected !== undefined && expected !== hex) {
-      this.counters.add('rejected', 1, name);
+      this.#counters.add('rejected', 1, name);
       throw new OciError('MANIFEST_INVALID', `the upstream's manifest for "${reference}" has digest sha256:${hex}, not sha256:${expected}; it was not stored`);
     }
     let checked;
     try {
       checked = checkManifest(body, header(res.headers, 'content-type'));
     } catch (err) {
-      this.counters.add('rejected', 1, name);
+      this.#counters.add('rejected', 1, name);
       throw new OciError('MANIFEST_INVALID', `the upstream's manifest for "${reference}" cannot be served: ${err instanceof Error ? err.message : String(err)}`);
     }
-    const record: ManifestRecord = {
-      mediaType: checked.mediaType,
-      size: body.length,
-      descriptor: describe(checked.doc, checked.mediaType, hex, body.length),
-      pushedAt: new Date().toISOString(),
-    };
-    if (checked.subject) record.subject = checked.subject.hex;
+    const record = manifestRecord(checked, hex, body.length);
     // The hold, then the bytes, then the documents that point at them.
     await this.#holder.hold(hex);
-    await this.#ctx.stores.blobs.put(Readable.from([body]), hex);
-    await this.stored.putManifest(repo, hex, record, want.tag);
+    await this.#store.put(Readable.from([body]), hex);
+    await this.#stored.putManifest(repo, hex, record, want.tag);
     if (want.tag !== undefined) this.#confirm(repo, want.tag, res);
-    const stored = await this.stored.manifest(repo, hex);
+    const stored = await this.#stored.manifest(repo, hex);
     return { found: { hex, record: stored ?? record, index: this.index }, stale: false };
   }
 

@@ -8,45 +8,40 @@
  * commits and removed from after it is deleted.
  */
 import type { IndexConfig } from '../../../config/types.js';
-import type { Stores } from '../../../storage/index.js';
 import { NameSet } from '../../../storage/name-set.js';
+import type { MetaStore } from '../../../storage/types.js';
 import { updateDoc } from '../../../storage/update.js';
-import { seenIn } from '../index-holds.js';
+import { seenIn, type IndexHolds } from '../index-holds.js';
 import { isManifestMediaType } from '../../model/manifest-check.js';
 import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
+import type { FoundManifest, MemberReader } from '../member.js';
 import { repositoriesIn } from './repositories.js';
-
-/** A manifest a member can serve: its record exists and the member holds its bytes. */
-export interface FoundManifest {
-  hex: string;
-  record: ManifestRecord;
-  /** The member index that recorded it: its holds on the bytes decide whether they are served (`seenIn`). */
-  index: IndexConfig;
-}
 
 /** Tags whose last seen digest a process remembers as the guess for its next read. */
 const MAX_TAG_GUESSES = 4096;
 
-export class HostedRepos {
+export class HostedRepos implements MemberReader {
   readonly #catalog: NameSet;
   /** `repo:tag` -> the digest it named when last read here; only ever a guess (see `resolve`). */
   readonly #lastTargets = new Map<string, string>();
 
   constructor(
     readonly index: IndexConfig,
-    private readonly stores: Stores,
+    private readonly meta: MetaStore,
+    /** Whose holds on a manifest's bytes decide whether the repository sees it. */
+    private readonly holds: IndexHolds,
   ) {
-    this.#catalog = new NameSet(stores.meta, catalogKey(index), async () => (await repositoriesIn(stores.meta, index)).map((r) => r.join('/')));
+    this.#catalog = new NameSet(meta, catalogKey(index), async () => (await repositoriesIn(meta, index)).map((r) => r.join('/')));
   }
 
   async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
-    const found = await this.stores.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
+    const found = await this.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
     return found?.doc ?? null;
   }
 
   async tags(repo: readonly string[]): Promise<Record<string, string>> {
-    const found = await this.stores.meta.get<TagsDoc>(keys.tags(this.index, repo));
+    const found = await this.meta.get<TagsDoc>(keys.tags(this.index, repo));
     return found?.doc.tags ?? {};
   }
 
@@ -75,7 +70,7 @@ export class HostedRepos {
    * repository's hold, which a blob or manifest DELETE releases; a cached index's).
    */
   async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
-    const [record, holders] = await Promise.all([this.manifest(repo, hex), this.stores.holds.holders(hex)]);
+    const [record, holders] = await Promise.all([this.manifest(repo, hex), this.holds.holders(hex)]);
     return record && seenIn(holders, this.index, repo) ? { hex, record, index: this.index } : null;
   }
 
@@ -85,7 +80,7 @@ export class HostedRepos {
   }
 
   async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
-    const found = await this.stores.meta.get<ReferrersDoc>(keys.referrers(this.index, repo, subjectHex));
+    const found = await this.meta.get<ReferrersDoc>(keys.referrers(this.index, repo, subjectHex));
     return Object.values(found?.doc.referrers ?? {});
   }
 
@@ -95,7 +90,7 @@ export class HostedRepos {
    * accepted push (a record without a manifest media type, from an earlier version, is replaced).
    */
   async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string): Promise<void> {
-    const { doc } = await updateDoc<ManifestRecord>(this.stores.meta, keys.manifest(this.index, repo, hex), (current) =>
+    const { doc } = await updateDoc<ManifestRecord>(this.meta, keys.manifest(this.index, repo, hex), (current) =>
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
     const record = doc ?? pushed;
@@ -105,7 +100,7 @@ export class HostedRepos {
     if (record.subject) {
       const subject = record.subject;
       writes.push(
-        updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, subject), (doc) => {
+        updateDoc<ReferrersDoc>(this.meta, keys.referrers(this.index, repo, subject), (doc) => {
           const next = doc ?? { referrers: {} };
           next.referrers[hex] = record.descriptor;
           return next;
@@ -114,7 +109,7 @@ export class HostedRepos {
     }
     if (tag !== undefined) {
       writes.push(
-        updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+        updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
           const next = doc ?? { tags: {} };
           if (tagTarget(next.tags, tag) === hex) return undefined;
           setTag(next.tags, tag, hex);
@@ -127,7 +122,7 @@ export class HostedRepos {
 
   /** Drops one tag mapping; false when the tag did not exist. */
   async deleteTag(repo: readonly string[], tag: string): Promise<boolean> {
-    const { changed } = await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+    const { changed } = await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
       if (!doc || !Object.hasOwn(doc.tags, tag)) return undefined;
       delete doc.tags[tag];
       return doc;
@@ -143,7 +138,7 @@ export class HostedRepos {
   async deleteManifest(repo: readonly string[], hex: string): Promise<boolean> {
     const record = await this.manifest(repo, hex);
     if (!record) return false;
-    await updateDoc<TagsDoc>(this.stores.meta, keys.tags(this.index, repo), (doc) => {
+    await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
       if (!doc) return undefined;
       const stale = Object.keys(doc.tags).filter((t) => doc.tags[t] === hex);
       if (stale.length === 0) return undefined;
@@ -151,13 +146,13 @@ export class HostedRepos {
       return doc;
     });
     if (record.subject) {
-      await updateDoc<ReferrersDoc>(this.stores.meta, keys.referrers(this.index, repo, record.subject), (doc) => {
+      await updateDoc<ReferrersDoc>(this.meta, keys.referrers(this.index, repo, record.subject), (doc) => {
         if (!doc || !(hex in doc.referrers)) return undefined;
         delete doc.referrers[hex];
         return doc;
       });
     }
-    const deleted = await this.stores.meta.delete(keys.manifest(this.index, repo, hex));
+    const deleted = await this.meta.delete(keys.manifest(this.index, repo, hex));
     await this.#digests(repo).remove(hex, async () => (await this.manifest(repo, hex)) !== null);
     await this.#catalog.remove(repo.join('/'), async () => (await this.manifestCount(repo)) > 0);
     return deleted;
@@ -175,10 +170,10 @@ export class HostedRepos {
 
   #digests(repo: readonly string[]): NameSet {
     const folder = `${repoPrefix(this.index, repo)}/_manifests`;
-    return new NameSet(this.stores.meta, keys.digests(this.index, repo), async () => {
+    return new NameSet(this.meta, keys.digests(this.index, repo), async () => {
       // Built once for a repository stored before the set existed.
       const hexes: string[] = [];
-      for await (const key of this.stores.meta.list(folder)) hexes.push(key.slice(folder.length + 1));
+      for await (const key of this.meta.list(folder)) hexes.push(key.slice(folder.length + 1));
       return hexes;
     });
   }

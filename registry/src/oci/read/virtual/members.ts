@@ -1,41 +1,47 @@
 /**
  * Reads through an index's members, hosted first: a hosted member shadows a same-named image of
- * an upstream member. The cached (pull-through) role (cached.ts) is consulted after the hosted ones.
+ * an upstream member. The cached (pull-through) role (cached/repos.ts) is consulted after the hosted ones.
  */
 import type { CachedIndex, IndexConfig } from '../../../config/types.js';
-import type { ServerContext } from '../../../ecosystem/ecosystem.js';
+import type { UpstreamSlotsByIndex } from '../../../limits/upstream-slots.js';
+import type { UsageCounters } from '../../../observe/counters.js';
+import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { isUpstream, privateFirst } from '../../../roles/shadowing.js';
 import { membersOf } from '../../../roles/write-target.js';
-import { CachedRepos } from '../cached/repos.js';
-import { HostedRepos, type FoundManifest } from '../hosted/repos.js';
-import type { IndexHolds } from '../index-holds.js';
+import type { BlobStore, MetaStore } from '../../../storage/types.js';
 import { OciError } from '../../model/errors.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
+import { CachedRepos } from '../cached/repos.js';
+import { HostedRepos } from '../hosted/repos.js';
+import type { IndexHolds } from '../index-holds.js';
+import type { FoundManifest, MemberReader } from '../member.js';
 
-export interface MemberReader {
-  readonly index: IndexConfig;
-  resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null>;
-  tags(repo: readonly string[]): Promise<Record<string, string>>;
-  referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]>;
-  /** The repository paths this member holds (under its own route). */
-  repositories(): Promise<string[][]>;
+/** What the members of every index are read through: the shared services, by name. */
+export interface MemberServices {
+  meta: MetaStore;
+  blobs: BlobStore;
+  holds: IndexHolds;
+  indexByName: ReadonlyMap<string, IndexConfig>;
+  /** The usage counters, per index route. */
+  counters: UsageCounters;
+  /** Every cached index's upstream fetch cap. */
+  upstreamSlots: UpstreamSlotsByIndex;
+  /** With several worker processes: how they share upstream fetches. */
+  fetches?: SharedFetches;
 }
 
 export class Members {
   readonly #hosted = new Map<string, HostedRepos>();
   readonly #cached = new Map<string, CachedRepos>();
 
-  constructor(
-    private readonly ctx: ServerContext,
-    private readonly holds: IndexHolds,
-  ) {}
+  constructor(private readonly services: MemberServices) {}
 
   /** The hosted state of a hosted index (the target of a write). */
   hosted(index: IndexConfig): HostedRepos {
     let repos = this.#hosted.get(index.name);
     if (!repos) {
-      repos = new HostedRepos(index, this.ctx.stores);
+      repos = new HostedRepos(index, this.services.meta, this.services.holds);
       this.#hosted.set(index.name, repos);
     }
     return repos;
@@ -45,7 +51,8 @@ export class Members {
   cached(index: CachedIndex): CachedRepos {
     let repos = this.#cached.get(index.name);
     if (!repos) {
-      repos = new CachedRepos(index, this.ctx, this.holds.of(index.name));
+      const { meta, blobs, holds, counters, upstreamSlots, fetches } = this.services;
+      repos = new CachedRepos(index, { meta, blobs, holds, counters: counters.index(index.route), slots: upstreamSlots.for(index), ...(fetches ? { fetches } : {}) });
       this.#cached.set(index.name, repos);
     }
     return repos;
@@ -63,7 +70,7 @@ export class Members {
 
   /** The readers of an index's members in lookup order (`roles/shadowing.ts`): private members first. */
   readers(index: IndexConfig): MemberReader[] {
-    const members = membersOf(index, this.ctx.indexByName).filter((m) => m.ecosystem === 'oci');
+    const members = membersOf(index, this.services.indexByName).filter((m) => m.ecosystem === 'oci');
     const ordered = privateFirst(members, (m) => m);
     const readers: MemberReader[] = [];
     for (const member of ordered) {
