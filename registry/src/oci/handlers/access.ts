@@ -31,13 +31,12 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
  */
 export function authorizeWrite(call: OciCall): HostedIndex {
   const { deps, target: { index }, request, credentials } = call;
-  const ctx = deps.ctx;
-  const hosted = writeTarget(index, ctx.indexByName);
+  const hosted = writeTarget(index, deps.indexByName);
   if (credentials.kind === 'bearer') return authorizeBearer(call, credentials, hosted);
   const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined);
   if (check.ok && hosted) return hosted;
   const reason = check.ok ? 'read-only' : check.reason;
-  noteWriteDenial(request, ctx.clientAddress, index, reason);
+  noteWriteDenial(request, deps.clientAddress, index, reason);
   if (reason === 'missing-credentials' || reason === 'wrong-credentials') {
     throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
   }
@@ -55,8 +54,8 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
   if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
   const verdict = checkBearerWrite(token, name, hosted.name, deps.tokens.bindingOf(hosted.uploadToken.reveal()));
   if (verdict === 'ok') return hosted;
-  logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.ctx.clientAddress(request), reason: verdict });
-  const realm = realmOf(deps.ctx.originOf, request);
+  logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason: verdict });
+  const realm = realmOf(deps.originOf, request);
   if (verdict === 'stale-upload-token') {
     throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
       'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),

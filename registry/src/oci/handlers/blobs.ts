@@ -53,7 +53,7 @@ async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, 
   }
   if (pulled.size !== undefined) reply.header('Content-Length', String(pulled.size));
   const repo = call.target.repo.join('/');
-  const counters = call.deps.ctx.counters.index(call.target.index.route);
+  const counters = call.deps.counters.index(call.target.index.route);
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   if (pulled.size !== undefined) counters.add('bytes', pulled.size, repo, `sha256:${hex}`);
   await reply.send(pulled.body);
@@ -67,12 +67,12 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
   // A warm GET with the size known: the hold and the bytes are asked for together (one round
   // trip; for a small blob the bytes come from memory after the first read, and only the hold is
   // read). Not with redirects on, where a large GET needs no stream at all.
-  if (size !== undefined && !head && !deps.ctx.stores.redirect) {
+  if (size !== undefined && !head && !deps.redirect) {
     const wanted = parseRange(rangeHeader, size);
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
       if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range);
-      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), size === 0 ? null : deps.ctx.stores.blobs.get(hex, range)]);
+      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), size === 0 ? null : deps.blobs.get(hex, range)]);
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
         return false;
@@ -81,7 +81,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
       return true;
     }
   }
-  const blobs = deps.ctx.stores.blobs;
+  const blobs = deps.blobs;
   const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex)]);
   // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
   if (!info || !held) return false;
@@ -94,7 +94,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
   }
   const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
   // A full GET of a large blob goes to the object store itself, when configured (`redirect.ts`).
-  const url = !head && !range ? await deps.ctx.stores.redirect?.urlFor(info) : null;
+  const url = !head && !range ? await deps.redirect?.urlFor(info) : null;
   if (url) {
     countDownload(call, hex, info.size);
     await call.reply
@@ -122,7 +122,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
 /** A warm GET of a small blob: its bytes by digest from memory (read whole from the store once). */
 async function serveSmall(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined): Promise<boolean> {
   const { deps } = call;
-  const counters = deps.ctx.counters.index(call.target.index.route);
+  const counters = deps.counters.index(call.target.index.route);
   const bytes = deps.blobBytes.get(hex).catch((err: unknown) => {
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, call.target.repo.join('/'), `sha256:${hex}`));
     throw err;
@@ -148,14 +148,14 @@ async function send(call: OciCall, hex: string, size: number, range: { start: nu
   countDownload(call, hex, length);
   if (body instanceof Readable) {
     const repo = call.target.repo.join('/');
-    const counters = call.deps.ctx.counters.index(call.target.index.route);
+    const counters = call.deps.counters.index(call.target.index.route);
     reportRejectedRead(body, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
   }
   await reply.send(body);
 }
 
 function countDownload(call: OciCall, hex: string, bytes: number): void {
-  const counters = call.deps.ctx.counters.index(call.target.index.route);
+  const counters = call.deps.counters.index(call.target.index.route);
   const repo = call.target.repo.join('/');
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   counters.add('bytes', bytes, repo, `sha256:${hex}`);

@@ -11,10 +11,10 @@ import { byCodeUnit, nextLink, pageOf, parsePageQuery } from '../model/pages.js'
 
 export const MAX_CATALOG_PAGE = 1000;
 
-export async function repositoryNames(deps: OciDeps): Promise<string[]> {
+async function repositoryNames({ ociIndexes, members }: Pick<OciDeps, 'ociIndexes' | 'members'>): Promise<string[]> {
   const names = new Set<string>();
-  for (const index of deps.ociIndexes) {
-    for (const repo of await deps.members.repositories(index)) names.add([...index.routeSegments, ...repo].join('/'));
+  for (const index of ociIndexes) {
+    for (const repo of await members.repositories(index)) names.add([...index.routeSegments, ...repo].join('/'));
   }
   return [...names].sort(byCodeUnit);
 }

@@ -67,16 +67,16 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
   }
   // Asked on every request, cached listing or not: a deleted blob is 404 at once. Bytes only another
   // repository, index or ecosystem holds (a Python sdist, a blob this repository deleted) are not ours to browse.
-  let [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex)]);
+  let [source, held] = await Promise.all([blobSource(call.deps.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex)]);
   if (!source || !held) {
     // A cached index fetches the layer once, through the same single flight as a blob GET.
     for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
       if ((await cached.blobs.ensure(call.target.repo, hex)) === 'held') break;
     }
-    [source, held] = await Promise.all([blobSource(call.deps.ctx.stores.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex)]);
+    [source, held] = await Promise.all([blobSource(call.deps.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex)]);
   }
   if (!source || !held) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
-  const walks = call.deps.ctx.archiveWalks;
+  const walks = call.deps.archiveWalks;
   const signal = clientGone(call.reply);
   try {
     if (member === null) {

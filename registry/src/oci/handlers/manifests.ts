@@ -44,7 +44,7 @@ export async function getManifest(call: OciCall, reference: string, head: boolea
   if (!found) throw unknown();
   // As for blobs: bytes the recording repository no longer holds (its blob was DELETEd) are not
   // served, even when another repository, index or ecosystem keeps the same bytes alive.
-  const counters = deps.ctx.counters.index(target.index.route);
+  const counters = deps.counters.index(target.index.route);
   const stored = deps.blobBytes.get(found.hex).catch((err: unknown) => {
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, target.repo.join('/'), `sha256:${found.hex}`));
     throw err;
@@ -94,7 +94,7 @@ async function namedBlobs(call: OciCall, hosted: HostedIndex, required: readonly
   const toHold: string[] = [];
   const ready = async (hex: string): Promise<boolean> => {
     const needed = requiredHexes.has(hex);
-    const [holders, info] = await Promise.all([deps.holds.holders(hex), needed ? deps.ctx.stores.blobs.stat(hex) : null]);
+    const [holders, info] = await Promise.all([deps.holds.holders(hex), needed ? deps.blobs.stat(hex) : null]);
     const { own, legacy } = viewOf(holders, hosted, target.repo);
     if (legacy && !own) toHold.push(hex);
     return !needed || ((own || legacy) && info !== null);
@@ -132,11 +132,11 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 
   // The hold, then the bytes, then the documents that point at them.
   await holder.hold(hex);
-  await deps.ctx.stores.blobs.put(Readable.from([body]), hex);
+  await deps.blobs.put(Readable.from([body]), hex);
   const repos = deps.members.hosted(hosted);
   await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
-  deps.ctx.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
-  await recordManifestWrite(deps.ctx, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
+  deps.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
+  await recordManifestWrite(deps.summaries, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
   if (checked.subject) reply.header('OCI-Subject', checked.subject.digest);
@@ -161,6 +161,6 @@ export async function deleteManifest(call: OciCall, reference: string): Promise<
     const released = await deps.holds.ofRepo(hosted.name, target.repo).release(ref.hex);
     if (released.last) deps.blobBytes.forget(ref.hex);
   }
-  await recordManifestWrite(deps.ctx, repos, target.repo, request.log);
+  await recordManifestWrite(deps.summaries, repos, target.repo, request.log);
   await reply.code(202).header('Content-Length', '0').send();
 }

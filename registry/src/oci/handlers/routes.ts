@@ -57,7 +57,7 @@ async function versionCheck(x: OciExchange): Promise<void> {
     c.kind === 'none'
       ? `authentication required: fetch a bearer token from ${TOKEN_PATH} (anonymous tokens allow pulls; log in with an upload token to push), or send HTTP Basic credentials`
       : 'the password is not the upload token of any hosted OCI index on this registry';
-  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.deps.ctx.originOf, x.request)) });
+  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.deps.originOf, x.request)) });
 }
 
 function routeOf(action: OciAction): Route {
@@ -122,7 +122,7 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
     throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
   }
   // The realm reads its own (Basic) credentials; everywhere else a bearer token is verified first.
-  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens, deps.ctx.originOf);
+  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens, deps.originOf);
   await handler({ deps, query, request, reply, credentials });
 }
 

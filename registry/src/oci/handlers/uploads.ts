@@ -88,7 +88,7 @@ async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promi
   // the bytes to this hold or has deleted them before the check, and the session opens. The hold
   // then left without bytes reveals nothing: the caller could read those bytes a moment ago.
   await holder.hold(hex);
-  return (await deps.ctx.stores.blobs.stat(hex)) !== null;
+  return (await deps.blobs.stat(hex)) !== null;
 }
 
 /** The repository the `from` parameter names, or null when it names none (a bad `from` is ignored). */
@@ -112,7 +112,7 @@ function digestMismatch(actual: string, hex: string): OciError {
  * backend. The digest is verified before the index holds it.
  */
 async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Promise<void> {
-  const stage = await call.deps.ctx.stores.blobs.stage();
+  const stage = await call.deps.blobs.stage();
   try {
     await stage.append(call.request.raw, { expect: hex });
     await call.deps.holds.ofRepo(hosted.name, call.target.repo).hold(hex);

@@ -39,7 +39,7 @@ export async function issueToken(x: OciExchange): Promise<void> {
     throw new OciError('UNAUTHORIZED', 'the token realm takes HTTP Basic credentials (an upload token as the password) or none', { 'WWW-Authenticate': BASIC_CHALLENGE });
   }
   if (header !== undefined && !isUploadToken(deps.ociIndexes, header)) {
-    logAuthFailed(request.log, { index: TOKEN_PATH, method: request.method, client: deps.ctx.clientAddress(request), reason: 'wrong-credentials' });
+    logAuthFailed(request.log, { index: TOKEN_PATH, method: request.method, client: deps.clientAddress(request), reason: 'wrong-credentials' });
     throw new OciError(
       'UNAUTHORIZED',
       'the password is not the upload token of any hosted OCI index on this registry: log in with an index\'s upload token as the password (any username)',
@@ -89,6 +89,6 @@ function writableBy(x: OciExchange, name: string, header: string): HostedIndex |
     if (err instanceof OciError) return null;
     throw err;
   }
-  const target = writeTarget(index, x.deps.ctx.indexByName);
+  const target = writeTarget(index, x.deps.indexByName);
   return checkWrite(target, header).ok ? target : null;
 }
