@@ -23,7 +23,7 @@ import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
 import { listTags } from './tags.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
-import { isUploadToken, issueToken } from './token/realm.js';
+import { isUploadToken, issueToken } from './token-realm.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';

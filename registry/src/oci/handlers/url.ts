@@ -37,7 +37,7 @@ export function parseOciUrl(rawUrl: string): ParsedUrl {
   if (segs.length === 0) return { action: { kind: 'base' }, query };
   // No repository component starts with "_", so no `<name>` can be this path.
   if (segs.length === 1 && segs[0] === '_catalog') return { action: { kind: 'catalog' }, query };
-  // The token realm (token/realm.ts): a `<name>` is always followed by an action, so no name is this path.
+  // The token realm (token-realm.ts): a `<name>` is always followed by an action, so no name is this path.
   if (segs.length === 1 && segs[0] === 'token') return { action: { kind: 'token' }, query };
   return { action: actionOf(segs), query };
 }

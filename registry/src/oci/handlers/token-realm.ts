@@ -7,16 +7,16 @@
  * which is what makes `docker login` with a wrong password fail. The answer carries the token
  * twice (`token` and the OAuth2 spelling `access_token`), as the spec allows clients to read either.
  */
-import type { HostedIndex, IndexConfig } from '../../../config/types.js';
-import { BASIC_CHALLENGE, checkWrite } from '../../../access/auth.js';
-import { logAuthFailed } from '../../../observe/security-log.js';
-import { writeTarget } from '../../../roles/write-target.js';
-import { resolveName } from '../access.js';
-import type { OciExchange } from '../exchange.js';
-import { OciError, OciStatusError } from '../../model/errors.js';
-import { TOKEN_PATH } from './challenge.js';
-import { parseScopes, ScopeError, type Access } from './scope.js';
-import { SERVICE, type Bindings } from './tokens.js';
+import type { HostedIndex, IndexConfig } from '../../config/types.js';
+import { BASIC_CHALLENGE, checkWrite } from '../../access/auth.js';
+import { logAuthFailed } from '../../observe/security-log.js';
+import { writeTarget } from '../../roles/write-target.js';
+import { resolveName } from './access.js';
+import type { OciExchange } from './exchange.js';
+import { OciError, OciStatusError } from '../model/errors.js';
+import { TOKEN_PATH } from './token/challenge.js';
+import { parseScopes, ScopeError, type Access } from './token/scope.js';
+import { SERVICE, type Bindings } from './token/tokens.js';
 
 const PULL = new Set(['pull', '*']);
 const WRITE = new Set(['push', 'delete']);
