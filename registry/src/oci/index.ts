@@ -7,10 +7,6 @@
  * under `oci/` imports this file.
  */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { OciDeps } from './handlers/deps.js';
-import { registerOciRoutes } from './handlers/routes.js';
-import { loadSigningKey } from './handlers/token/signing-key.js';
-import { TokenSigner } from './handlers/token/tokens.js';
 import { BlobBytes } from './read/blob-bytes.js';
 import { blobSizes } from './read/blob-sizes.js';
 import { IndexHolds } from './read/index-holds.js';
@@ -18,6 +14,10 @@ import { MemoryUploadSessions } from './read/uploads/memory-sessions.js';
 import { SharedUploadSessions } from './read/uploads/shared-sessions.js';
 import type { UploadSessions } from './read/uploads/upload-sessions.js';
 import { Members } from './read/virtual/members.js';
+import type { OciDeps } from './handlers/deps.js';
+import { registerOciRoutes } from './handlers/routes.js';
+import { loadSigningKey } from './handlers/token/signing-key.js';
+import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
 import { ociStatus } from './status.js';
 

@@ -2,14 +2,14 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../access/auth.js';
+import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { resolveRoute } from '../../http/resolve.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { OciError } from '../model/errors.js';
-import type { OciCall, Target } from './exchange.js';
 import { checkName } from '../model/names.js';
+import type { OciCall, Target } from './exchange.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
 import { checkBearerWrite, writeScope, type BearerCredentials } from './token/credentials.js';
 

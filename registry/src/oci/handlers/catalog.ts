@@ -5,9 +5,9 @@
  * `MAX_CATALOG_PAGE` names whatever `n` asks (the distribution registry's default), and links to
  * the next one.
  */
+import { byCodeUnit, nextLink, pageOf, parsePageQuery } from '../model/pages.js';
 import type { OciDeps } from './deps.js';
 import type { OciExchange } from './exchange.js';
-import { byCodeUnit, nextLink, pageOf, parsePageQuery } from '../model/pages.js';
 
 export const MAX_CATALOG_PAGE = 1000;
 

@@ -17,9 +17,9 @@ import {
   type MemberKind,
 } from '../../archive/index.js';
 import { ClientGoneError, clientGone } from '../../http/client-gone.js';
-import type { OciCall } from './exchange.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
+import type { OciCall } from './exchange.js';
 
 export const MAX_MEMBERS = 10_000;
 export const PREVIEW_CHUNK = 64 * 1024;

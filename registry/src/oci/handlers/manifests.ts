@@ -1,8 +1,8 @@
 /**
- * Manifests and image indexes: PUT checks the body (manifest-check.ts) and that the target
+ * Manifests and image indexes: PUT checks the body (model/manifest-check.ts) and that the target
  * repository sees every blob an image manifest names, holds what the manifest names and its own
- * bytes for the repository (index-holds.ts), stores the body byte-for-byte under its sha256 (so
- * the digest a client computed stays valid), records the media type, subject and referrer
+ * bytes for the repository (read/index-holds.ts), stores the body byte-for-byte under its sha256
+ * (so the digest a client computed stays valid), records the media type, subject and referrer
  * descriptor, then points the tag at it. GET/HEAD resolve through the index's members, hosted
  * first. DELETE by digest drops the record and the repository's hold on the bytes.
  */
@@ -17,10 +17,10 @@ import { manifestRecord } from '../model/manifest-record.js';
 import { parseReference, type Reference } from '../model/names.js';
 import { referencingManifest } from '../read/hosted/references.js';
 import { viewOf } from '../read/index-holds.js';
-import { recordManifestWrite } from '../status.js';
 import { authorizeWrite } from './access.js';
 import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
+import { recordManifestWrite } from '../status.js';
 
 /** Blobs of one manifest checked at once. */
 const CHECKS_AT_ONCE = 8;

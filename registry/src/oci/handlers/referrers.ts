@@ -3,9 +3,9 @@
  * declared `<digest>` as its subject, across the index's members. No `artifactType` filter is
  * applied, so `OCI-Filters-Applied` is never sent.
  */
-import type { OciCall } from './exchange.js';
 import { OCI_INDEX } from '../model/manifest-check.js';
 import { parseDigest } from '../model/names.js';
+import type { OciCall } from './exchange.js';
 
 export async function listReferrers(call: OciCall, digest: string): Promise<void> {
   const { deps, target, reply } = call;

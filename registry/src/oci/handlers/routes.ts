@@ -7,24 +7,24 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isClientGone, logClientGone } from '../../http/client-gone.js';
 import { allowOf, handlerFor, type Methods } from '../../http/route-table.js';
+import { errorPayload, OciError, OciStatusError } from '../model/errors.js';
 import { resolveName } from './access.js';
+import { ociAnswerOf, sendError } from './answers.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
 import { dropMalformedContentType } from './content-type.js';
 import type { OciDeps } from './deps.js';
 import type { OciCall, OciExchange } from './exchange.js';
-import { errorPayload, OciError, OciStatusError } from '../model/errors.js';
-import { ociAnswerOf, sendError } from './answers.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
-import { parseOciUrl, type OciAction } from './url.js';
 import { listReferrers } from './referrers.js';
 import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
 import { listTags } from './tags.js';
+import { isUploadToken, issueToken } from './token-realm.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
-import { isUploadToken, issueToken } from './token-realm.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
+import { parseOciUrl, type OciAction } from './url.js';
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
 

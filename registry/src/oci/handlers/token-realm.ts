@@ -7,13 +7,13 @@
  * which is what makes `docker login` with a wrong password fail. The answer carries the token
  * twice (`token` and the OAuth2 spelling `access_token`), as the spec allows clients to read either.
  */
-import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { BASIC_CHALLENGE, checkWrite } from '../../access/auth.js';
+import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
+import { OciError, OciStatusError } from '../model/errors.js';
 import { resolveName } from './access.js';
 import type { OciExchange } from './exchange.js';
-import { OciError, OciStatusError } from '../model/errors.js';
 import { TOKEN_PATH } from './token/challenge.js';
 import { parseScopes, ScopeError, type Access } from './token/scope.js';
 import { SERVICE, type Bindings } from './token/tokens.js';

@@ -3,7 +3,7 @@
  * session, the cross-repository mount, the monolithic POST `?digest=`, PATCH chunks, the status
  * GET, the committing PUT and the cancelling DELETE. Every verb is a write and needs the upload
  * token of the target hosted index. Every way of creating a blob verifies the bytes first, then
- * takes the target repository's hold on the digest (index-holds.ts), then stores the bytes
+ * takes the target repository's hold on the digest (read/index-holds.ts), then stores the bytes
  * (storage/holds.ts says why the hold comes before the store). Never the hold before the
  * verification: a hold that a failed push left behind would show the repository the bytes as soon
  * as any other repository or index stored that digest, to a caller who knew only the digest.
@@ -11,14 +11,14 @@
 import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
 import { DigestMismatchError } from '../../storage/types.js';
-import { authorizeWrite, resolveName } from './access.js';
-import { heldInIndex, viewOf } from '../read/index-holds.js';
-import type { OciCall, Target } from './exchange.js';
-import { blobLocation, uploadLocation } from './locations.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
-import { parseContentRange } from './content-range.js';
+import { heldInIndex, viewOf } from '../read/index-holds.js';
 import { SessionBusyError, SessionGoneError, type UploadSession } from '../read/uploads/upload-sessions.js';
+import { authorizeWrite, resolveName } from './access.js';
+import { parseContentRange } from './content-range.js';
+import type { OciCall, Target } from './exchange.js';
+import { blobLocation, uploadLocation } from './locations.js';
 
 /** The `Range` header of an upload: the inclusive span received so far (`0-0` when empty, as distribution does). */
 function uploadRange(size: number): string {

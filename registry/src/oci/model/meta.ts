@@ -11,7 +11,7 @@
  * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
  * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
  * content-addressed store. Every blob that came in through /v2 (push, mount, manifest) is held
- * by the repository that received it (index-holds.ts); a repository sees exactly the blobs it
+ * by the repository that received it (read/index-holds.ts); a repository sees exactly the blobs it
  * holds.
  */
 import type { IndexConfig } from '../../config/types.js';

@@ -8,10 +8,10 @@
  *   so /v2/<repo>/blobs/<d> answers only when the repository has the blob, as the distribution
  *   spec expects, and a DELETE in one repository lets go of that repository's hold alone;
  * - a cached index holds per index, under `oci.<index>`: its upstream decides what a repository
- *   has, and cached-blobs.ts asks it before adopting bytes it finds stored;
+ *   has, and cached/blobs.ts asks it before adopting bytes it finds stored;
  * - a hold `oci.<index>` of a hosted index was written by an earlier version, which held per
  *   index: it still shows the blob in every repository of that index, and no repository's DELETE
- *   releases it (blobs.ts refuses), so those bytes stay until a collector takes them;
+ *   releases it (handlers/blobs.ts refuses), so those bytes stay until a collector takes them;
  * - a hold under the plain name `oci`, from a still earlier version, belongs to no index: ignored.
  *
  * The bytes go only when no holder is left: no repository, no other index, no Python file.

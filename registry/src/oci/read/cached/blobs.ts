@@ -18,8 +18,8 @@ import { discard, header } from '../../../roles/upstream.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore } from '../../../storage/types.js';
 import { OciError, OciStatusError } from '../../model/errors.js';
-import type { CachedUpstream } from './upstream.js';
 import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
+import type { CachedUpstream } from './upstream.js';
 
 /** What a pull-through of a blob found, and what there is to send for it. */
 export type BlobPull =

@@ -37,14 +37,14 @@ import { checkManifest, isObject, MAX_MANIFEST_BYTES, OCI_INDEX } from '../../mo
 import { manifestRecord } from '../../model/manifest-record.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
+import { CachedBlobs } from './blobs.js';
+import { UpstreamFailure } from './upstream-failure.js';
+import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
+import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
+import { CachedUpstream } from './upstream.js';
 import { HostedRepos } from '../hosted/repos.js';
 import type { IndexHolds } from '../index-holds.js';
 import type { FoundManifest, MemberReader } from '../member.js';
-import { CachedBlobs } from './blobs.js';
-import { CachedUpstream } from './upstream.js';
-import { UpstreamFailure } from './upstream-failure.js';
-import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
-import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 
 /** Tag confirmations kept before the expired ones are swept. */
 const MAX_CONFIRMATIONS = 10_000;

@@ -7,8 +7,8 @@
 import { discard, DocumentTooLargeError, header, readBounded } from '../../../roles/upstream.js';
 import { OciError } from '../../model/errors.js';
 import { isObject } from '../../model/manifest-check.js';
-import type { CachedUpstream } from './upstream.js';
 import { UpstreamFailure } from './upstream-failure.js';
+import type { CachedUpstream } from './upstream.js';
 
 /** A tag list is small; a larger answer is not one. */
 const MAX_TAGS_BYTES = 16 * 1024 * 1024;

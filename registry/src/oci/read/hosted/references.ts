@@ -17,10 +17,10 @@
  * that repository deleting what it is pushing at the same moment, and pushing again repairs it;
  * another repository's or index's writes cannot cause it, as each holds for itself.
  */
+import { referencedHexesOf } from '../../model/manifest-check.js';
 import type { BlobBytes } from '../blob-bytes.js';
 import type { HostedRepos } from './repos.js';
 import { seenIn, type IndexHolds } from '../index-holds.js';
-import { referencedHexesOf } from '../../model/manifest-check.js';
 
 /** Manifests read at once. */
 const AT_ONCE = 8;

@@ -11,12 +11,12 @@ import type { IndexConfig } from '../../../config/types.js';
 import { NameSet } from '../../../storage/name-set.js';
 import type { MetaStore } from '../../../storage/types.js';
 import { updateDoc } from '../../../storage/update.js';
-import { seenIn, type IndexHolds } from '../index-holds.js';
 import { isManifestMediaType } from '../../model/manifest-check.js';
 import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
-import type { FoundManifest, MemberReader } from '../member.js';
 import { repositoriesIn } from './repositories.js';
+import { seenIn, type IndexHolds } from '../index-holds.js';
+import type { FoundManifest, MemberReader } from '../member.js';
 
 /** Tags whose last seen digest a process remembers as the guess for its next read. */
 const MAX_TAG_GUESSES = 4096;
@@ -66,8 +66,8 @@ export class HostedRepos implements MemberReader {
   }
 
   /**
-   * The record of `hex`, when the repository also sees its bytes (index-holds.ts `seenIn`: a hosted
-   * repository's hold, which a blob or manifest DELETE releases; a cached index's).
+   * The record of `hex`, when the repository also sees its bytes (`seenIn`, read/index-holds.ts: a
+   * hosted repository's hold, which a blob or manifest DELETE releases; a cached index's).
    */
   async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
     const [record, holders] = await Promise.all([this.manifest(repo, hex), this.holds.holders(hex)]);
@@ -132,8 +132,8 @@ export class HostedRepos implements MemberReader {
 
   /**
    * Removes a manifest from the repository: the tags pointing at it, its referrer entry, then the
-   * record. Its bytes and the holds on them are the caller's (manifests.ts). False when the
-   * repository has no such manifest.
+   * record. Its bytes and the holds on them are the caller's (handlers/manifests.ts). False when
+   * the repository has no such manifest.
    */
   async deleteManifest(repo: readonly string[], hex: string): Promise<boolean> {
     const record = await this.manifest(repo, hex);

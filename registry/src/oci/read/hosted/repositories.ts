@@ -1,6 +1,6 @@
 /**
  * Which repositories a hosted index holds, from the keys of its metadata documents: a repository
- * exists while it records at least one manifest (`<repo path>/_manifests/<hex>`, see meta.ts).
+ * exists while it records at least one manifest (`<repo path>/_manifests/<hex>`, model/meta.ts).
  * Repository components never start with "_", so the first "_" segment ends the path.
  */
 import type { IndexConfig } from '../../../config/types.js';

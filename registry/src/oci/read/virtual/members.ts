@@ -1,6 +1,7 @@
 /**
  * Reads through an index's members, hosted first: a hosted member shadows a same-named image of
- * an upstream member. The cached (pull-through) role (cached/repos.ts) is consulted after the hosted ones.
+ * an upstream member. The cached (pull-through) role (cached/repos.ts) is consulted after the
+ * hosted ones. Every member is read through the same contract (member.ts).
  */
 import type { CachedIndex, IndexConfig } from '../../../config/types.js';
 import type { UpstreamSlotsByIndex } from '../../../limits/upstream-slots.js';
