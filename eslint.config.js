@@ -22,7 +22,7 @@ const CORE_LAYERS = [
 /**
  * Our own rules (hack/eslint/). Each table of layers is its own rule id: flat config replaces a
  * rule's options for a file that two config objects match, so the core's table and an
- * ecosystem's (`no-restricted-imports` in pythonLayerRules) must not share a rule.
+ * ecosystem's (`no-restricted-imports` in ecosystemLayerRules) must not share a rule.
  */
 const velodex = { rules: { 'core-layers': folderLayers } };
 
@@ -39,9 +39,11 @@ export default tseslint.config(
   // The core's layers (docs/development.md): the composition root on top, config at the bottom;
   // a folder imports only from the layers below it.
   ...coreLayerRules(),
-  // The Python layers (docs/development.md): handlers on top, read below them, model at the
-  // bottom; a lower layer never imports a higher one, so a request walks down and back up once.
+  // The layers inside each ecosystem (docs/development.md): handlers on top, read below them,
+  // model at the bottom; a lower layer never imports a higher one, so a request walks down and
+  // back up once.
   ...pythonLayerRules(),
+  ...ociLayerRules(),
 );
 
 /** `velodex/core-layers` over registry/src, from the one ordered table `CORE_LAYERS`. */
@@ -57,28 +59,39 @@ function coreLayerRules() {
   ];
 }
 
-/**
- * `no-restricted-imports` per Python layer: what each layer may not import (relative specifiers
- * naming a higher layer's folder, or the ecosystem entry `python/index.ts`).
- */
+/** The Python layers: `python/handlers/` over `python/read/` over `python/model/`. */
 function pythonLayerRules() {
-  const entry = { regex: '^(\\.\\./)+index\\.js$', message: 'python/index.ts is the top: nothing under python/ imports it.' };
-  const layer = (files, higher) => ({
-    files: [`registry/src/python/${files}/**/*.ts`],
+  return ecosystemLayerRules('python');
+}
+
+/** The OCI layers: `oci/handlers/` over `oci/read/` over `oci/model/`. */
+function ociLayerRules() {
+  return ecosystemLayerRules('oci');
+}
+
+/**
+ * `no-restricted-imports` per layer of one ecosystem's folder, `layers` listed top to bottom: what
+ * each layer may not import (relative specifiers naming a higher layer's folder, or the
+ * ecosystem's entry `<ecosystem>/index.ts`, which composes them all). Each ecosystem's files are
+ * its own, so the ecosystems' rules never meet on one file.
+ */
+function ecosystemLayerRules(ecosystem, layers = ['handlers', 'read', 'model']) {
+  const entry = { regex: '^(\\.\\./)+index\\.js$', message: `${ecosystem}/index.ts is the top: nothing under ${ecosystem}/ imports it.` };
+  return layers.map((files, i) => ({
+    files: [`registry/src/${ecosystem}/${files}/**/*.ts`],
     rules: {
       'no-restricted-imports': [
         'error',
         {
           patterns: [
             entry,
-            ...higher.map((folder) => ({
-              regex: `^\\.\\.?/(\\.\\./)*(python/)?${folder}/`,
-              message: `python/${files}/ is below python/${folder}/ and must not import it (docs/development.md, "Layers").`,
+            ...layers.slice(0, i).map((folder) => ({
+              regex: `^\\.\\.?/(\\.\\./)*(${ecosystem}/)?${folder}/`,
+              message: `${ecosystem}/${files}/ is below ${ecosystem}/${folder}/ and must not import it (docs/development.md, "Layers").`,
             })),
           ],
         },
       ],
     },
-  });
-  return [layer('model', ['read', 'handlers']), layer('read', ['handlers']), layer('handlers', [])];
+  }));
 }

@@ -7,6 +7,10 @@
  * A node is a top-level folder of the tree (`app`, `storage`, ...); a file at the top of the tree
  * (`cli.ts`) is a node of its own. `npm run imports` prints the graph (hack/imports/main.ts);
  * test/core/layers.test.ts fails on a cycle with the same code.
+ *
+ * A folder cut in layers of its own (an ecosystem: `oci/`, `python/`) is read the same way one
+ * level down (`importsUnder`): no cycle between the folders of any level inside it
+ * (`cyclesInside`), and none between its files (`fileGraph`).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -54,12 +58,15 @@ export function folderOf(file: string): string {
   return slash < 0 ? file : file.slice(0, slash);
 }
 
+/** The node a file belongs to in a graph: its top-level folder (`folderOf`), or the file itself (`fileGraph`). */
+export type NodeOf = (file: string) => string;
+
 /** Imports inside one folder are not edges; every other import is one, kept with its files. */
-export function folderGraph(imports: readonly FileImport[]): FolderGraph {
+export function folderGraph(imports: readonly FileImport[], nodeOf: NodeOf = folderOf): FolderGraph {
   const graph = new Map<string, Map<string, FileImport[]>>();
   for (const edge of imports) {
-    const from = folderOf(edge.from);
-    const to = folderOf(edge.to);
+    const from = nodeOf(edge.from);
+    const to = nodeOf(edge.to);
     const targets = graph.get(from) ?? new Map<string, FileImport[]>();
     graph.set(from, targets);
     if (from === to) continue;
@@ -111,8 +118,56 @@ export function folderCycles(graph: FolderGraph): string[][] {
   return cycles.sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
 }
 
+/** Every file a node of its own: a cycle here is a cycle between files. */
+export function fileGraph(imports: readonly FileImport[]): FolderGraph {
+  return folderGraph(imports, (file) => file);
+}
+
+/**
+ * The imports between files under `folder` (a path in the tree, `/`-separated), with both paths
+ * relative to it: the tree one level down, for `folderGraph` and `fileGraph`.
+ */
+export function importsUnder(imports: readonly FileImport[], folder: string): FileImport[] {
+  const prefix = `${folder}/`;
+  return imports
+    .filter(({ from, to }) => from.startsWith(prefix) && to.startsWith(prefix))
+    .map(({ from, to }) => ({ from: from.slice(prefix.length), to: to.slice(prefix.length) }));
+}
+
+/** A folder cycle between the folders (and top files) of one folder of the tree. */
+export interface NestedCycle {
+  /** The folder whose children form the cycle, `/`-separated from the tree's root. */
+  folder: string;
+  cycle: string[];
+  /** One path of file imports around it, relative to `folder`. */
+  through: FileImport[];
+}
+
+/**
+ * The folder cycles at every level inside `folder`: for `folder` itself and each folder under it,
+ * the cycles between its children (sub-folders and files), as `folderCycles` finds them one level
+ * up. Empty when each level is a hierarchy.
+ */
+export function cyclesInside(imports: readonly FileImport[], folder: string): NestedCycle[] {
+  const inside = importsUnder(imports, folder);
+  const levels = new Set<string>(['']);
+  for (const { from } of inside) {
+    const parts = from.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i += 1) levels.add(parts.slice(0, i).join('/'));
+  }
+  const found: NestedCycle[] = [];
+  for (const level of [...levels].sort()) {
+    const graph = folderGraph(level === '' ? inside : importsUnder(inside, level));
+    for (const cycle of folderCycles(graph)) {
+      const at = level === '' ? folder : `${folder}/${level}`;
+      found.push({ folder: at, cycle, through: cyclePath(graph, cycle) });
+    }
+  }
+  return found;
+}
+
 /** One path around a cycle, as file imports, for the report: `a -> b -> ... -> a`. */
-export function cyclePath(graph: FolderGraph, cycle: readonly string[]): FileImport[] {
+export function cyclePath(graph: FolderGraph, cycle: readonly string[], nodeOf: NodeOf = folderOf): FileImport[] {
   const members = new Set(cycle);
   const start = cycle[0]!;
   // Breadth-first from `start` back to itself, inside the component.
@@ -123,20 +178,20 @@ export function cyclePath(graph: FolderGraph, cycle: readonly string[]): FileImp
     for (const [target, files] of graph.get(node) ?? []) {
       if (!members.has(target) || cameFrom.has(target)) continue;
       cameFrom.set(target, files[0]!);
-      if (target === start) return unwind(cameFrom, start);
+      if (target === start) return unwind(cameFrom, start, nodeOf);
       queue.push(target);
     }
   }
   return [];
 }
 
-function unwind(cameFrom: ReadonlyMap<string, FileImport>, start: string): FileImport[] {
+function unwind(cameFrom: ReadonlyMap<string, FileImport>, start: string, nodeOf: NodeOf): FileImport[] {
   const path: FileImport[] = [];
   let node = start;
   do {
     const edge = cameFrom.get(node)!;
     path.unshift(edge);
-    node = folderOf(edge.from);
+    node = nodeOf(edge.from);
   } while (node !== start);
   return path;
 }

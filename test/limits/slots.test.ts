@@ -1,7 +1,7 @@
 /** The general FIFO semaphore behind the upstream and archive-walk caps. */
 import { describe, expect, it } from 'vitest';
 import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
-import { ociAnswerOf } from '../../registry/src/oci/errors.js';
+import { ociAnswerOf } from '../../registry/src/oci/handlers/answers.js';
 import { DEFAULT_SLOT_WAIT_MS, Slots, SlotsBusyError } from '../../registry/src/limits/slots.js';
 
 /** Lets queued promise callbacks run (no timers involved). */

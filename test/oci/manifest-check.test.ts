@@ -8,8 +8,8 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS, OciError } from '../../registry/src/oci/errors.js';
-import { checkManifest, isManifestMediaType } from '../../registry/src/oci/manifest-check.js';
+import { ERROR_STATUS, OciError } from '../../registry/src/oci/model/errors.js';
+import { checkManifest, isManifestMediaType } from '../../registry/src/oci/model/manifest-check.js';
 import { rawRequest } from '../support/raw-http.js';
 import { basicAuth, defaultToken, startVelodex, type Velodex } from '../support/velodex.js';
 import { OCI_INDEX, OCI_MANIFEST, Registry, sha256 } from './api-support.js';

@@ -6,10 +6,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { OciError } from '../../registry/src/oci/errors.js';
-import { checkName, MAX_NAME_LENGTH, parseDigest, parseOciUrl, parseReference } from '../../registry/src/oci/names.js';
-import { byCodeUnit, pageOf, parsePageQuery } from '../../registry/src/oci/pages.js';
-import { parseContentRange } from '../../registry/src/oci/content-range.js';
+import { OciError } from '../../registry/src/oci/model/errors.js';
+import { parseOciUrl } from '../../registry/src/oci/handlers/url.js';
+import { checkName, MAX_NAME_LENGTH, parseDigest, parseReference } from '../../registry/src/oci/model/names.js';
+import { byCodeUnit, pageOf, parsePageQuery } from '../../registry/src/oci/model/pages.js';
+import { parseContentRange } from '../../registry/src/oci/handlers/content-range.js';
 
 const RUNS = { numRuns: 300 };
 

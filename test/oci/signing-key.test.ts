@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { Config } from '../../registry/src/config/types.js';
-import { KEY_FILE, loadSigningKey, SHARED_KEY } from '../../registry/src/oci/token/signing-key.js';
+import { KEY_FILE, loadSigningKey, SHARED_KEY } from '../../registry/src/oci/handlers/token/signing-key.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import type { Stores } from '../../registry/src/storage/index.js';
 import { tempDir } from '../support/temp-dirs.js';

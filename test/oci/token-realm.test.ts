@@ -15,7 +15,7 @@ import { auth, oci, s3Storage, toml, trustedProxies } from '../support/config.js
 import { startMinio, type Minio } from '../support/minio.js';
 import { rawRequest } from '../support/raw-http.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
-import { TokenSigner } from '../../registry/src/oci/token/tokens.js';
+import { TokenSigner } from '../../registry/src/oci/handlers/token/tokens.js';
 import { expectOciError, imageManifest, Registry, sha256 } from './api-support.js';
 
 const SIGNING_KEY = 'test-signing-key-0123456789-abcdefghijklmnop';

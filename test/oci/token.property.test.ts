@@ -9,10 +9,10 @@ import { generateKeyPairSync } from 'node:crypto';
 import fc from 'fast-check';
 import { decodeJwt, SignJWT, UnsecuredJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { bearerChallenge } from '../../registry/src/oci/token/challenge.js';
-import { grantsWrite, writeScope } from '../../registry/src/oci/token/credentials.js';
-import { formatScope, parseScope, parseScopes, ScopeError, type Access } from '../../registry/src/oci/token/scope.js';
-import { TOKEN_LIFETIME_SECS, TokenSigner } from '../../registry/src/oci/token/tokens.js';
+import { bearerChallenge } from '../../registry/src/oci/handlers/token/challenge.js';
+import { grantsWrite, writeScope } from '../../registry/src/oci/handlers/token/credentials.js';
+import { formatScope, parseScope, parseScopes, ScopeError, type Access } from '../../registry/src/oci/handlers/token/scope.js';
+import { TOKEN_LIFETIME_SECS, TokenSigner } from '../../registry/src/oci/handlers/token/tokens.js';
 
 const RUNS = { numRuns: 200 };
 const KEY = Buffer.from('k'.repeat(40));

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { CachedIndex } from '../../registry/src/config/types.js';
 import { UpstreamSlots } from '../../registry/src/limits/upstream-slots.js';
-import { UpstreamRegistry } from '../../registry/src/oci/upstream-registry.js';
+import { UpstreamRegistry } from '../../registry/src/oci/read/cached/upstream-registry.js';
 
 interface Seen {
   path: string;

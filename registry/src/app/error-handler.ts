@@ -2,7 +2,7 @@
  * The error handler of the server's own routes and of the index namespace: an `HttpError` is sent
  * as it is, a neutral failure as its default answer (ecosystem/neutral-answer.ts), a client that
  * went away as 499, anything else as a 500 that names the request id (the cause stays in the
- * log). `/v2/` has its own handler in its own error shape (oci/routes.ts).
+ * log). `/v2/` has its own handler in its own error shape (oci/handlers/routes.ts).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { neutralAnswer } from '../ecosystem/neutral-answer.js';

@@ -2,7 +2,7 @@
  * The default answer to a neutral failure (roles/, limits/, storage/ throw them without a status):
  * what index routes and the server's own routes send (app/error-handler.ts). It sits at the seam
  * because an ecosystem with its own error shape starts from it too: `/v2/` maps the same failures
- * to its own codes (oci/errors.ts).
+ * to its own codes (oci/handlers/answers.ts).
  */
 import { HttpError } from '../http/errors.js';
 import { SlotsBusyError } from '../limits/slots.js';

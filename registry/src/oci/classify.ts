@@ -3,10 +3,10 @@
  * alone (nothing is read or resolved): blob GET/HEAD is `download`; the other reads (the `/v2/`
  * ping, manifests, tags, referrers, the catalog, layer contents) are `read`; every verb that
  * changes something, and the upload-status GET (a step of a push), is `write`. The action sits at
- * the end of the path, as in `names.ts`, because `<name>` has slashes.
+ * the end of the path, as in `handlers/url.ts`, because `<name>` has slashes.
  */
 import type { RateClassName } from '../config/types.js';
-import { errorPayload } from './errors.js';
+import { errorPayload } from './model/errors.js';
 
 export function classifyOci(method: string, segs: readonly string[]): RateClassName {
   if (method !== 'GET' && method !== 'HEAD') return 'write';

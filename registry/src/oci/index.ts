@@ -1,43 +1,66 @@
-/** The OCI ecosystem: the distribution-spec `/v2/` API for the OCI indexes. */
+/**
+ * The OCI ecosystem, composed: the distribution-spec `/v2/` API for the OCI indexes. The read
+ * layer's state (the holds, the members of every index with their hosted and cached repositories,
+ * the upload sessions, the bytes and sizes kept in memory), the handlers' services on top
+ * (`handlers/deps.ts`), the route tree they answer (`handlers/routes.ts`), and the hooks of the
+ * other surfaces (discovery, status). The one place that takes `ServerContext` whole; nothing
+ * under `oci/` imports this file.
+ */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { OciDeps } from './context.js';
+import { BlobBytes } from './read/blob-bytes.js';
+import { blobSizes } from './read/blob-sizes.js';
+import { IndexHolds } from './read/index-holds.js';
+import { MemoryUploadSessions } from './read/uploads/memory-sessions.js';
+import { SharedUploadSessions } from './read/uploads/shared-sessions.js';
+import type { UploadSessions } from './read/uploads/upload-sessions.js';
+import { Members } from './read/virtual/members.js';
+import type { OciDeps } from './handlers/deps.js';
+import { registerOciRoutes } from './handlers/routes.js';
+import { loadSigningKey } from './handlers/token/signing-key.js';
+import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
-import { blobSizes } from './blob-sizes.js';
-import { IndexHolds } from './index-holds.js';
-import { BlobBytes } from './blob-bytes.js';
-import { Members } from './members.js';
-import { registerOciRoutes } from './routes.js';
 import { ociStatus } from './status.js';
-import { MemoryUploadSessions } from './memory-sessions.js';
-import { SharedUploadSessions } from './shared-sessions.js';
-import { loadSigningKey } from './token/signing-key.js';
-import { TokenSigner } from './token/tokens.js';
-import type { UploadSessions } from './upload-sessions.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
+  const { stores } = ctx;
   // Sessions live where the blobs do: in the shared store when other processes share it.
-  const shared = ctx.stores.sharedStages;
-  const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(ctx.stores.blobs);
-  const holds = new IndexHolds(ctx.stores.holds, ctx.indexByName);
-  const members = new Members(ctx, holds);
+  const shared = stores.sharedStages;
+  const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(stores.blobs);
+  const holds = new IndexHolds(stores.holds, ctx.indexByName);
+  const members = new Members({
+    meta: stores.meta,
+    blobs: stores.blobs,
+    holds,
+    indexByName: ctx.indexByName,
+    counters: ctx.counters,
+    upstreamSlots: ctx.upstreamSlots,
+    ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
+  });
   const deps: Omit<OciDeps, 'tokens'> = {
-    ctx,
+    ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
+    indexByName: ctx.indexByName,
     members,
-    blobBytes: new BlobBytes(ctx.stores.blobs),
+    blobs: stores.blobs,
+    redirect: stores.redirect,
+    blobBytes: new BlobBytes(stores.blobs),
     blobSizes: blobSizes(),
     sessions,
-    ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
     holds,
+    counters: ctx.counters,
+    summaries: ctx.summaries,
+    archiveWalks: ctx.archiveWalks,
+    clientAddress: ctx.clientAddress,
+    originOf: ctx.originOf,
   };
   return {
     id: 'oci',
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
-    ...ociStatus(ctx, members),
+    ...ociStatus(stores.meta, members),
     async register(app) {
       // Read (or created) once at start-up: a store that cannot give it stops the start.
-      const tokens = new TokenSigner(await loadSigningKey(ctx.config, ctx.stores));
+      const tokens = new TokenSigner(await loadSigningKey(ctx.config, stores));
       await registerOciRoutes(app, { ...deps, tokens });
     },
     close: async () => {

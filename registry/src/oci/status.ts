@@ -7,24 +7,25 @@
  * manifest write (one document read, no listing).
  */
 import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
-import type { ManifestRecord, TagsDoc } from './meta.js';
-import { reposFolder } from './meta.js';
-import type { HostedRepos } from './hosted.js';
-import type { Members } from './members.js';
+import type { Ecosystem } from '../ecosystem/ecosystem.js';
+import type { IndexSummaries, RecentUpload, ScannedSummary } from '../observe/summary.js';
+import type { MetaStore } from '../storage/types.js';
+import type { ManifestRecord, TagsDoc } from './model/meta.js';
+import { reposFolder } from './model/meta.js';
+import type { HostedRepos } from './read/hosted/repos.js';
+import type { Members } from './read/virtual/members.js';
 
 type Log = { warn(obj: object, msg: string): void };
 
 const MANIFEST_KEY = /^(.+)\/_manifests\/([0-9a-f]{64})$/;
 
-export function ociStatus(ctx: ServerContext, members: Members): Pick<Ecosystem, 'describe' | 'scanIndex'> {
+export function ociStatus(meta: MetaStore, members: Members): Pick<Ecosystem, 'describe' | 'scanIndex'> {
   return {
     describe: (index) => ({
       terms: { project: 'repository', file: 'manifest' },
-      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).health.offline } : {}),
+      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).upstream.health.offline } : {}),
     }),
-    scanIndex: (index) => scanOciIndex(ctx, index),
+    scanIndex: (index) => scanOciIndex(meta, index),
   };
 }
 
@@ -32,7 +33,7 @@ export function ociStatus(ctx: ServerContext, members: Members): Pick<Ecosystem,
  * One pass over the index's repository documents: manifests per repository, and every push (a
  * manifest record's time, with a tag that points at it, if any) for the recent list.
  */
-async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<ScannedSummary> {
+async function scanOciIndex(meta: MetaStore, index: IndexConfig): Promise<ScannedSummary> {
   const folder = reposFolder(index);
   const projects: Record<string, number> = {};
   const recent: RecentUpload[] = [];
@@ -40,18 +41,18 @@ async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<Sca
   const tagOf = async (repo: string, hex: string): Promise<string | undefined> => {
     let tags = tagsOf.get(repo);
     if (!tags) {
-      tags = ctx.stores.meta.get<TagsDoc>(`${folder}/${repo}/_tags`).then((d) => new Map(Object.entries(d?.doc.tags ?? {}).map(([tag, h]) => [h, tag])));
+      tags = meta.get<TagsDoc>(`${folder}/${repo}/_tags`).then((d) => new Map(Object.entries(d?.doc.tags ?? {}).map(([tag, h]) => [h, tag])));
       tagsOf.set(repo, tags);
     }
     return (await tags).get(hex);
   };
-  for await (const key of ctx.stores.meta.list(folder)) {
+  for await (const key of meta.list(folder)) {
     const m = MANIFEST_KEY.exec(key.slice(folder.length + 1));
     if (!m) continue;
     const repo = m[1]!;
     const hex = m[2]!;
     projects[repo] = (projects[repo] ?? 0) + 1;
-    const record = (await ctx.stores.meta.get<ManifestRecord>(key))?.doc;
+    const record = (await meta.get<ManifestRecord>(key))?.doc;
     if (!record) continue;
     const tag = await tagOf(repo, hex);
     recent.push({ time: record.pushedAt, index: index.name, project: repo, ...(tag !== undefined ? { version: tag } : {}), filename: `sha256:${hex}` });
@@ -61,7 +62,7 @@ async function scanOciIndex(ctx: ServerContext, index: IndexConfig): Promise<Sca
 
 /** Records one committed manifest push or delete of `hosted`'s repository `repo`. */
 export async function recordManifestWrite(
-  ctx: ServerContext,
+  summaries: IndexSummaries,
   hosted: HostedRepos,
   repo: readonly string[],
   log: Log,
@@ -74,11 +75,11 @@ export async function recordManifestWrite(
     manifests = await hosted.manifestCount(repo);
   } catch (err) {
     log.warn({ index, repository: name, err: err instanceof Error ? err.message : String(err) }, 'status summary: manifests not counted');
-    await ctx.summaries.recordAfterCommit(index, {}, log);
+    await summaries.recordAfterCommit(index, {}, log);
     return;
   }
   const uploads: RecentUpload[] = pushed
     ? [{ time: pushed.time, index, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}` }]
     : [];
-  await ctx.summaries.recordAfterCommit(index, { projects: { [name]: manifests }, uploads }, log);
+  await summaries.recordAfterCommit(index, { projects: { [name]: manifests }, uploads }, log);
 }

@@ -1,0 +1,199 @@
+/**
+ * Blob GET, HEAD and DELETE. Blobs live once in the shared content-addressed store, but a
+ * repository sees only the blobs it holds (pushed or mounted there, or named by one of its
+ * manifests; for a virtual index, held by a member for that repository; read/index-holds.ts). A
+ * DELETE releases the repository's hold, unless one of its manifests still names the blob
+ * (read/hosted/references.ts), and the bytes go only when no other repository, index or ecosystem
+ * holds them.
+ */
+import { Readable } from 'node:stream';
+import { contentRange, parseRange, unsatisfiedRange } from '../../http/range.js';
+import { reportIfRejected, reportRejectedRead } from '../../http/verified-read.js';
+import { OciError, OciStatusError } from '../model/errors.js';
+import { parseDigest } from '../model/names.js';
+import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
+import type { BlobPull } from '../read/cached/blobs.js';
+import { referencingManifest } from '../read/hosted/references.js';
+import { authorizeWrite } from './access.js';
+import type { OciCall } from './exchange.js';
+
+const OCTET_STREAM = 'application/octet-stream';
+
+export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
+  const hex = parseDigest(digest);
+  if (await serveStored(call, hex, head)) return;
+  // A miss: the index's cached members pull it through (read/cached/blobs.ts), in lookup order.
+  const range = typeof call.request.headers.range === 'string' ? call.request.headers.range : undefined;
+  for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
+    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}) });
+    if (pulled.kind === 'unknown') continue;
+    if (pulled.kind === 'stored') {
+      if (await serveStored(call, hex, head)) return;
+      continue;
+    }
+    await sendPulled(call, hex, pulled);
+    return;
+  }
+  throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+}
+
+/**
+ * The answer for bytes a cached member is pulling through: the whole blob as it arrives (a
+ * download), or the upstream's answer to a HEAD or a range, passed on as it came.
+ */
+async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, { kind: 'fetched' | 'passed' }>): Promise<void> {
+  const { reply } = call;
+  if (pulled.kind === 'passed') reply.code(pulled.status);
+  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM);
+  if (pulled.kind === 'passed') {
+    if (pulled.contentLength !== undefined) reply.header('content-length', pulled.contentLength);
+    if (pulled.contentRange !== undefined) reply.header('content-range', pulled.contentRange);
+    await reply.send(pulled.body ?? undefined);
+    return;
+  }
+  if (pulled.size !== undefined) reply.header('Content-Length', String(pulled.size));
+  const repo = call.target.repo.join('/');
+  const counters = call.deps.counters.index(call.target.index.route);
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  if (pulled.size !== undefined) counters.add('bytes', pulled.size, repo, `sha256:${hex}`);
+  await reply.send(pulled.body);
+}
+
+/** Serves `hex` from the store; false when the index does not hold it. */
+async function serveStored(call: OciCall, hex: string, head: boolean): Promise<boolean> {
+  const { deps, request } = call;
+  const size = deps.blobSizes.get(hex);
+  const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
+  // A warm GET with the size known: the hold and the bytes are asked for together (one round
+  // trip; for a small blob the bytes come from memory after the first read, and only the hold is
+  // read). Not with redirects on, where a large GET needs no stream at all.
+  if (size !== undefined && !head && !deps.redirect) {
+    const wanted = parseRange(rangeHeader, size);
+    if (wanted.kind !== 'unsatisfiable') {
+      const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+      if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range);
+      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), size === 0 ? null : deps.blobs.get(hex, range)]);
+      if (!held || (size > 0 && !stream)) {
+        stream?.destroy();
+        return false;
+      }
+      await send(call, hex, size, range, stream);
+      return true;
+    }
+  }
+  const blobs = deps.blobs;
+  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex)]);
+  // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
+  if (!info || !held) return false;
+  deps.blobSizes.set(hex, info.size);
+  const wanted = parseRange(rangeHeader, info.size);
+  if (wanted.kind === 'unsatisfiable') {
+    throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${String(rangeHeader)}" cannot be served from ${info.size} bytes`, {
+      'Content-Range': unsatisfiedRange(info.size),
+    });
+  }
+  const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+  // A full GET of a large blob goes to the object store itself, when configured (`redirect.ts`).
+  const url = !head && !range ? await deps.redirect?.urlFor(info) : null;
+  if (url) {
+    countDownload(call, hex, info.size);
+    await call.reply
+      .code(307)
+      .header('Docker-Content-Digest', `sha256:${hex}`)
+      .header('Location', url)
+      .header('Content-Length', '0')
+      .header('Cache-Control', 'no-store')
+      .type(OCTET_STREAM)
+      .send();
+    return true;
+  }
+  const length = range ? range.end - range.start + 1 : info.size;
+  if (head || length === 0) {
+    await send(call, hex, info.size, range, null);
+    return true;
+  }
+  const stream = await blobs.get(hex, range);
+  // Deleted between stat and open.
+  if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
+  await send(call, hex, info.size, range, stream);
+  return true;
+}
+
+/** A warm GET of a small blob: its bytes by digest from memory (read whole from the store once). */
+async function serveSmall(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined): Promise<boolean> {
+  const { deps } = call;
+  const counters = deps.counters.index(call.target.index.route);
+  const bytes = deps.blobBytes.get(hex).catch((err: unknown) => {
+    reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, call.target.repo.join('/'), `sha256:${hex}`));
+    throw err;
+  });
+  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), bytes]);
+  if (!held || !whole) return false;
+  const part = range ? whole.subarray(range.start, range.end + 1) : whole;
+  await send(call, hex, size, range, part);
+  return true;
+}
+
+/** The answer for a held blob of `size` bytes: headers, and the bytes when `body` is given. */
+async function send(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined, body: Readable | Buffer | null): Promise<void> {
+  const { reply, request } = call;
+  const length = range ? range.end - range.start + 1 : size;
+  reply.header('Docker-Content-Digest', `sha256:${hex}`).header('Accept-Ranges', 'bytes').type(OCTET_STREAM).header('Content-Length', String(length));
+  if (range) reply.code(206).header('Content-Range', contentRange(range, size));
+  if (!body) {
+    await reply.send();
+    return;
+  }
+  // GETs only: clients HEAD a blob to learn whether to push it, which is no download.
+  countDownload(call, hex, length);
+  if (body instanceof Readable) {
+    const repo = call.target.repo.join('/');
+    const counters = call.deps.counters.index(call.target.index.route);
+    reportRejectedRead(body, request.log, () => counters.add('rejected', 1, repo, `sha256:${hex}`));
+  }
+  await reply.send(body);
+}
+
+function countDownload(call: OciCall, hex: string, bytes: number): void {
+  const counters = call.deps.counters.index(call.target.index.route);
+  const repo = call.target.repo.join('/');
+  counters.add('downloads', 1, repo, `sha256:${hex}`);
+  counters.add('bytes', bytes, repo, `sha256:${hex}`);
+}
+
+/**
+ * Lets go of the repository's hold on a blob. Refused (405 UNSUPPORTED, as the distribution spec
+ * allows for a blob DELETE and its conformance suites accept) while a manifest of the repository
+ * names it, and for bytes an earlier version held for the whole index, which no repository's
+ * DELETE releases; either way the bytes and what sees them stay as they were.
+ */
+export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
+  const { deps, reply, target } = call;
+  const hosted = authorizeWrite(call);
+  const hex = parseDigest(digest);
+  const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored in ${target.name}`);
+  // RFC 9110: a 405 names the methods the resource has now.
+  const refuse = (message: string, detail: Record<string, string>) => new OciError('UNSUPPORTED', message, { Allow: 'GET, HEAD' }, detail);
+  const held = await deps.holds.inRepo(hosted, target.repo, hex);
+  if (held.legacy) {
+    throw refuse(
+      `blob sha256:${hex} was stored for all of index "${hosted.name}" by an earlier version of velodex, so no repository's DELETE removes it; it stays until garbage collection`,
+      { digest: `sha256:${hex}` },
+    );
+  }
+  if (!held.own) throw unknown();
+  const referrer = await referencingManifest({ repos: deps.members.hosted(hosted), holds: deps.holds, blobBytes: deps.blobBytes }, target.repo, hex);
+  if (referrer !== undefined) {
+    throw refuse(`blob sha256:${hex} is still referenced by manifest sha256:${referrer} in ${target.name}; delete that manifest first`, {
+      digest: `sha256:${hex}`,
+      manifest: `sha256:${referrer}`,
+    });
+  }
+  // Only this repository's hold is ours to let go; the bytes go with the last holder.
+  const released = await deps.holds.ofRepo(hosted.name, target.repo).release(hex);
+  if (!released.released) throw unknown();
+  if (released.last) deps.blobBytes.forget(hex);
+  // Held, but the bytes had already gone missing: absent, as before the hold existed.
+  if (released.last && !released.deleted) throw unknown();
+  await reply.code(202).header('Content-Length', '0').send();
+}

@@ -1,0 +1,49 @@
+/**
+ * What every `/v2/` handler is given (oci/index.ts builds it once): the member readers, the upload
+ * sessions, the holds, and each shared service a handler uses, by name; never the whole
+ * `ServerContext`.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { ArchiveWalks } from '../../archive/walks.js';
+import type { IndexConfig } from '../../config/types.js';
+import type { OriginOf } from '../../ecosystem/ecosystem.js';
+import type { UsageCounters } from '../../observe/counters.js';
+import type { IndexSummaries } from '../../observe/summary.js';
+import type { BlobRedirect, BlobStore } from '../../storage/types.js';
+import type { BlobBytes } from '../read/blob-bytes.js';
+import type { BlobSizes } from '../read/blob-sizes.js';
+import type { IndexHolds } from '../read/index-holds.js';
+import type { UploadSessions } from '../read/uploads/upload-sessions.js';
+import type { Members } from '../read/virtual/members.js';
+import type { TokenSigner } from './token/tokens.js';
+
+export interface OciDeps {
+  /** The OCI indexes: where a `<name>` is resolved, and what the catalog lists. */
+  ociIndexes: IndexConfig[];
+  /** Every index by name: a virtual index's upload target. */
+  indexByName: ReadonlyMap<string, IndexConfig>;
+  members: Members;
+  /** The shared content-addressed store. */
+  blobs: BlobStore;
+  /** Where clients may fetch large stored blobs themselves (s3 with `redirect = true`); null: never. */
+  redirect: BlobRedirect | null;
+  /** Bytes of manifests and small blobs by digest (immutable): warm GETs of them read no file. */
+  blobBytes: BlobBytes;
+  /** Sizes of blobs seen by this process (immutable per digest): a warm blob GET in one round trip. */
+  blobSizes: BlobSizes;
+  sessions: UploadSessions;
+  /** The holds of repositories (hosted) and indexes (cached) on shared blobs: what each one sees. */
+  holds: IndexHolds;
+  /** Signs and verifies the token realm's bearer tokens. */
+  tokens: TokenSigner;
+  /** The usage counters of `/+stats`, per index route. */
+  counters: UsageCounters;
+  /** The per-index summaries of `/+status`: a manifest write records itself there. */
+  summaries: IndexSummaries;
+  /** The cap on archive walks and the listings cache (layer contents). */
+  archiveWalks: ArchiveWalks;
+  /** The client's address (trusted proxies resolved), for the security log. */
+  clientAddress: (request: FastifyRequest) => string;
+  /** The origin the client reached the server at: where a challenge sends it for a token. */
+  originOf: OriginOf;
+}

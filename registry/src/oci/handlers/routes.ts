@@ -1,0 +1,159 @@
+/**
+ * Mounts the `/v2/` tree in its own fastify scope, so its error handler answers in the
+ * distribution-spec shape instead of the server's default one, and dispatches each request by
+ * the action at the end of its path and by method. HEAD is answered wherever GET is (the GET
+ * handler runs; node sends no body for HEAD), and a 405 names the methods the route has in `Allow`.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isClientGone, logClientGone } from '../../http/client-gone.js';
+import { allowOf, handlerFor, type Methods } from '../../http/route-table.js';
+import { errorPayload, OciError, OciStatusError } from '../model/errors.js';
+import { resolveName } from './access.js';
+import { ociAnswerOf, sendError } from './answers.js';
+import { deleteBlob, getBlob } from './blobs.js';
+import { listCatalog } from './catalog.js';
+import { dropMalformedContentType } from './content-type.js';
+import type { OciDeps } from './deps.js';
+import type { OciCall, OciExchange } from './exchange.js';
+import { layerContents } from './layer-contents.js';
+import { deleteManifest, getManifest, putManifest } from './manifests.js';
+import { listReferrers } from './referrers.js';
+import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
+import { listTags } from './tags.js';
+import { isUploadToken, issueToken } from './token-realm.js';
+import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
+import { readCredentials, type Credentials } from './token/credentials.js';
+import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
+import { parseOciUrl, type OciAction } from './url.js';
+
+export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
+
+type Handler = (x: OciExchange) => Promise<void>;
+
+interface Route {
+  /** What the route is, for the 405 message. */
+  what: string;
+  methods: Methods<Handler>;
+}
+
+/** A handler of a route under `<name>`: the name resolves to its index once the method matched. */
+function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
+  return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
+}
+
+/**
+ * The version check is where docker learns how to authenticate: it sends credentials only after
+ * this answered 401 with a challenge, so a request without credentials is sent to the token
+ * realm (reads stay open on every other route). With a valid token, or Basic credentials whose
+ * password is an upload token here, it is the spec's 200.
+ */
+async function versionCheck(x: OciExchange): Promise<void> {
+  const c = x.credentials;
+  if (c.kind === 'bearer' || (c.kind === 'basic' && isUploadToken(x.deps.ociIndexes, c.header))) {
+    await x.reply.code(200).header('Content-Length', '0').send();
+    return;
+  }
+  const message =
+    c.kind === 'none'
+      ? `authentication required: fetch a bearer token from ${TOKEN_PATH} (anonymous tokens allow pulls; log in with an upload token to push), or send HTTP Basic credentials`
+      : 'the password is not the upload token of any hosted OCI index on this registry';
+  throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.deps.originOf, x.request)) });
+}
+
+function routeOf(action: OciAction): Route {
+  switch (action.kind) {
+    case 'base':
+      return { what: '/v2/', methods: { GET: versionCheck } };
+    case 'catalog':
+      return { what: 'the catalog', methods: { GET: listCatalog } };
+    case 'token':
+      return { what: 'the token realm', methods: { GET: issueToken } };
+    case 'manifest': {
+      const ref = action.reference;
+      return {
+        what: 'manifests',
+        methods: {
+          GET: named(action.name, (c) => getManifest(c, ref, false)),
+          HEAD: named(action.name, (c) => getManifest(c, ref, true)),
+          PUT: named(action.name, (c) => putManifest(c, ref)),
+          DELETE: named(action.name, (c) => deleteManifest(c, ref)),
+        },
+      };
+    }
+    case 'blob': {
+      const digest = action.digest;
+      return {
+        what: 'blobs',
+        methods: {
+          GET: named(action.name, (c) => getBlob(c, digest, false)),
+          HEAD: named(action.name, (c) => getBlob(c, digest, true)),
+          DELETE: named(action.name, (c) => deleteBlob(c, digest)),
+        },
+      };
+    }
+    case 'blob-contents':
+      return { what: 'layer contents', methods: { GET: named(action.name, (c) => layerContents(c, action.digest)) } };
+    case 'upload-start':
+      return { what: 'blob uploads', methods: { POST: named(action.name, startUpload) } };
+    case 'upload': {
+      const id = action.session;
+      return {
+        what: 'upload sessions',
+        methods: {
+          GET: named(action.name, (c) => uploadStatus(c, id)),
+          PATCH: named(action.name, (c) => patchUpload(c, id)),
+          PUT: named(action.name, (c) => commitUpload(c, id)),
+          DELETE: named(action.name, (c) => cancelUpload(c, id)),
+        },
+      };
+    }
+    case 'tags':
+      return { what: 'tag lists', methods: { GET: named(action.name, listTags) } };
+    case 'referrers':
+      return { what: 'referrers', methods: { GET: named(action.name, (c) => listReferrers(c, action.digest)) } };
+  }
+}
+
+async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { action, query } = parseOciUrl(request.raw.url ?? '/v2/');
+  const route = routeOf(action);
+  const handler = handlerFor(route.methods, request.method);
+  if (!handler) {
+    throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
+  }
+  // The realm reads its own (Basic) credentials; everywhere else a bearer token is verified first.
+  const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens, deps.originOf);
+  await handler({ deps, query, request, reply, credentials });
+}
+
+export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (request, reply) => {
+      reply.header(API_VERSION_HEADER, 'registry/2.0');
+      dropMalformedContentType(request);
+    });
+    scope.setErrorHandler(async (err, request, reply) => {
+      if (isClientGone(err, request)) {
+        logClientGone(err, request);
+        return reply.code(499).send();
+      }
+      const answer = err instanceof OciError || err instanceof OciStatusError ? err : ociAnswerOf(err);
+      if (answer) {
+        // A 5xx answered on purpose (store or upstream down) still belongs in the log, with its cause.
+        if (answer.status >= 500) request.log.warn({ err }, 'OCI request failed');
+        if (isAnsweredBeforeBody(answer)) await beforeRefusal(request, reply);
+        return sendError(reply, answer);
+      }
+      const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
+      if (status >= 500) {
+        request.log.error({ err }, 'OCI request failed');
+        // Not UNKNOWN: that code means an upstream failure (502) in the spec's table.
+        return reply.code(500).type('application/json').send(errorPayload('INTERNAL_ERROR', `internal error (request id ${request.id})`));
+      }
+      const message = err instanceof Error ? err.message : 'bad request';
+      return reply.code(status).type('application/json').send(errorPayload('REQUEST_INVALID', message));
+    });
+    const handler = (request: FastifyRequest, reply: FastifyReply) => dispatch(deps, request, reply);
+    for (const url of ['/v2', '/v2/', '/v2/*']) scope.all(url, handler);
+  });
+}

@@ -1,0 +1,67 @@
+/**
+ * Where the OCI API keeps its small documents in the MetaStore, and their shapes. Per hosted
+ * index and repository:
+ *
+ *   oci/<index>/repos/<repo path>/_tags                  tag -> manifest digest (hex)
+ *   oci/<index>/repos/<repo path>/_manifests/<hex>       one pushed manifest (media type, size, ...)
+ *   oci/<index>/repos/<repo path>/_referrers/<hex>       descriptors of manifests whose subject is <hex>
+ *   oci/<index>/repos/<repo path>/_digests               the hex of every manifest recorded in the repository
+ *   oci/<index>/catalog                                  the names of the repositories with a manifest
+ *
+ * Repository components never start with "_" (name grammar), so the "_" documents cannot collide
+ * with a nested repository such as `a/_tags`. Manifest bytes themselves are blobs in the shared
+ * content-addressed store. Every blob that came in through /v2 (push, mount, manifest) is held
+ * by the repository that received it (read/index-holds.ts); a repository sees exactly the blobs it
+ * holds.
+ */
+import type { IndexConfig } from '../../config/types.js';
+
+export interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  artifactType?: string;
+  annotations?: Record<string, string>;
+}
+
+export interface ManifestRecord {
+  mediaType: string;
+  size: number;
+  /** Hex of the declared subject's sha256 digest. */
+  subject?: string;
+  /** The descriptor the referrers API lists for this manifest. */
+  descriptor: Descriptor;
+  pushedAt: string;
+}
+
+export interface TagsDoc {
+  tags: Record<string, string>;
+}
+
+export interface ReferrersDoc {
+  /** Referrer manifest hex -> its descriptor, in push order. */
+  referrers: Record<string, Descriptor>;
+}
+
+export function repoPrefix(index: IndexConfig, repo: readonly string[]): string {
+  // Index names are safe key segments: the config schema allows nothing else.
+  return `${reposFolder(index)}/${repo.join('/')}`;
+}
+
+/** The folder of every repository document of one index (what the catalog lists). */
+export function reposFolder(index: IndexConfig): string {
+  return `oci/${index.name}/repos`;
+}
+
+/** The index's repository names (storage/name-set.ts): outside `reposFolder`, which it mirrors. */
+export function catalogKey(index: IndexConfig): string {
+  return `oci/${index.name}/catalog`;
+}
+
+export const keys = {
+  tags: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_tags`,
+  manifest: (index: IndexConfig, repo: readonly string[], hex: string) => `${repoPrefix(index, repo)}/_manifests/${hex}`,
+  referrers: (index: IndexConfig, repo: readonly string[], subjectHex: string) => `${repoPrefix(index, repo)}/_referrers/${subjectHex}`,
+  /** A NameSet of the `_manifests` hexes (storage/name-set.ts): counted without a listing. */
+  digests: (index: IndexConfig, repo: readonly string[]) => `${repoPrefix(index, repo)}/_digests`,
+};

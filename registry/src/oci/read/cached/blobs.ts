@@ -1,0 +1,184 @@
+/**
+ * Blobs a cached OCI index does not hold yet. A whole GET joins the index's single flight for the
+ * digest (roles/single-flight.ts): one upstream fetch however many clients ask, streamed to every
+ * one of them while it is hashed and staged, published (and held by this index) only when the
+ * digest verifies; a mismatch or a broken upstream body breaks every client's transfer and stores
+ * nothing. A HEAD or a Range request on a miss is passed to the upstream and answered from its
+ * reply without storing anything: a part of a blob is never stored. With several worker
+ * processes, the flight is theirs together: one fetch for the whole server.
+ *
+ * Nothing here writes a reply: a pull says what there is to send (`BlobPull`), and the blob
+ * handler (handlers/blobs.ts) sends it.
+ */
+import type { Readable } from 'node:stream';
+import type { IndexCounters } from '../../../observe/counters.js';
+import type { FlightPeers } from '../../../roles/flight-peers.js';
+import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
+import { discard, header } from '../../../roles/upstream.js';
+import type { Holder } from '../../../storage/holds.js';
+import type { BlobStore } from '../../../storage/types.js';
+import { OciError, OciStatusError } from '../../model/errors.js';
+import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
+import type { CachedUpstream } from './upstream.js';
+
+/** What a pull-through of a blob found, and what there is to send for it. */
+export type BlobPull =
+  /** The upstream does not have it. */
+  | { kind: 'unknown' }
+  /** The index holds it now (its bytes were stored already, or arrived meanwhile): serve it from the store. */
+  | { kind: 'stored' }
+  /** A whole GET through the single flight: the bytes as they arrive, `size` when the upstream announced it. */
+  | { kind: 'fetched'; body: Readable; size?: number }
+  /**
+   * A HEAD, or a GET of a range, passed to the upstream and not stored: its status (200 or 206),
+   * its `Content-Length` and `Content-Range` as it sent them, and for a GET its bytes.
+   */
+  | { kind: 'passed'; status: number; body: Readable | null; contentLength?: string; contentRange?: string };
+
+/** What the client asked for: a HEAD, or a GET of the whole blob or of a `Range`. */
+export interface BlobWant {
+  head: boolean;
+  range?: string;
+}
+
+export class CachedBlobs {
+  readonly #flights: BlobFlights;
+
+  constructor(
+    private readonly upstream: CachedUpstream,
+    private readonly store: BlobStore,
+    private readonly holder: Holder,
+    /** The cached index's own counters: the flights' outcomes and their upstream errors. */
+    private readonly counters: IndexCounters,
+    /** The server's other worker processes, which share each blob's fetch with this one. */
+    peers?: { flights: FlightPeers; scope: string },
+  ) {
+    this.#flights = new BlobFlights({
+      store,
+      holder,
+      counters,
+      onOutcome: (outcome) => this.#counted(outcome),
+      ...(peers ? { peers } : {}),
+    });
+  }
+
+  /** `hex` of `repo` from the upstream, as `want` asks for it (see the module comment). */
+  async pull(repo: readonly string[], hex: string, want: BlobWant): Promise<BlobPull> {
+    const adopted = await this.#adopt(repo, hex);
+    if (adopted !== 'absent') return { kind: adopted };
+    if (want.head || want.range !== undefined) return this.#passThrough(repo, hex, want);
+    const delivery = await this.#open(repo, hex);
+    if (delivery === 'unknown') return { kind: 'unknown' };
+    if (!delivery) return { kind: 'stored' };
+    return { kind: 'fetched', body: delivery.stream, ...(delivery.size !== undefined ? { size: delivery.size } : {}) };
+  }
+
+  /** Makes sure this index holds `hex` (fetching it once if not): for the layer browser. */
+  async ensure(repo: readonly string[], hex: string): Promise<'held' | 'unknown'> {
+    const adopted = await this.#adopt(repo, hex);
+    if (adopted !== 'absent') return adopted === 'stored' ? 'held' : 'unknown';
+    const delivery = await this.#open(repo, hex);
+    if (delivery === 'unknown') return 'unknown';
+    if (!delivery) return 'held';
+    delivery.stream.resume();
+    const outcome = await delivery.outcome;
+    if (outcome.kind === 'published' || outcome.kind === 'already_stored') return 'held';
+    if (outcome.kind === 'rejected') throw new OciError('UNKNOWN', `the upstream's bytes for blob sha256:${hex} did not match the digest; nothing was stored`);
+    throw new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed while sending blob sha256:${hex}`);
+  }
+
+  /**
+   * Bytes the store already has (another index or ecosystem holds them) are this index's too once
+   * the upstream confirms it has the digest: one HEAD instead of a download. The bytes are
+   * content-addressed and were verified when stored.
+   */
+  async #adopt(repo: readonly string[], hex: string): Promise<'stored' | 'unknown' | 'absent'> {
+    if ((await this.store.stat(hex)) === null) return 'absent';
+    const registry = this.upstream.registry;
+    const known = await this.upstream.orUnavailable(async () => {
+      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
+      discard(res);
+      if (res.status === 404) return false;
+      if (res.status !== 200) throw new UpstreamFailure(`answered ${res.status} to the blob HEAD`);
+      return true;
+    }, repo);
+    if (!known) return 'unknown';
+    await this.holder.hold(hex);
+    return 'stored';
+  }
+
+  /**
+   * The flight of `hex`: a delivery, null when the bytes turned out stored, or `unknown`. A failed
+   * upstream is the client's 502 here, but counted once per flight (`#counted`), not per client.
+   */
+  async #open(repo: readonly string[], hex: string) {
+    const registry = this.upstream.registry;
+    const opened = async () => {
+      try {
+        return await this.#flights.open<null>(
+          hex,
+          async () => {
+            const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
+            if (res.status === 404) {
+              discard(res);
+              throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored, nor known upstream`);
+            }
+            if (res.status !== 200) {
+              discard(res);
+              throw new UpstreamFailure(`answered ${res.status} to the blob GET`);
+            }
+            const length = header(res.headers, 'content-length');
+            return { body: res.body, expected: hex, ...(length !== undefined ? { size: Number(length) } : {}), meta: null };
+          },
+          { recheck: async () => (await this.store.stat(hex)) !== null && (await this.holder.isHeld(hex)) },
+        );
+      } catch (err) {
+        if (err instanceof OciError && err.code === 'BLOB_UNKNOWN') return 'unknown' as const;
+        throw err;
+      }
+    };
+    return this.upstream.orElse(opened, (failure) => {
+      throw new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed and the blob is not cached: ${failure.message}`);
+    });
+  }
+
+  /** A HEAD or a range: the upstream's answer, passed on and not stored. */
+  async #passThrough(repo: readonly string[], hex: string, want: BlobWant): Promise<BlobPull> {
+    const registry = this.upstream.registry;
+    const { head, range } = want;
+    const res = await this.upstream.orUnavailable(async () => {
+      const res = await registry.fetch({
+        method: head ? 'HEAD' : 'GET',
+        repository: registry.upstreamName(repo),
+        path: `blobs/sha256:${hex}`,
+        ...(range !== undefined && !head ? { headers: { range } } : {}),
+      });
+      if ([200, 206, 404, 416].includes(res.status)) return res;
+      discard(res);
+      throw new UpstreamFailure(`answered ${res.status} to the blob ${head ? 'HEAD' : 'GET'}`);
+    }, repo);
+    if (res.status === 404) {
+      discard(res);
+      return { kind: 'unknown' };
+    }
+    if (res.status === 416) {
+      discard(res);
+      const cr = header(res.headers, 'content-range');
+      throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${range ?? ''}" cannot be served`, cr !== undefined ? { 'Content-Range': cr } : {});
+    }
+    const contentLength = header(res.headers, 'content-length');
+    const contentRange = header(res.headers, 'content-range');
+    if (head) discard(res);
+    return {
+      kind: 'passed',
+      status: res.status,
+      body: head ? null : res.body,
+      ...(contentLength !== undefined ? { contentLength } : {}),
+      ...(contentRange !== undefined ? { contentRange } : {}),
+    };
+  }
+
+  #counted(outcome: FlightOutcome): void {
+    if (outcome.kind === 'not_started' && upstreamFailureOf(outcome.error)) this.counters.add('upstream_errors');
+  }
+}

@@ -1,0 +1,193 @@
+/**
+ * The hosted role's repository state: tag maps, manifest records and referrer lists of one hosted
+ * index, kept in the MetaStore with compare-and-swap updates. Manifest bytes are published to the
+ * blob store before any document points at them, so a reader never sees a record without bytes.
+ * Two NameSets (storage/name-set.ts) spare the request paths a listing: the manifests of each
+ * repository (`_digests`, what the status summary counts) and the repositories of the index
+ * (`oci/<index>/catalog`, what `/v2/_catalog` serves). Both are added to after the manifest record
+ * commits and removed from after it is deleted.
+ */
+import type { IndexConfig } from '../../../config/types.js';
+import { NameSet } from '../../../storage/name-set.js';
+import type { MetaStore } from '../../../storage/types.js';
+import { updateDoc } from '../../../storage/update.js';
+import { isManifestMediaType } from '../../model/manifest-check.js';
+import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from '../../model/meta.js';
+import type { Reference } from '../../model/names.js';
+import { repositoriesIn } from './repositories.js';
+import { seenIn, type IndexHolds } from '../index-holds.js';
+import type { FoundManifest, MemberReader } from '../member.js';
+
+/** Tags whose last seen digest a process remembers as the guess for its next read. */
+const MAX_TAG_GUESSES = 4096;
+
+export class HostedRepos implements MemberReader {
+  readonly #catalog: NameSet;
+  /** `repo:tag` -> the digest it named when last read here; only ever a guess (see `resolve`). */
+  readonly #lastTargets = new Map<string, string>();
+
+  constructor(
+    readonly index: IndexConfig,
+    private readonly meta: MetaStore,
+    /** Whose holds on a manifest's bytes decide whether the repository sees it. */
+    private readonly holds: IndexHolds,
+  ) {
+    this.#catalog = new NameSet(meta, catalogKey(index), async () => (await repositoriesIn(meta, index)).map((r) => r.join('/')));
+  }
+
+  async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
+    const found = await this.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
+    return found?.doc ?? null;
+  }
+
+  async tags(repo: readonly string[]): Promise<Record<string, string>> {
+    const found = await this.meta.get<TagsDoc>(keys.tags(this.index, repo));
+    return found?.doc.tags ?? {};
+  }
+
+  /**
+   * The manifest `ref` names, when its record exists and the repository sees its bytes. The reads
+   * go out together: for a digest the record and the hold; for a tag also the tag map, with the
+   * record and hold of the digest the tag named on this process's last read of it (a guess,
+   * checked against the tag map read in the same round). A warm read is one round trip to the
+   * store; a tag moved since costs one more.
+   */
+  async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+    if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex);
+    const key = `${repo.join('/')}:${ref.tag}`;
+    const guess = this.#lastTargets.get(key);
+    const [tags, guessed] = await Promise.all([this.tags(repo), guess === undefined ? null : this.#heldManifest(repo, guess)]);
+    const hex = tagTarget(tags, ref.tag);
+    this.#lastTargets.delete(key);
+    if (hex === undefined) return null;
+    this.#lastTargets.set(key, hex);
+    if (this.#lastTargets.size > MAX_TAG_GUESSES) this.#lastTargets.delete(this.#lastTargets.keys().next().value as string);
+    return hex === guess ? guessed : this.#heldManifest(repo, hex);
+  }
+
+  /**
+   * The record of `hex`, when the repository also sees its bytes (`seenIn`, read/index-holds.ts: a
+   * hosted repository's hold, which a blob or manifest DELETE releases; a cached index's).
+   */
+  async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
+    const [record, holders] = await Promise.all([this.manifest(repo, hex), this.holds.holders(hex)]);
+    return record && seenIn(holders, this.index, repo) ? { hex, record, index: this.index } : null;
+  }
+
+  /** The repositories that hold at least one manifest: one read of the catalog document. */
+  async repositories(): Promise<string[][]> {
+    return (await this.#catalog.read()).names.map((name) => name.split('/'));
+  }
+
+  async referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
+    const found = await this.meta.get<ReferrersDoc>(keys.referrers(this.index, repo, subjectHex));
+    return Object.values(found?.doc.referrers ?? {});
+  }
+
+  /**
+   * Records a manifest whose bytes are already in the blob store, then its referrer entry and tag.
+   * A manifest already recorded keeps its record, so its media type is the one of its first
+   * accepted push (a record without a manifest media type, from an earlier version, is replaced).
+   */
+  async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string): Promise<void> {
+    const { doc } = await updateDoc<ManifestRecord>(this.meta, keys.manifest(this.index, repo, hex), (current) =>
+      current && isManifestMediaType(current.mediaType) ? undefined : pushed,
+    );
+    const record = doc ?? pushed;
+    // Once the record is in, the documents that point at it are independent of each other: written
+    // at once (each store write is a round trip, and on fs two syncs), not one after another.
+    const writes: Promise<unknown>[] = [this.#digests(repo).add(hex), this.#catalog.add(repo.join('/'))];
+    if (record.subject) {
+      const subject = record.subject;
+      writes.push(
+        updateDoc<ReferrersDoc>(this.meta, keys.referrers(this.index, repo, subject), (doc) => {
+          const next = doc ?? { referrers: {} };
+          next.referrers[hex] = record.descriptor;
+          return next;
+        }),
+      );
+    }
+    if (tag !== undefined) {
+      writes.push(
+        updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+          const next = doc ?? { tags: {} };
+          if (tagTarget(next.tags, tag) === hex) return undefined;
+          setTag(next.tags, tag, hex);
+          return next;
+        }),
+      );
+    }
+    await Promise.all(writes);
+  }
+
+  /** Drops one tag mapping; false when the tag did not exist. */
+  async deleteTag(repo: readonly string[], tag: string): Promise<boolean> {
+    const { changed } = await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+      if (!doc || !Object.hasOwn(doc.tags, tag)) return undefined;
+      delete doc.tags[tag];
+      return doc;
+    });
+    return changed;
+  }
+
+  /**
+   * Removes a manifest from the repository: the tags pointing at it, its referrer entry, then the
+   * record. Its bytes and the holds on them are the caller's (handlers/manifests.ts). False when
+   * the repository has no such manifest.
+   */
+  async deleteManifest(repo: readonly string[], hex: string): Promise<boolean> {
+    const record = await this.manifest(repo, hex);
+    if (!record) return false;
+    await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+      if (!doc) return undefined;
+      const stale = Object.keys(doc.tags).filter((t) => doc.tags[t] === hex);
+      if (stale.length === 0) return undefined;
+      for (const t of stale) delete doc.tags[t];
+      return doc;
+    });
+    if (record.subject) {
+      await updateDoc<ReferrersDoc>(this.meta, keys.referrers(this.index, repo, record.subject), (doc) => {
+        if (!doc || !(hex in doc.referrers)) return undefined;
+        delete doc.referrers[hex];
+        return doc;
+      });
+    }
+    const deleted = await this.meta.delete(keys.manifest(this.index, repo, hex));
+    await this.#digests(repo).remove(hex, async () => (await this.manifest(repo, hex)) !== null);
+    await this.#catalog.remove(repo.join('/'), async () => (await this.manifestCount(repo)) > 0);
+    return deleted;
+  }
+
+  /** How many manifests `repo` records: one read of its digest set. */
+  async manifestCount(repo: readonly string[]): Promise<number> {
+    return (await this.manifestDigests(repo)).length;
+  }
+
+  /** The hex of every manifest `repo` records: one read of its digest set. */
+  async manifestDigests(repo: readonly string[]): Promise<string[]> {
+    return (await this.#digests(repo).read()).names;
+  }
+
+  #digests(repo: readonly string[]): NameSet {
+    const folder = `${repoPrefix(this.index, repo)}/_manifests`;
+    return new NameSet(this.meta, keys.digests(this.index, repo), async () => {
+      // Built once for a repository stored before the set existed.
+      const hexes: string[] = [];
+      for await (const key of this.meta.list(folder)) hexes.push(key.slice(folder.length + 1));
+      return hexes;
+    });
+  }
+}
+
+/*
+ * Tags are keys of a plain JSON object, and the tag grammar allows `constructor`, `toString` or
+ * `__proto__`: read only own properties and define (never assign) them, so no tag can reach or
+ * replace the object's prototype.
+ */
+function tagTarget(tags: Record<string, string>, tag: string): string | undefined {
+  return Object.hasOwn(tags, tag) ? tags[tag] : undefined;
+}
+
+function setTag(tags: Record<string, string>, tag: string, hex: string): void {
+  Object.defineProperty(tags, tag, { value: hex, enumerable: true, writable: true, configurable: true });
+}
