@@ -16,6 +16,7 @@ import { FaultProxy } from '../support/fault-proxy.js';
 import { tool } from '../support/paths.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
 import { run } from '../support/run.js';
+import { until } from '../support/until.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { CLEAN_ENV, freshPipVenv, requestedPaths } from './fixtures/clients.js';
 import { buildProject, type BuiltProject } from './fixtures/projects.js';
@@ -36,6 +37,12 @@ let privateAlpha: BuiltProject;
 const sha256File = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 /** Whether the server's store holds a blob (read the way the server reads it). */
 const stored = async (digest: string) => (await storeProbe(server.dataDir)).has(digest);
+/**
+ * Waits until the server has stored a file a client just downloaded: the last byte reaches the
+ * client as the digest is checked, and the file is published right after, so on a busy machine
+ * the client can finish first.
+ */
+const storedSoon = (digest: string) => until(`sha256 ${digest} stored`, async () => ((await stored(digest)) ? true : undefined), { timeoutMs: 30_000 });
 
 function config(upstream: string): string {
   return toml(
@@ -201,7 +208,7 @@ describe('upstream faults', () => {
     expect(server.logs()).toMatch(/"event":"rejected"/);
     const good = await pipDownload(`${server.url}/root/pypi/simple/`, 'delta');
     expect(good.stdout).toContain(delta.wheelFilename);
-    expect(await stored(digest)).toBe(true);
+    await storedSoon(digest);
   });
 
   it('an upstream that dies mid-transfer fails the download cleanly; a retry works', async () => {
@@ -213,7 +220,7 @@ describe('upstream faults', () => {
     expect(await stored(digest)).toBe(false);
     const good = await pipDownload(`${server.url}/root/pypi/simple/`, 'alpha==1.0.0');
     expect(good.stdout).toContain(alpha1.wheelFilename);
-    expect(await stored(digest)).toBe(true);
+    await storedSoon(digest);
   });
 });
 
