@@ -17,6 +17,7 @@ const CORE_LAYERS = [
   { what: 'the HTTP helpers', folders: ['http'] },
   { what: 'storage', folders: ['storage'] },
   { what: 'config', folders: ['config'] },
+  { what: 'the neutral error kinds', folders: ['errors'] },
 ];
 
 /**

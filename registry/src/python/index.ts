@@ -4,6 +4,7 @@
  * table on top (`handlers/routes.ts`). Nothing under `python/` imports this file.
  */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
+import { answerPythonError } from './handlers/answers.js';
 import { dispatch, pythonRoutes } from './handlers/routes.js';
 import { ProjectSource } from './handlers/project-source.js';
 import { ProjectOverrides } from './model/overrides.js';
@@ -30,5 +31,6 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
       sources.close();
     },
     handleIndexRequest: (req) => dispatch(routes, req),
+    answerError: answerPythonError,
   };
 }

@@ -10,7 +10,8 @@
  * - 200 with other bytes: the record is replaced (`refreshes` and `changed`).
  * - 404/410: the document is gone upstream; the record is dropped and the caller gets null.
  * - failure (connect error, timeout, 5xx, any other status): the cached copy is served
- *   (`stale_served`, per request served), or, with nothing cached, a 502 (`upstream_errors`).
+ *   (`stale_served`, per request served), or, with nothing cached, an `UpstreamError` of the
+ *   cause's kind saying so (502; `upstream_errors`).
  *
  * `stale_served` counts every request answered stale; `refreshes`, `changed` and
  * `upstream_errors` count once per upstream exchange. With `locks` (held across the processes of
@@ -21,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { SlotsBusyError } from '../limits/slots.js';
-import { CachedBytesLostError, UpstreamUnavailableError } from './errors.js';
+import { CachedBytesLostError } from './errors.js';
 import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
 import type { KeyLocks } from '../storage/key-locks.js';
@@ -31,6 +32,7 @@ import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
 import { PromiseFlights } from './promise-flights.js';
 import { UpstreamHealth } from './upstream-health.js';
+import { restated } from './upstream-error.js';
 
 /** How the document was answered. */
 export type DocSource = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale';
@@ -158,7 +160,7 @@ export class DocCache {
     if (slotDenied) throw err;
     this.#counters.add('upstream_errors');
     const why = err instanceof Error ? err.message : String(err);
-    throw new UpstreamUnavailableError(why);
+    throw restated(err, `the upstream could not be reached and nothing is cached: ${why}`);
   }
 
   /** Holds, then stores, the body (an existing hold costs one read). */

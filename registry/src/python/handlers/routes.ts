@@ -2,7 +2,8 @@
  * The Python route table: requests under `/{route}/` to the Simple API, file downloads, legacy
  * JSON, inspection, uploads and the mutations. Routes are (path shape, methods); the neutral
  * mechanism (method lookup, HEAD as GET, 405 with `Allow`) is `http/route-table.ts`, and the
- * Python answers (404 bodies, reason phrases, `Vary` on Simple paths) are here.
+ * Python answers (404 bodies, `Vary` on Simple paths) are here; failures are answered by
+ * Python's table (answers.ts).
  */
 import type { IndexRequest, ServerContext } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
@@ -17,7 +18,6 @@ import type { MutationDeps } from './mutations/handler.js';
 import { mutationRoutes } from './mutations/routes.js';
 import type { ProjectSource } from './project-source.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
-import { PolicyDenialError, reasonPhraseOf } from './upload/errors.js';
 import { handleUpload } from './upload/handler.js';
 
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
@@ -61,8 +61,6 @@ export async function dispatch(routes: readonly Route[], req: IndexRequest): Pro
     throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
   }
   return await handler(req, params).catch((err: unknown) => {
-    // pip and twine print the reason phrase, not the body: let the denial's reason show.
-    if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
     // A write refused because the index takes none: only the path's reads are allowed,
     // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
     if (err instanceof HttpError && err.status === 405) {

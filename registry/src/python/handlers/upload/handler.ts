@@ -40,11 +40,7 @@ export async function handleUpload(ctx: ServerContext, req: IndexRequest, checkS
   } catch (err) {
     discardRest(request);
     // twine prints the reason phrase, not the body: put the message where the user will see it.
-    if (err instanceof PolicyDenialError) {
-      reply.raw.statusMessage = reasonPhraseOf(err.message);
-      await reply.code(err.status).type('application/json').send(err.denial);
-      return;
-    }
+    // (A policy denial's is set by Python's table, answers.ts, which also sends its denial object.)
     if (err instanceof HttpError) reply.raw.statusMessage = reasonPhraseOf(err.message);
     throw err;
   }
