@@ -26,7 +26,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
     discovery: pythonDiscovery,
-    ...pythonStatus(ctx, sources.lookup, records),
+    ...pythonStatus(sources.lookup, records),
     async close() {
       sources.close();
     },

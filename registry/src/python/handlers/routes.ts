@@ -12,13 +12,13 @@ import { isSha256Hex } from '../../storage/types.js';
 import { isValidProjectName } from '../model/records.js';
 import { storeListedFile } from '../read/store-listed.js';
 import { findServableFile, serveFile } from './files/handler.js';
-import { handleInspect } from './inspect/handler.js';
+import { handleInspect, type InspectServices } from './inspect/handler.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
 import type { MutationDeps } from './mutations/handler.js';
 import { mutationRoutes } from './mutations/routes.js';
 import type { ProjectSource } from './project-source.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
-import { handleUpload } from './upload/handler.js';
+import { handleUpload, type UploadServices } from './upload/handler.js';
 
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
 
@@ -71,7 +71,10 @@ export async function dispatch(routes: readonly Route[], req: IndexRequest): Pro
   });
 }
 
-export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: RouteLayers): Route[] {
+/** What the Python endpoints use of the server's services, together. */
+export type PythonServices = UploadServices & InspectServices & Pick<ServerContext, 'originOf'>;
+
+export function pythonRoutes(ctx: PythonServices, source: ProjectSource, layers: RouteLayers): Route[] {
   return [
     // Checked in order. Legacy JSON comes before the Simple detail page so that
     // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
@@ -122,6 +125,13 @@ export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: 
       methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
     },
     // yank, un-yank, delete, restore, promote (PUT/DELETE only).
-    ...mutationRoutes({ ctx, records: source.records, ...layers }),
+    ...mutationRoutes({
+      indexByName: ctx.indexByName,
+      clientAddress: ctx.clientAddress,
+      summaries: ctx.summaries,
+      events: ctx.events,
+      records: source.records,
+      ...layers,
+    }),
   ];
 }
