@@ -43,7 +43,34 @@ export default tseslint.config(
   // The Python layers (docs/development.md): handlers on top, read below them, model at the
   // bottom; a lower layer never imports a higher one, so a request walks down and back up once.
   ...pythonLayerRules(),
+  // Errors are told apart by class and kind (docs/development.md, "Errors"), never by name.
+  ...errorNameRules(),
 );
+
+/**
+ * `no-restricted-syntax` over registry/src: comparing an error's `name` with a class name
+ * (`err.name === 'UpstreamError'`) is refused; test the class (`instanceof`) and its `kind`.
+ * A platform error that has no class of its own is asked about another way (events/send.ts asks
+ * its deadline signal). oci/upstream-failure.ts is the one file left: it goes with the OCI
+ * conversion of issue 24, which reads roles' `UpstreamError` by class.
+ */
+function errorNameRules() {
+  const message = 'Tell errors apart by class and kind, not by name (docs/development.md, "Errors").';
+  const className = '/(Error|Failure|Exception)$/';
+  return [
+    {
+      files: ['registry/src/**/*.ts'],
+      ignores: ['registry/src/oci/upstream-failure.ts'],
+      rules: {
+        'no-restricted-syntax': [
+          'error',
+          { selector: `BinaryExpression[left.property.name='name'][right.value=${className}]`, message },
+          { selector: `BinaryExpression[right.property.name='name'][left.value=${className}]`, message },
+        ],
+      },
+    },
+  ];
+}
 
 /** `velodex/core-layers` over registry/src, from the one ordered table `CORE_LAYERS`. */
 function coreLayerRules() {
