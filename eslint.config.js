@@ -37,7 +37,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
-  // The core's layers (docs/development.md): the composition root on top, config at the bottom;
+  // The core's layers (docs/development.md): the composition root on top, config and the error kinds at the bottom;
   // a folder imports only from the layers below it.
   ...coreLayerRules(),
   // The Python layers (docs/development.md): handlers on top, read below them, model at the
