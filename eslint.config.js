@@ -17,6 +17,7 @@ const CORE_LAYERS = [
   { what: 'the HTTP helpers', folders: ['http'] },
   { what: 'storage', folders: ['storage'] },
   { what: 'config', folders: ['config'] },
+  { what: 'the neutral error kinds', folders: ['errors'] },
 ];
 
 /**
@@ -36,7 +37,7 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'error',
     },
   },
-  // The core's layers (docs/development.md): the composition root on top, config at the bottom;
+  // The core's layers (docs/development.md): the composition root on top, config and the error kinds at the bottom;
   // a folder imports only from the layers below it.
   ...coreLayerRules(),
   // The layers inside each ecosystem (docs/development.md): handlers on top, read below them,
@@ -44,7 +45,34 @@ export default tseslint.config(
   // back up once.
   ...pythonLayerRules(),
   ...ociLayerRules(),
+  // Errors are told apart by class and kind (docs/development.md, "Errors"), never by name.
+  ...errorNameRules(),
 );
+
+/**
+ * `no-restricted-syntax` over registry/src: comparing an error's `name` with a class name
+ * (`err.name === 'UpstreamError'`) is refused; test the class (`instanceof`) and its `kind`.
+ * A platform error that has no class of its own is asked about another way (events/send.ts asks
+ * its deadline signal). oci/read/cached/upstream-failure.ts is the one file left: it goes with the OCI
+ * conversion of issue 24, which reads roles' `UpstreamError` by class.
+ */
+function errorNameRules() {
+  const message = 'Tell errors apart by class and kind, not by name (docs/development.md, "Errors").';
+  const className = '/(Error|Failure|Exception)$/';
+  return [
+    {
+      files: ['registry/src/**/*.ts'],
+      ignores: ['registry/src/oci/read/cached/upstream-failure.ts'],
+      rules: {
+        'no-restricted-syntax': [
+          'error',
+          { selector: `BinaryExpression[left.property.name='name'][right.value=${className}]`, message },
+          { selector: `BinaryExpression[right.property.name='name'][left.value=${className}]`, message },
+        ],
+      },
+    },
+  ];
+}
 
 /** `velodex/core-layers` over registry/src, from the one ordered table `CORE_LAYERS`. */
 function coreLayerRules() {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
 import { ociAnswerOf } from '../../registry/src/oci/handlers/answers.js';
-import { UpstreamUnavailableError } from '../../registry/src/roles/errors.js';
+import { UpstreamError as UpstreamUnavailableError } from '../../registry/src/roles/upstream-error.js';
 import { SlotWaitTimeoutError } from '../../registry/src/limits/upstream-slots.js';
 import { IndexCounters } from '../../registry/src/observe/counters.js';
 import { fetchDoc } from '../../registry/src/roles/fetch-doc.js';

@@ -165,7 +165,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(uiRoutes, { config, ecosystems, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
-  await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem) });
+  await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
   return { app, ecosystems, events, rateLimits: limiter };
 }

@@ -17,6 +17,7 @@ import type { IndexDescription } from '../observe/describe.js';
 import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
 import type { Stores } from '../storage/index.js';
+import type { ErrorHandler } from './error-handler.js';
 
 /**
  * The shared services of one server, as the composition root (app/app.ts) hands them to each
@@ -78,6 +79,11 @@ export interface Ecosystem {
   clientUrl?(index: IndexConfig, base: URL): string;
   /** Answers a request under `/{route}/` of one of this ecosystem's indexes. */
   handleIndexRequest?(req: IndexRequest): Promise<void>;
+  /**
+   * Answers the failures of `handleIndexRequest`: the handler factory (error-handler.ts) with the
+   * ecosystem's table of the neutral kinds. Absent: the server's own handler answers them.
+   */
+  answerError?: ErrorHandler;
   /** What `/+api` and `/{route}/+api` say about this ecosystem's indexes (URLs, capabilities, client texts). */
   discovery?: EcosystemDiscovery;
   /** Registers routes outside the index namespace. */

@@ -24,6 +24,8 @@ export async function sendDelivery(target: WebhookConfig, d: StoredDelivery, sto
   };
   if (target.secret) headers['x-velodex-signature'] = signature(target.secret.reveal(), timestamp, d.id, body);
   if (target.basicAuth) headers.authorization = `Basic ${Buffer.from(target.basicAuth.reveal()).toString('base64')}`;
+  // Asked after a failure whether it was the deadline (rather than reading the error's name).
+  const deadline = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS);
   try {
     const res = await fetch(target.url, {
       method: 'POST',
@@ -31,19 +33,19 @@ export async function sendDelivery(target: WebhookConfig, d: StoredDelivery, sto
       body,
       // A redirect is a failure: following it would send a signed body somewhere not configured.
       redirect: 'manual',
-      signal: AbortSignal.any([stop, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]),
+      signal: AbortSignal.any([stop, deadline]),
     });
     await res.body?.cancel().catch(() => undefined);
     if (res.status >= 200 && res.status < 300) return { kind: 'delivered', status: res.status };
     return { kind: 'failed', error: `HTTP ${res.status}` };
   } catch (err) {
     if (stop.aborted) return { kind: 'aborted' };
+    if (deadline.aborted) return { kind: 'failed', error: `timed out after ${ATTEMPT_TIMEOUT_MS / 1000}s` };
     return { kind: 'failed', error: errorCode(err) };
   }
 }
 
 function errorCode(err: unknown): string {
-  if (err instanceof Error && err.name === 'TimeoutError') return `timed out after ${ATTEMPT_TIMEOUT_MS / 1000}s`;
   const cause = err instanceof Error ? (err.cause as { code?: unknown } | undefined) : undefined;
   if (typeof cause?.code === 'string' && /^[A-Z0-9_]{2,40}$/.test(cause.code)) return cause.code;
   return 'request failed';

@@ -1,6 +1,8 @@
 /**
- * The error every layer may throw for an HTTP answer, and the default error body. What the core's
- * neutral failures (no status of their own) answer is ecosystem/neutral-answer.ts.
+ * The error thrown where the HTTP answer is decided on the spot (a bad request path, a route not
+ * found, a refusal), and the default error body. The core's neutral failures have no status of
+ * their own (errors/neutral.ts): each surface answers them in its table (ecosystem/json-answers.ts
+ * for this body shape).
  */
 
 /** An error with an HTTP status and a message meant for the person behind the client. */

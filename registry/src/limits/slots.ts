@@ -3,9 +3,10 @@
  * others wait in arrival order. A wait longer than the wait window fails with a 429 carrying
  * `Retry-After`; a waiter whose AbortSignal fires leaves the queue. Without a limit every acquire
  * succeeds at once, but holders are still counted. Knows nothing of what the slots guard: the
- * caller names it in the busy message. A denial is a `SlotsBusyError`, which each ecosystem turns
- * into its own 429.
+ * caller names it in the busy message. A denial is a `SlotsBusyError` (kind `slots_busy`), which
+ * each ecosystem answers with its own 429.
  */
+import { NeutralError } from '../errors/neutral.js';
 
 export const DEFAULT_SLOT_WAIT_MS = 30_000;
 export const DEFAULT_RETRY_AFTER_SECS = 10;
@@ -24,7 +25,9 @@ export interface SlotsOptions {
 }
 
 /** A request that found no free slot within the wait window: the client should retry later. */
-export class SlotsBusyError extends Error {
+export class SlotsBusyError extends NeutralError {
+  readonly kind = 'slots_busy';
+
   constructor(
     busy: string,
     readonly retryAfterSecs: number,

@@ -1,8 +1,9 @@
 /**
  * The spec's policy denial object and the error that carries it. Every ecosystem and every
- * action (upload, mirror, serve) refuses with this one shape, as 403.
+ * action (upload, mirror, serve) refuses with this one shape, as 403: the error has no status of
+ * its own (kind `policy_denied`); each ecosystem's table answers it with the denial object.
  */
-import { HttpError } from '../http/errors.js';
+import { NeutralError } from '../errors/neutral.js';
 
 export type PolicyAction = 'upload' | 'mirror' | 'serve';
 
@@ -19,9 +20,11 @@ export interface PolicyDenial {
   reason: string;
 }
 
-export class PolicyDenialError extends HttpError {
+export class PolicyDenialError extends NeutralError {
+  readonly kind = 'policy_denied';
+
   constructor(readonly denial: PolicyDenial) {
-    super(403, denial.reason, {}, denial);
+    super(denial.reason);
     this.name = 'PolicyDenialError';
   }
 }

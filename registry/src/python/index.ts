@@ -4,6 +4,7 @@
  * table on top (`handlers/routes.ts`). Nothing under `python/` imports this file.
  */
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
+import { answerPythonError } from './handlers/answers.js';
 import { dispatch, pythonRoutes } from './handlers/routes.js';
 import { ProjectSource } from './handlers/project-source.js';
 import { ProjectOverrides } from './model/overrides.js';
@@ -25,10 +26,11 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     id: 'python',
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
     discovery: pythonDiscovery,
-    ...pythonStatus(ctx, sources.lookup, records),
+    ...pythonStatus(sources.lookup, records),
     async close() {
       sources.close();
     },
     handleIndexRequest: (req) => dispatch(routes, req),
+    answerError: answerPythonError,
   };
 }

@@ -5,15 +5,15 @@
  * record (an absolute value, so a lost update heals with the next write).
  */
 import type { IndexConfig } from '../config/types.js';
-import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
-import type { RecentUpload, ScannedSummary } from '../observe/summary.js';
+import type { Ecosystem } from '../ecosystem/ecosystem.js';
+import type { IndexSummaries, RecentUpload, ScannedSummary } from '../observe/summary.js';
 import { CachedSource } from './read/cached/source.js';
 import { isValidProjectName, normalizeName, type ProjectRecord, type ProjectRecords } from './model/records.js';
 import type { SourceLookup } from './read/source/types.js';
 
 type Log = { warn(obj: object, msg: string): void };
 
-export function pythonStatus(ctx: ServerContext, lookup: SourceLookup, records: ProjectRecords): Pick<Ecosystem, 'describe' | 'scanIndex' | 'projectKey'> {
+export function pythonStatus(lookup: SourceLookup, records: ProjectRecords): Pick<Ecosystem, 'describe' | 'scanIndex' | 'projectKey'> {
   return {
     describe(index) {
       const source = lookup(index.name);
@@ -48,19 +48,19 @@ function uploadsOf(indexName: string, normalized: string, record: ProjectRecord)
  * Records one committed write of a hosted index's project in its summary: the project's file
  * count as stored now, and the files this write uploaded (filenames), for the recent list.
  */
-export async function recordProjectWrite(ctx: ServerContext, records: ProjectRecords, indexName: string, normalized: string, log: Log, uploaded: string[] = []): Promise<void> {
+export async function recordProjectWrite(summaries: IndexSummaries, records: ProjectRecords, indexName: string, normalized: string, log: Log, uploaded: string[] = []): Promise<void> {
   let files: ProjectRecord['files'];
   try {
     files = (await records.get(indexName, normalized))?.record.files ?? {};
   } catch (err) {
     // Without the count, the serial still moves; the project's count heals with its next write.
     log.warn({ index: indexName, project: normalized, err: err instanceof Error ? err.message : String(err) }, 'status summary: project not read back');
-    await ctx.summaries.recordAfterCommit(indexName, {}, log);
+    await summaries.recordAfterCommit(indexName, {}, log);
     return;
   }
   const uploads = uploaded.flatMap((name) => {
     const f = files[name];
     return f ? [{ time: f.uploadTime, index: indexName, project: normalized, version: f.version, filename: f.filename }] : [];
   });
-  await ctx.summaries.recordAfterCommit(indexName, { projects: { [normalized]: Object.keys(files).length }, uploads }, log);
+  await summaries.recordAfterCommit(indexName, { projects: { [normalized]: Object.keys(files).length }, uploads }, log);
 }

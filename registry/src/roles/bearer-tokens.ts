@@ -12,7 +12,8 @@
 import type { Secret } from '../config/secret.js';
 import { displayUrl } from '../config/sanitize.js';
 import { PromiseFlights } from './promise-flights.js';
-import { discard, DocumentTooLargeError, readBounded, UpstreamError, type UpstreamClient } from './upstream.js';
+import { discard, readBounded, type UpstreamClient } from './upstream.js';
+import { UpstreamError } from './upstream-error.js';
 
 /** The token spec's default lifetime when the realm names none. */
 export const DEFAULT_TOKEN_SECS = 60;
@@ -42,14 +43,17 @@ interface Held {
   expiresAt: number;
 }
 
-/** The realm refused or answered something that is not a token. */
-export class TokenError extends Error {
+/**
+ * The realm refused or answered something that is not a token: an `UpstreamError` of kind
+ * `token` that names the realm.
+ */
+export class TokenError extends UpstreamError {
   /** The realm as `displayUrl` shows it (a logged error carries its fields). */
   readonly realm: string;
 
   constructor(realm: string, detail: string) {
     const shown = displayUrl(realm);
-    super(`token realm ${shown}: ${detail}`);
+    super('token', null, `token realm ${shown}: ${detail}`, { shownUrl: shown });
     this.name = 'TokenError';
     this.realm = shown;
   }
@@ -117,7 +121,7 @@ export class BearerTokens {
     try {
       body = await readBounded(res, MAX_TOKEN_RESPONSE);
     } catch (err) {
-      if (err instanceof DocumentTooLargeError) throw new TokenError(req.realm, `the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`);
+      if (err instanceof UpstreamError && err.kind === 'too_large') throw new TokenError(req.realm, `the token response is larger than ${MAX_TOKEN_RESPONSE} bytes`);
       throw err instanceof UpstreamError ? err : new TokenError(req.realm, 'the token response broke off');
     }
     const parsed = parseTokenResponse(body);

@@ -1,21 +1,26 @@
 /**
- * The failures of the neutral roles that a client must be told about. They carry no HTTP status:
- * each ecosystem maps them once to its own answer (the default JSON error for index routes, the
- * distribution-spec codes under `/v2/`). `SlotsBusyError` (limits/slots.ts) is the third kind.
+ * The failures of the neutral roles that are not an upstream exchange's (that one is
+ * `UpstreamError`, upstream-error.ts). They carry a kind and no HTTP status: each ecosystem
+ * answers them in its table (ecosystem/answers.ts).
  */
+import { NeutralError } from '../errors/neutral.js';
 
-/** The upstream could not be reached (or failed) and nothing is cached to answer with. */
-export class UpstreamUnavailableError extends Error {
-  constructor(why: string) {
-    super(`the upstream could not be reached and nothing is cached: ${why}`);
-    this.name = 'UpstreamUnavailableError';
+/** A cached record outlived its bytes (a concurrent sweep); the next read fetches them again. */
+export class CachedBytesLostError extends NeutralError {
+  readonly kind = 'cached_bytes_lost';
+
+  constructor(message = 'a cached document lost its bytes; it will be fetched again') {
+    super(message);
+    this.name = 'CachedBytesLostError';
   }
 }
 
-/** A cached document's record outlived its bytes (a concurrent sweep); the next read refetches. */
-export class CachedBytesLostError extends Error {
-  constructor() {
-    super('a cached document lost its bytes; it will be fetched again');
-    this.name = 'CachedBytesLostError';
+/** What was asked for does not exist, as a role or a read layer found (not a handler's route). */
+export class NotFoundError extends NeutralError {
+  readonly kind = 'not_found';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotFoundError';
   }
 }

@@ -1,10 +1,12 @@
 /**
- * Fetches one small upstream document (a page, a tag list, a manifest) for `readThrough`: a
+ * Fetches one small upstream document (a page, a tag list, a manifest) for `DocCache`: a
  * conditional GET, the body read into memory up to a bound, and the answer sorted into
- * not-modified, ok, absent (404/410) or a thrown failure (anything else, 5xx included).
+ * not-modified, ok, absent (404/410) or a thrown `UpstreamError` (any other status is `status`,
+ * 5xx included; a body over the bound is `too_large`).
  */
 import type { FreshnessHeaders } from './freshness.js';
 import { discard, header, readBounded, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { UpstreamError } from './upstream-error.js';
 
 export const DEFAULT_MAX_DOC_BYTES = 64 * 1024 * 1024;
 
@@ -17,17 +19,6 @@ export type FetchedDoc =
 export interface Conditional {
   etag?: string;
   lastModified?: string;
-}
-
-/** The upstream answered, but not with something a cache can use. */
-export class UpstreamStatusError extends Error {
-  constructor(
-    readonly status: number,
-    url: string,
-  ) {
-    super(`upstream ${url} answered ${status}`);
-    this.name = 'UpstreamStatusError';
-  }
 }
 
 export interface FetchDocOptions {
@@ -52,7 +43,8 @@ export async function fetchDoc(client: UpstreamClient, target: string | URL, con
   }
   if (res.status !== 200) {
     discard(res);
-    throw new UpstreamStatusError(res.status, res.url);
+    // The upstream answered, but not with something a cache can use.
+    throw new UpstreamError('status', null, `upstream ${res.url} answered ${res.status}`, { status: res.status, shownUrl: res.url });
   }
   const body = await readBounded(res, opts.maxBytes ?? DEFAULT_MAX_DOC_BYTES);
   return { status: 'ok', body, headers: freshnessHeaders(res) };

@@ -1,39 +1,34 @@
 /**
- * Read-through caching of small upstream documents (pages, tag lists, manifests by tag). The
+ * Read-through caching of small upstream documents (Python's Simple pages and project list). The
  * record (`CachedDoc`: validators, fetched-at, TTL) lives in the MetaStore under the caller's key;
  * the bytes live in the BlobStore under their digest (held by the caller's `holder`, when given,
- * before they are stored). A fresh record is served without asking the
- * upstream; otherwise one revalidation per key runs at a time (single-flight) and every waiter
- * shares its result:
+ * before they are stored). When to ask the upstream, single-flight, stale serving and the
+ * counters are the revalidator's (revalidator.ts); this file is where such a document lives:
  *
- * - 304: the record is confirmed (`refreshes`); 200 with the same bytes: likewise.
- * - 200 with other bytes: the record is replaced (`refreshes` and `changed`).
- * - 404/410: the document is gone upstream; the record is dropped and the caller gets null.
- * - failure (connect error, timeout, 5xx, any other status): the cached copy is served
- *   (`stale_served`, per request served), or, with nothing cached, a 502 (`upstream_errors`).
+ * - fresh: within the record's TTL (freshness.ts), so a confirmation is seen by every replica;
+ * - asked: a conditional fetch with the record's validators (`fetchDoc`, fetch-doc.ts);
+ * - kept: 304 confirms the record, 200 stores the bytes and replaces the record (the same digest
+ *   counts as confirmed), 404/410 drops the record.
  *
- * `stale_served` counts every request answered stale; `refreshes`, `changed` and
- * `upstream_errors` count once per upstream exchange. With `locks` (held across the processes of
- * a server), a refresh waits for another process's refresh of the same key and then finds its
- * result in the store, instead of asking the upstream again.
+ * With nothing cached, a failure is an `UpstreamError` saying so (502 in the default table).
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { SlotsBusyError } from '../limits/slots.js';
-import { CachedBytesLostError, UpstreamUnavailableError } from './errors.js';
-import { NO_COUNTERS, type CounterSink } from '../observe/counters.js';
+import { CachedBytesLostError } from './errors.js';
+import type { CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
 import type { KeyLocks } from '../storage/key-locks.js';
 import type { BlobInfo, BlobStore, MetaStore, Versioned } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
-import { PromiseFlights } from './promise-flights.js';
-import { UpstreamHealth } from './upstream-health.js';
+import { Revalidator, type CachedCopy, type Kept, type Served } from './revalidator.js';
+import { UpstreamError } from './upstream-error.js';
+import type { UpstreamHealth } from './upstream-health.js';
 
 /** How the document was answered. */
-export type DocSource = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale';
+export type DocSource = Served;
 
 export interface DocResult {
   record: CachedDoc;
@@ -59,28 +54,37 @@ export interface DocCacheOptions {
   locks?: KeyLocks;
 }
 
-type Shared = { kind: 'doc'; record: CachedDoc; source: DocSource; bytes?: Buffer } | { kind: 'absent' };
+/** A stored document as the revalidator handles it: its record, and its bytes when just fetched. */
+interface Held {
+  record: CachedDoc;
+  bytes?: Buffer;
+}
 
 export class DocCache {
-  readonly health: UpstreamHealth;
   readonly #meta: MetaStore;
   readonly #blobs: BlobStore;
   readonly #holder: Holder | undefined;
   readonly #ttl: number;
-  readonly #counters: CounterSink;
   readonly #now: () => number;
-  readonly #flights = new PromiseFlights<Shared>();
-  readonly #locks: KeyLocks | undefined;
+  readonly #revalidator: Revalidator<Held>;
 
   constructor(opts: DocCacheOptions) {
     this.#meta = opts.meta;
     this.#blobs = opts.blobs;
     this.#holder = opts.holder;
     this.#ttl = opts.ttlSecs ?? DEFAULT_CACHE_TTL_SECS;
-    this.#counters = opts.counters ?? NO_COUNTERS;
-    this.health = opts.health ?? new UpstreamHealth();
     this.#now = opts.now ?? Date.now;
-    this.#locks = opts.locks;
+    this.#revalidator = new Revalidator<Held>({
+      ...(opts.counters ? { counters: opts.counters } : {}),
+      ...(opts.health ? { health: opts.health } : {}),
+      now: this.#now,
+      ...(opts.locks ? { locks: opts.locks } : {}),
+    });
+  }
+
+  /** Whether the upstream answered lately (`/+status`). */
+  get health(): UpstreamHealth {
+    return this.#revalidator.health;
   }
 
   /**
@@ -88,17 +92,8 @@ export class DocCache {
    * `stored`: the record as a `peek` in this request already read it.
    */
   async read(key: string, fetcher: DocFetcher, stored?: Promise<Versioned<CachedDoc> | null>): Promise<DocResult | null> {
-    const cached = await (stored ?? this.peek(key));
-    if (cached && freshness(cached.doc, this.#now()) === 'fresh') return this.#result(cached.doc, 'fresh');
-    if (cached && this.health.resting(this.#now())) {
-      this.#counters.add('stale_served');
-      return this.#result(cached.doc, 'stale');
-    }
-    const refresh = () => this.#refresh(key, fetcher);
-    const shared = await this.#flights.run(key, () => (this.#locks ? this.#locks.run(`read-through:${key}`, refresh) : refresh()));
-    if (shared.kind === 'absent') return null;
-    if (shared.source === 'stale') this.#counters.add('stale_served');
-    return this.#result(shared.record, shared.source, shared.bytes);
+    const read = await this.#revalidator.read(key, this.#copy(key, fetcher), stored ? { stored: stored.then((v) => v && { record: v.doc }) } : {});
+    return read && this.#result(read.doc, read.served);
   }
 
   /** The stored record under `key`, without asking the upstream (what `read` starts with). */
@@ -106,59 +101,47 @@ export class DocCache {
     return this.#meta.get<CachedDoc>(key);
   }
 
-  async #refresh(key: string, fetcher: DocFetcher): Promise<Shared> {
-    // Read again: another waiter, worker or replica may have refreshed it since.
-    const current = (await this.#meta.get<CachedDoc>(key))?.doc;
-    if (current && freshness(current, this.#now()) === 'fresh') return { kind: 'doc', record: current, source: 'fresh' };
-    let answer: FetchedDoc;
-    try {
-      const cond: Conditional = {};
-      if (current?.etag !== undefined) cond.etag = current.etag;
-      if (current?.lastModified !== undefined) cond.lastModified = current.lastModified;
-      answer = await fetcher(cond);
-    } catch (err) {
-      return this.#failed(current, err);
-    }
-    this.health.up();
+  #copy(key: string, fetcher: DocFetcher): CachedCopy<Held, FetchedDoc> {
+    return {
+      stored: async () => {
+        const v = await this.peek(key);
+        return v && { record: v.doc };
+      },
+      isFresh: (held, now) => freshness(held.record, now) === 'fresh',
+      ask: async (current) => {
+        const cond: Conditional = {};
+        if (current?.record.etag !== undefined) cond.etag = current.record.etag;
+        if (current?.record.lastModified !== undefined) cond.lastModified = current.record.lastModified;
+        const answer = await fetcher(cond);
+        if (answer.status === 'not_modified' && !current) {
+          throw new UpstreamError('status', null, 'upstream answered 304 to an unconditional request', { status: 304 });
+        }
+        return answer;
+      },
+      keep: (answer, current) => this.#keep(key, answer, current),
+    };
+  }
+
+  async #keep(key: string, answer: FetchedDoc, current: Held | null): Promise<Kept<Held> | null> {
     const now = this.#now();
     switch (answer.status) {
       case 'not_modified': {
-        if (!current) return this.#failed(current, new Error('upstream answered 304 to an unconditional request'));
-        const record = confirmed(current, answer.headers, this.#ttl, now);
+        // `ask` refuses a 304 without a stored record.
+        const record = confirmed(current!.record, answer.headers, this.#ttl, now);
         await this.#save(key, record);
-        this.#counters.add('refreshes');
-        return { kind: 'doc', record, source: 'revalidated' };
+        return { doc: { record }, same: true };
       }
       case 'ok': {
         const info = await this.#store(answer.body);
         const record = fetched(info, answer.headers, this.#ttl, now);
         await this.#save(key, record);
-        if (!current) return { kind: 'doc', record, source: 'fetched', bytes: answer.body };
-        this.#counters.add('refreshes');
-        if (record.digest === current.digest) return { kind: 'doc', record, source: 'revalidated', bytes: answer.body };
-        this.#counters.add('changed');
-        return { kind: 'doc', record, source: 'changed', bytes: answer.body };
+        return { doc: { record, bytes: answer.body }, same: record.digest === current?.record.digest };
       }
       case 'absent': {
-        if (current) {
-          await this.#meta.delete(key);
-          this.#counters.add('refreshes');
-          this.#counters.add('changed');
-        }
-        return { kind: 'absent' };
+        if (current) await this.#meta.delete(key);
+        return null;
       }
     }
-  }
-
-  #failed(current: CachedDoc | undefined, err: unknown): Shared {
-    // Our own concurrency cap said no: not an upstream failure, and the caller owes a 429.
-    const slotDenied = err instanceof SlotsBusyError;
-    if (!slotDenied) this.health.down(err, this.#now());
-    if (current) return { kind: 'doc', record: current, source: 'stale' };
-    if (slotDenied) throw err;
-    this.#counters.add('upstream_errors');
-    const why = err instanceof Error ? err.message : String(err);
-    throw new UpstreamUnavailableError(why);
   }
 
   /** Holds, then stores, the body (an existing hold costs one read). */
@@ -174,7 +157,7 @@ export class DocCache {
     await updateDoc<CachedDoc>(this.#meta, key, (cur) => (cur && cur.fetchedAt > record.fetchedAt ? undefined : record));
   }
 
-  #result(record: CachedDoc, source: DocSource, bytes?: Buffer): DocResult {
+  #result({ record, bytes }: Held, source: DocSource): DocResult {
     return {
       record,
       source,

@@ -25,6 +25,7 @@ import type { CounterSink } from '../observe/counters.js';
 import { FileTail } from './file-tail.js';
 import type { FlightPeers, FollowFlight, LeadFlight, PeerEnd, PeerEvent } from './flight-peers.js';
 import { Spool } from './spool.js';
+import { UpstreamError } from './upstream-error.js';
 
 /** What `start` hands over: the upstream body and what is known about it. */
 export interface FlightSource<M> {
@@ -354,10 +355,14 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
-/** Wraps a transfer failure so its message says what happened without quoting the upstream. */
+/**
+ * Wraps a transfer failure so its message says what happened without quoting the upstream. The
+ * wrapper is a plain error, not an `UpstreamError`: its message repeats the cause's, which (a
+ * socket's) may quote a host or path, and an `UpstreamError`'s message is shown to clients.
+ */
 function upstreamFailure(err: unknown): Error {
   const e = asError(err);
-  if (e.name === 'UpstreamError') return e;
+  if (e instanceof UpstreamError) return e;
   const code = (e as NodeJS.ErrnoException).code;
   return new Error(`upstream transfer failed${code ? ` (${code})` : ''}: ${e.message === 'aborted' ? 'connection closed mid-body' : e.message}`, { cause: e });
 }

@@ -6,11 +6,13 @@
  * `openRanged` probes with a one-byte range first: only a 206 with a well-formed `Content-Range`
  * counts as range support; anything else (a 200 with the whole body, a bad header) is null, and
  * the caller reads the file whole instead. Every later read must come back as exactly the range
- * asked for, and all reads together may not exceed a byte budget.
+ * asked for, and all reads together may not exceed a byte budget. A read that cannot be used
+ * fails with an `UpstreamError` of kind `range` (`rangeFailure`): the caller reads the file whole.
  */
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';
 import { SlotsBusyError } from '../limits/slots.js';
 import { discard, header, type UpstreamClient, type UpstreamResponse } from './upstream.js';
+import { UpstreamError } from './upstream-error.js';
 
 /** A file readable by byte ranges (both ends inclusive); the shape archive readers take. */
 export interface RangedFile {
@@ -26,11 +28,8 @@ export interface RangedOptions {
 }
 
 /** A range read that cannot be used: the caller falls back to reading the file whole. */
-export class RangeReadError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'RangeReadError';
-  }
+function rangeFailure(message: string): UpstreamError {
+  return new UpstreamError('range', null, message);
 }
 
 const CONTENT_RANGE = /^bytes (\d+)-(\d+)\/(\d+)$/;
@@ -62,16 +61,16 @@ export async function openRanged(client: UpstreamClient, url: string, opts: Rang
   return {
     size,
     async open(want) {
-      if (!want) throw new RangeReadError('a ranged file is never read whole');
+      if (!want) throw rangeFailure('a ranged file is never read whole');
       const length = want.end - want.start + 1;
-      if (want.start < 0 || length <= 0 || want.end >= size) throw new RangeReadError(`bytes ${want.start}-${want.end} are outside the file`);
+      if (want.start < 0 || length <= 0 || want.end >= size) throw rangeFailure(`bytes ${want.start}-${want.end} are outside the file`);
       spent += length;
-      if (spent > opts.budget) throw new RangeReadError(`more than ${opts.budget} bytes would be read by ranges`);
+      if (spent > opts.budget) throw rangeFailure(`more than ${opts.budget} bytes would be read by ranges`);
       const res = await getRange(client, url, want.start, want.end);
       const got = res.status === 206 ? parseContentRange(res) : null;
       if (!got || got.start !== want.start || got.end !== want.end || got.total !== size) {
         res.body.destroy();
-        throw new RangeReadError(`the upstream answered ${res.status} to a range request, not the range asked for`);
+        throw rangeFailure(`the upstream answered ${res.status} to a range request, not the range asked for`);
       }
       const out = exactLength(length);
       // pipeline carries errors both ways and frees the upstream body (and its slot) on either end.
@@ -87,11 +86,11 @@ function exactLength(length: number): Transform {
   return new Transform({
     transform(chunk: Buffer, _enc, done: TransformCallback) {
       seen += chunk.length;
-      if (seen > length) done(new RangeReadError(`a range response is longer than the ${length} bytes asked for`));
+      if (seen > length) done(rangeFailure(`a range response is longer than the ${length} bytes asked for`));
       else done(null, chunk);
     },
     flush(done: TransformCallback) {
-      done(seen === length ? null : new RangeReadError(`a range response ended after ${seen} of ${length} bytes`));
+      done(seen === length ? null : rangeFailure(`a range response ended after ${seen} of ${length} bytes`));
     },
   });
 }

@@ -9,7 +9,8 @@
  * out for logging: every URL shown passes through `displayUrl`.
  *
  * Every status is returned, not thrown: a 404 or a 401 challenge is an answer the caller reads.
- * Only a failure to get an answer (connect error, timeout, redirect loop) throws `UpstreamError`.
+ * Only a failure to get an answer (connect error, timeout, redirect loop, egress refused) throws
+ * an `UpstreamError` (roles/upstream-error.ts) of that kind.
  * The caller must consume or destroy `body` of every response: it holds a connection and, with an
  * `UpstreamSlots` cap, an upstream slot until it closes.
  */
@@ -20,6 +21,9 @@ import { displayUrl } from '../config/sanitize.js';
 import type { Secret } from '../config/secret.js';
 import type { UpstreamSlots } from '../limits/upstream-slots.js';
 import { type Egress } from './egress.js';
+import { UpstreamError } from './upstream-error.js';
+
+export { UpstreamError, type UpstreamFailureKind } from './upstream-error.js';
 
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
@@ -61,27 +65,6 @@ export interface UpstreamResponse {
   /** The final URL after redirects, as fetched: for resolving relative links. Do not log it. */
   rawUrl: string;
   body: Readable;
-}
-
-export type UpstreamFailure = 'connect' | 'timeout' | 'redirect' | 'aborted' | 'refused';
-
-/**
- * No answer from the upstream. The message names the URL as `displayUrl` shows it and the cause,
- * nothing else; `url` holds that shown form too, since a logged error carries its fields.
- */
-export class UpstreamError extends Error {
-  readonly url: string;
-
-  constructor(
-    readonly kind: UpstreamFailure,
-    url: string,
-    detail: string,
-  ) {
-    const shown = displayUrl(url);
-    super(`upstream ${shown}: ${detail}`);
-    this.name = 'UpstreamError';
-    this.url = shown;
-  }
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -275,10 +258,14 @@ export function header(headers: IncomingHttpHeaders, name: string): string | und
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** An upstream answer that is larger than what its reader keeps in memory. */
-export class DocumentTooLargeError extends Error {
-  constructor(url: string, limit: number) {
-    super(`upstream ${url} sent a document larger than ${limit} bytes`);
+/**
+ * An upstream answer larger than what its reader keeps in memory: an `UpstreamError` of kind
+ * `too_large`. Read it by kind; the class stays while oci/ tells it apart by `instanceof`
+ * (deprecated: the OCI conversion of issue 24 drops it).
+ */
+export class DocumentTooLargeError extends UpstreamError {
+  constructor(shownUrl: string, limit: number) {
+    super('too_large', null, `upstream ${shownUrl} sent a document larger than ${limit} bytes`, { shownUrl });
     this.name = 'DocumentTooLargeError';
   }
 }

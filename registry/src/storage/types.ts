@@ -3,6 +3,7 @@
  * this folder knows which backend runs.
  */
 import type { Readable } from 'node:stream';
+import { NeutralError } from '../errors/neutral.js';
 
 /** A sha256 digest as 64 lowercase hex characters (no `sha256:` prefix). */
 export type Sha256Hex = string;
@@ -196,9 +197,12 @@ export class ConflictError extends Error {
 /**
  * The backing store did not answer, or answered with a failure of its own (down, unreachable,
  * overloaded). The operation may or may not have taken effect; a request fails with a 5xx and the
- * process carries on. The message names the store and the cause, never a credential.
+ * process carries on. The message names the store and the cause, never a credential; it is for
+ * the server's log (each ecosystem's answer says only that the store is not answering).
  */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends NeutralError {
+  readonly kind = 'store_unavailable';
+
   constructor(message: string) {
     super(message);
     this.name = 'StoreUnavailableError';

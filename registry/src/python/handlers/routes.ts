@@ -2,7 +2,8 @@
  * The Python route table: requests under `/{route}/` to the Simple API, file downloads, legacy
  * JSON, inspection, uploads and the mutations. Routes are (path shape, methods); the neutral
  * mechanism (method lookup, HEAD as GET, 405 with `Allow`) is `http/route-table.ts`, and the
- * Python answers (404 bodies, reason phrases, `Vary` on Simple paths) are here.
+ * Python answers (404 bodies, `Vary` on Simple paths) are here; failures are answered by
+ * Python's table (answers.ts).
  */
 import type { IndexRequest, ServerContext } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
@@ -11,14 +12,13 @@ import { isSha256Hex } from '../../storage/types.js';
 import { isValidProjectName } from '../model/records.js';
 import { storeListedFile } from '../read/store-listed.js';
 import { findServableFile, serveFile } from './files/handler.js';
-import { handleInspect } from './inspect/handler.js';
+import { handleInspect, type InspectServices } from './inspect/handler.js';
 import { serveLegacyJson } from './legacy-json/handler.js';
 import type { MutationDeps } from './mutations/handler.js';
 import { mutationRoutes } from './mutations/routes.js';
 import type { ProjectSource } from './project-source.js';
 import { serveProjectDetail, serveProjectList } from './simple/handler.js';
-import { PolicyDenialError, reasonPhraseOf } from './upload/errors.js';
-import { handleUpload } from './upload/handler.js';
+import { handleUpload, type UploadServices } from './upload/handler.js';
 
 type Handler = (req: IndexRequest, params: string[]) => Promise<void>;
 
@@ -61,8 +61,6 @@ export async function dispatch(routes: readonly Route[], req: IndexRequest): Pro
     throw new HttpError(404, `no project "${params[0]}" here: not a valid project name`);
   }
   return await handler(req, params).catch((err: unknown) => {
-    // pip and twine print the reason phrase, not the body: let the denial's reason show.
-    if (err instanceof PolicyDenialError && !req.reply.sent) req.reply.raw.statusMessage = reasonPhraseOf(err.message);
     // A write refused because the index takes none: only the path's reads are allowed,
     // maybe none (an empty Allow: "disabled by configuration", RFC 9110 §10.2.1).
     if (err instanceof HttpError && err.status === 405) {
@@ -73,7 +71,10 @@ export async function dispatch(routes: readonly Route[], req: IndexRequest): Pro
   });
 }
 
-export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: RouteLayers): Route[] {
+/** What the Python endpoints use of the server's services, together. */
+export type PythonServices = UploadServices & InspectServices & Pick<ServerContext, 'originOf'>;
+
+export function pythonRoutes(ctx: PythonServices, source: ProjectSource, layers: RouteLayers): Route[] {
   return [
     // Checked in order. Legacy JSON comes before the Simple detail page so that
     // `/simple/json` is the JSON of a project named "simple"; pip and uv always ask for
@@ -124,6 +125,13 @@ export function pythonRoutes(ctx: ServerContext, source: ProjectSource, layers: 
       methods: { GET: (req, params) => serveProjectDetail(source, req, params[0]!) },
     },
     // yank, un-yank, delete, restore, promote (PUT/DELETE only).
-    ...mutationRoutes({ ctx, records: source.records, ...layers }),
+    ...mutationRoutes({
+      indexByName: ctx.indexByName,
+      clientAddress: ctx.clientAddress,
+      summaries: ctx.summaries,
+      events: ctx.events,
+      records: source.records,
+      ...layers,
+    }),
   ];
 }

@@ -19,15 +19,19 @@ export interface Sources {
   close(): void;
 }
 
+/** What the sources use of the server's services. */
+export type SourceServices = Pick<ServerContext, 'indexByName' | 'stores' | 'upstreamSlots' | 'scratchDir' | 'log' | 'fetches'>;
+
 export function buildSources(
-  ctx: ServerContext,
+  ctx: SourceServices,
   records: ProjectRecords,
   overrides: ProjectOverrides,
   countersFor: (index: IndexConfig) => CounterSink,
 ): Sources {
   const byName = new Map<string, IndexSource>();
   const cached: CachedSource[] = [];
-  const python = ctx.config.indexes.filter((ix) => ix.ecosystem === 'python');
+  // In config order (the map is built from it).
+  const python = [...ctx.indexByName.values()].filter((ix) => ix.ecosystem === 'python');
   const holder = ctx.stores.holds.as(PYTHON_HOLDER);
   for (const index of python) {
     if (index.role === 'hosted') {

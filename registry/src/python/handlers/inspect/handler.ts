@@ -55,8 +55,11 @@ const STATUS: Record<ArchiveErrorKind, number> = {
  * `member` is the path after the filename (segments joined with `/`), or null for the listing.
  * A request path ending in `/` after a member means a nested listing (`inner.tar.gz!/`).
  */
+/** What inspection uses of the server's services: the stored bytes, scratch space, the cap on archive walks. */
+export type InspectServices = Pick<ServerContext, 'stores' | 'scratchDir' | 'archiveWalks'>;
+
 export async function handleInspect(
-  ctx: ServerContext,
+  ctx: InspectServices,
   req: IndexRequest,
   sha256: string,
   filename: string,

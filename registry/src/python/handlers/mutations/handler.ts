@@ -10,7 +10,7 @@ import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.j
 import { HttpError } from '../../../http/errors.js';
 import { compareVersions } from '../../model/pep440.js';
 import { normalizeName, type FileRecord, type ProjectRecords } from '../../model/records.js';
-import { authorizeWrite } from './auth.js';
+import { authorizeWrite, type WriteAccess } from './auth.js';
 import { mutateRecord } from './hosted.js';
 import type { ProjectOverrides } from '../../model/overrides.js';
 import { yankReason } from './reason.js';
@@ -20,8 +20,8 @@ import { recordProjectWrite } from '../../status.js';
 
 export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote';
 
-export interface MutationDeps {
-  ctx: ServerContext;
+/** What the mutations use: the write check's services, the summaries and the webhook events, and the Python layers. */
+export interface MutationDeps extends WriteAccess, Pick<ServerContext, 'summaries' | 'events'> {
   records: ProjectRecords;
   overrides: ProjectOverrides;
   /** Absent until the cached roles provide one: then only uploaded files are mutated. */
@@ -46,7 +46,7 @@ export async function handleMutation(
   project: string,
   version?: string,
 ): Promise<void> {
-  const target = authorizeWrite(deps.ctx, req.index, req);
+  const target = authorizeWrite(deps, req.index, req);
   const normalized = normalizeName(project);
   const reason = action === 'yank' ? await yankReason(req) : '';
   const inScope = versionScope(version);
@@ -78,12 +78,12 @@ export async function handleMutation(
   }
   const result: MutationResult = { project: normalized, ...(version !== undefined ? { version } : {}), action, changed: changed.length, files: changed.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
-  if (hostedChanged.length > 0) await recordProjectWrite(deps.ctx, deps.records, target.name, normalized, req.request.log);
-  if (changed.length > hostedChanged.length) await deps.ctx.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
+  if (hostedChanged.length > 0) await recordProjectWrite(deps.summaries, deps.records, target.name, normalized, req.request.log);
+  if (changed.length > hostedChanged.length) await deps.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
   if (changed.length > 0) {
     // Uploaded files change in the write target; cached files only through the route's overrides.
     const actor = parseBasic(req.request.headers.authorization)?.username;
-    await deps.ctx.events.emit({
+    await deps.events.emit({
       event: action,
       index: req.index.name,
       route: req.index.route,

@@ -18,9 +18,9 @@ import { authorizeWrite } from './auth.js';
 import { versionScope, type MutationDeps, type MutationResult } from './handler.js';
 
 export async function handlePromote(deps: MutationDeps, req: IndexRequest, project: string, version: string): Promise<void> {
-  const target = authorizeWrite(deps.ctx, req.index, req);
+  const target = authorizeWrite(deps, req.index, req);
   const source = sourceIndex(deps, req);
-  const layers = membersOf(source, deps.ctx.indexByName).filter((m) => m.role === 'hosted');
+  const layers = membersOf(source, deps.indexByName).filter((m) => m.role === 'hosted');
   if (layers.includes(target)) {
     throw new HttpError(400, `from=${source.route} writes to the same hosted index (${target.name}) as this route; nothing to promote`);
   }
@@ -64,7 +64,7 @@ export async function handlePromote(deps: MutationDeps, req: IndexRequest, proje
   if (clash) {
     throw new HttpError(409, `${clash.filename} already exists in index ${target.name} with different content (sha256 ${clash.sha256}); nothing was promoted`);
   }
-  if (added.length > 0) await recordProjectWrite(deps.ctx, deps.records, target.name, normalized, req.request.log);
+  if (added.length > 0) await recordProjectWrite(deps.summaries, deps.records, target.name, normalized, req.request.log);
   const result: MutationResult & { from: string } = { project: normalized, version, action: 'promote', from: source.route, changed: added.length, files: added.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, from: source.name, project: normalized, version, changed: added.length }, 'python promote');
   await req.reply.code(200).type('application/json').send(result);
@@ -75,7 +75,7 @@ function sourceIndex(deps: MutationDeps, req: IndexRequest): IndexConfig {
   const from = req.query.get('from');
   if (from === null || from.trim() === '') throw new HttpError(400, 'promotion needs ?from=<route> naming the source index route');
   const route = from.trim().replace(/^\/+|\/+$/g, '');
-  const source = deps.ctx.config.indexes.find((ix) => ix.route === route);
+  const source = [...deps.indexByName.values()].find((ix) => ix.route === route);
   if (!source || source.ecosystem !== 'python') throw new HttpError(400, `from=${from} is not the route of a Python index`);
   return source;
 }

@@ -1,6 +1,7 @@
 /**
- * How the upload path refuses a request. Every refusal is an `HttpError` (rendered by the app's
- * error handler) except a policy denial, whose body is the spec's denial object instead.
+ * How the upload path refuses a request. Every refusal is an `HttpError`, except a policy denial
+ * (`PolicyDenialError`), which Python's table (../answers.ts) answers with the spec's denial
+ * object; both reach the client through Python's error handler.
  */
 import { badArtifact } from '../../model/errors.js';
 

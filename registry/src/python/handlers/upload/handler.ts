@@ -32,19 +32,21 @@ const DENIAL_STATUS: Record<WriteDenial, number> = {
   'wrong-credentials': 401,
 };
 
-export async function handleUpload(ctx: ServerContext, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
+/**
+ * What an upload uses of the server's services: the write check's (indexes, client address), the
+ * stores, the usage counters, the summaries and the webhook events.
+ */
+export type UploadServices = Pick<ServerContext, 'indexByName' | 'clientAddress' | 'stores' | 'counters' | 'summaries' | 'events'>;
+
+export async function handleUpload(services: UploadServices, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
   const { request, reply } = req;
   try {
-    const accepted = await upload(ctx, req, checkStatus);
+    const accepted = await upload(services, req, checkStatus);
     await reply.code(200).type('application/json').send(accepted);
   } catch (err) {
     discardRest(request);
     // twine prints the reason phrase, not the body: put the message where the user will see it.
-    if (err instanceof PolicyDenialError) {
-      reply.raw.statusMessage = reasonPhraseOf(err.message);
-      await reply.code(err.status).type('application/json').send(err.denial);
-      return;
-    }
+    // (A policy denial's is set by Python's table, answers.ts, which also sends its denial object.)
     if (err instanceof HttpError) reply.raw.statusMessage = reasonPhraseOf(err.message);
     throw err;
   }
@@ -61,11 +63,11 @@ interface Accepted {
   duplicate: boolean;
 }
 
-async function upload(ctx: ServerContext, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
-  const target = writeTarget(index, ctx.indexByName);
+async function upload(services: UploadServices, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
+  const target = writeTarget(index, services.indexByName);
   const auth = checkWrite(target, request.headers.authorization);
   if (!auth.ok) {
-    noteWriteDenial(request, ctx.clientAddress, index, auth.reason);
+    noteWriteDenial(request, services.clientAddress, index, auth.reason);
     const headers: Record<string, string> =
       auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
     // (`Allow` is set by the dispatcher, which knows the path's routes.)
@@ -80,7 +82,7 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
   const maxFileSize = policy.maxFileSize;
   let form: UploadForm;
   try {
-    form = await readUploadForm(request, ctx.stores.blobs, maxFileSize);
+    form = await readUploadForm(request, services.stores.blobs, maxFileSize);
   } catch (err) {
     if (err instanceof FileTooLargeError) {
       const { project, filename, version } = err.artifact;
@@ -99,16 +101,16 @@ async function upload(ctx: ServerContext, { index, request }: IndexRequest, chec
     const archive = form.file.name.kind === 'wheel'
       ? await validateWheel(stage, form.file.name)
       : await validateSdist(stage, form.file.name);
-    const duplicate = await publish(ctx, target, form.file, archive);
+    const duplicate = await publish(services.stores, target, form.file, archive);
     request.log.info(
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
       duplicate ? 'upload repeated identical file' : 'upload accepted',
     );
     if (!duplicate) {
       // A duplicate changes nothing (as for webhooks): it is not counted as an upload.
-      ctx.counters.index(index.route).add('uploads', 1, archive.meta.project);
-      await recordProjectWrite(ctx, new ProjectRecords(ctx.stores.meta), target.name, archive.meta.project, request.log, [form.file.name.filename]);
-      await ctx.events.emit({
+      services.counters.index(index.route).add('uploads', 1, archive.meta.project);
+      await recordProjectWrite(services.summaries, new ProjectRecords(services.stores.meta), target.name, archive.meta.project, request.log, [form.file.name.filename]);
+      await services.events.emit({
         event: 'upload',
         index: index.name,
         route: index.route,
@@ -168,9 +170,9 @@ function alreadyExists(filename: string, sha256: string): HttpError {
 }
 
 /** Makes the upload visible. Returns true when the identical file was already there. */
-async function publish(ctx: ServerContext, target: IndexConfig, file: StagedFile, archive: ValidatedArchive): Promise<boolean> {
-  const records = new ProjectRecords(ctx.stores.meta);
-  const { blobs, holds } = ctx.stores;
+async function publish(stores: UploadServices['stores'], target: IndexConfig, file: StagedFile, archive: ValidatedArchive): Promise<boolean> {
+  const records = new ProjectRecords(stores.meta);
+  const { blobs, holds } = stores;
   const { meta } = archive;
   const filename = file.name.filename;
   const before = (await records.get(target.name, meta.project))?.record.files[filename];

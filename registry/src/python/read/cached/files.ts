@@ -16,16 +16,21 @@
  * Every blob stored here is held by `holder` first (the flights hold what they publish). A blob
  * found already stored is served without a hold of its own: should another ecosystem delete it,
  * the next request simply fetches it from the upstream again.
+ *
+ * Failures are typed, never a status: `UpstreamError` by kind (`gone` when the upstream has no
+ * such file, `status`, `too_large`, `mismatch`, `malformed`, `broken`), `CachedBytesLostError`
+ * for bytes that vanished between two reads; Python's table (handlers/answers.ts) answers them.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { ArchiveError, blobSource } from '../../../archive/index.js';
-import { HttpError } from '../../../http/errors.js';
 import { SlotsBusyError } from '../../../limits/slots.js';
 import type { CounterSink } from '../../../observe/counters.js';
+import { CachedBytesLostError } from '../../../roles/errors.js';
 import { PromiseFlights } from '../../../roles/promise-flights.js';
 import type { BlobFlights } from '../../../roles/single-flight.js';
-import { discard, DocumentTooLargeError, header, readBounded, UpstreamError, type UpstreamClient, type UpstreamResponse } from '../../../roles/upstream.js';
+import { discard, header, readBounded, type UpstreamClient, type UpstreamResponse } from '../../../roles/upstream.js';
+import { restated, UpstreamError } from '../../../roles/upstream-error.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../../storage/types.js';
 import type { ResolvedFile } from '../../model/resolved.js';
@@ -98,7 +103,7 @@ export class CachedFiles {
     }
     // Another flight stored it meanwhile.
     const info = await this.#o.blobs.stat(file.sha256);
-    if (!info) throw new HttpError(502, `${file.filename} was stored and is gone again; retry`);
+    if (!info) throw new CachedBytesLostError(`${file.filename} was stored and is gone again; retry`);
     return { kind: 'blob', digest: file.sha256, size: info.size };
   }
 
@@ -118,7 +123,7 @@ export class CachedFiles {
       discard(res);
       this.#o.counters.add('upstream_errors');
       const gone = res.status === 404 || res.status === 410;
-      throw new HttpError(gone ? 404 : 502, `the upstream answered ${res.status} for ${file.filename}`);
+      throw new UpstreamError(gone ? 'gone' : 'status', null, `the upstream answered ${res.status} for ${file.filename}`, { status: res.status });
     }
     const length = Number(header(res.headers, 'content-length'));
     const size = Number.isSafeInteger(length) && length >= 0 ? length : undefined;
@@ -166,10 +171,11 @@ export class CachedFiles {
 
   #failure(err: unknown, filename: string): unknown {
     // Our own concurrency cap (429) passes through as it is.
-    if (err instanceof HttpError || err instanceof SlotsBusyError) return err;
+    if (err instanceof SlotsBusyError) return err;
     this.#o.counters.add('upstream_errors');
+    // Only an UpstreamError's message is fit to show (a socket error's may quote a host or path).
     const why = err instanceof UpstreamError ? err.message : 'upstream request failed';
-    return new HttpError(502, `could not fetch ${filename} from the upstream: ${why}`);
+    return restated(err, `could not fetch ${filename} from the upstream: ${why}`);
   }
 
   // ---- detached signatures
@@ -242,13 +248,13 @@ export class CachedFiles {
     if (res.status !== 200) {
       discard(res);
       this.#o.counters.add('upstream_errors');
-      throw new HttpError(502, `the upstream answered ${res.status} for ${file.filename}${suffix}`);
+      throw new UpstreamError('status', null, `the upstream answered ${res.status} for ${file.filename}${suffix}`, { status: res.status });
     }
     try {
       return await readBounded(res, maxBytes);
     } catch (err) {
-      if (err instanceof DocumentTooLargeError) {
-        throw new HttpError(502, `the upstream's ${file.filename}${suffix} is larger than ${maxBytes} bytes`);
+      if (err instanceof UpstreamError && err.kind === 'too_large') {
+        throw new UpstreamError('too_large', null, `the upstream's ${file.filename}${suffix} is larger than ${maxBytes} bytes`);
       }
       throw err;
     }
@@ -259,7 +265,7 @@ export class CachedFiles {
     const digest = createHash('sha256').update(bytes).digest('hex');
     if (expected !== undefined && digest !== expected) {
       this.#o.counters.add('rejected');
-      throw new HttpError(502, `the core metadata of ${file.filename} does not match the hash the upstream page gives; not cached`);
+      throw new UpstreamError('mismatch', null, `the core metadata of ${file.filename} does not match the hash the upstream page gives; not cached`);
     }
     return expected === undefined ? this.#storeSibling(bytes, this.#linkKey(file)) : this.#storeBytes(bytes, digest);
   }
@@ -286,18 +292,18 @@ export class CachedFiles {
         delivery.stream.on('error', () => undefined);
         delivery.stream.resume();
         const outcome = await delivery.outcome;
-        if (outcome.kind === 'rejected') throw new HttpError(502, `${file.filename} from the upstream does not match its sha256; not cached`);
+        if (outcome.kind === 'rejected') throw new UpstreamError('mismatch', null, `${file.filename} from the upstream does not match its sha256; not cached`);
         if (outcome.kind !== 'published' && outcome.kind !== 'already_stored') {
-          throw new HttpError(502, `could not fetch ${file.filename} from the upstream to read its metadata`);
+          throw new UpstreamError('broken', null, `could not fetch ${file.filename} from the upstream to read its metadata`);
         }
       }
     }
     const source = await blobSource(this.#o.blobs, file.sha256);
-    if (!source) throw new HttpError(502, `${file.filename} is not stored; retry`);
+    if (!source) throw new CachedBytesLostError(`${file.filename} is not stored; retry`);
     try {
       return await readWheelMetadata(source, file.filename, this.#o.tmpDir);
     } catch (err) {
-      if (err instanceof ArchiveError) throw new HttpError(502, `cannot read the METADATA of ${file.filename}: ${err.message}`);
+      if (err instanceof ArchiveError) throw new UpstreamError('malformed', null, `cannot read the METADATA of ${file.filename}: ${err.message}`);
       throw err;
     }
   }

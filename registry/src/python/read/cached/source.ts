@@ -1,8 +1,8 @@
 /**
  * The project source of a cached index: its upstream's Simple pages, read through the document
- * cache (`cache_ttl_secs` freshness, revalidation, stale copies while the upstream is down, 502
- * when nothing is cached), parsed into our resolved model, with this index's own overrides
- * (yank, hide) on top. Files come through `CachedFiles`.
+ * cache (`cache_ttl_secs` freshness, revalidation, stale copies while the upstream is down, an
+ * `UpstreamError` when nothing is cached), parsed into our resolved model, with this index's own
+ * overrides (yank, hide) on top. Files come through `CachedFiles`.
  */
 import type { CachedIndex } from '../../../config/types.js';
 import { HttpError } from '../../../http/errors.js';
@@ -12,6 +12,7 @@ import { DocCache, type DocResult } from '../../../roles/read-through.js';
 import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
 import { UpstreamClient } from '../../../roles/upstream.js';
+import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore, MetaStore, Versioned } from '../../../storage/types.js';
@@ -233,7 +234,7 @@ export class CachedSource implements IndexSource {
       parsed = toCachedProject(parseUpstreamPage(await doc.body(), doc.record.contentType, pageUrl), normalized);
     } catch (err) {
       if (err instanceof HttpError) throw err;
-      throw new HttpError(502, `the upstream's page of ${normalized} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+      throw new UpstreamError('malformed', null, `the upstream's page of ${normalized} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
     }
     this.#parsed.delete(digest);
     this.#parsed.set(digest, parsed);

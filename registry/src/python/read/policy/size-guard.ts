@@ -8,7 +8,7 @@
  */
 import { Transform, type Readable } from 'node:stream';
 import type { IndexConfig } from '../../../config/types.js';
-import { HttpError } from '../../../http/errors.js';
+import { UpstreamError } from '../../../roles/upstream-error.js';
 import { UpstreamFileTooLargeError, type FileBody, type FilePart, type ListedFile } from '../source/types.js';
 import { assertFileServable, resolvedFacts } from './apply.js';
 import { readPolicy } from './effective.js';
@@ -27,7 +27,7 @@ export function guardFileSize(index: IndexConfig, listed: ListedFile): ListedFil
         if (!(err instanceof UpstreamFileTooLargeError)) throw err;
         judge(err.size);
         // A shared fetch started by a route with a smaller limit: ours would allow the file.
-        throw new HttpError(502, `the fetch of ${listed.file.filename} was refused for another index's max-file-size; retry`);
+        throw new UpstreamError('too_large', null, `the fetch of ${listed.file.filename} was refused for another index's max-file-size; retry`);
       }
       // The artifact's own size; a metadata sibling is judged by its file's size once that is known.
       if (part !== 'file' || !body) return body;
