@@ -5,7 +5,7 @@ import { folderLayers } from './hack/eslint/folder-layers.js';
 /**
  * The layers of registry/src, top to bottom (docs/development.md, "Layers"): a folder imports
  * only from folders of lower layers; inside a layer marked `siblings`, its folders may import
- * each other (the cycle test, test/core/layers.test.ts, keeps them from doing it both ways).
+ * each other (the cycle test, test/architecture/layers.test.ts, keeps them from doing it both ways).
  * A new folder gets its line here.
  */
 const CORE_LAYERS = [
