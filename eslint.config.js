@@ -5,7 +5,7 @@ import { folderLayers } from './hack/eslint/folder-layers.js';
 /**
  * The layers of registry/src, top to bottom (docs/development.md, "Layers"): a folder imports
  * only from folders of lower layers; inside a layer marked `siblings`, its folders may import
- * each other (the cycle test, test/core/layers.test.ts, keeps them from doing it both ways).
+ * each other (the cycle test, test/architecture/layers.test.ts, keeps them from doing it both ways).
  * A new folder gets its line here.
  */
 const CORE_LAYERS = [
@@ -53,8 +53,7 @@ export default tseslint.config(
  * `no-restricted-syntax` over registry/src: comparing an error's `name` with a class name
  * (`err.name === 'UpstreamError'`) is refused; test the class (`instanceof`) and its `kind`.
  * A platform error that has no class of its own is asked about another way (events/send.ts asks
- * its deadline signal). oci/read/cached/upstream-failure.ts is the one file left: it goes with the OCI
- * conversion of issue 24, which reads roles' `UpstreamError` by class.
+ * its deadline signal).
  */
 function errorNameRules() {
   const message = 'Tell errors apart by class and kind, not by name (docs/development.md, "Errors").';
@@ -62,7 +61,6 @@ function errorNameRules() {
   return [
     {
       files: ['registry/src/**/*.ts'],
-      ignores: ['registry/src/oci/read/cached/upstream-failure.ts'],
       rules: {
         'no-restricted-syntax': [
           'error',

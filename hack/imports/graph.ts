@@ -6,7 +6,7 @@
  *
  * A node is a top-level folder of the tree (`app`, `storage`, ...); a file at the top of the tree
  * (`cli.ts`) is a node of its own. `npm run imports` prints the graph (hack/imports/main.ts);
- * test/core/layers.test.ts fails on a cycle with the same code.
+ * test/architecture/layers.test.ts fails on a cycle with the same code.
  *
  * A folder cut in layers of its own (an ecosystem: `oci/`, `python/`) is read the same way one
  * level down (`importsUnder`): no cycle between the folders of any level inside it

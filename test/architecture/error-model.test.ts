@@ -2,7 +2,8 @@
  * The error model (docs/development.md, "Errors"): every neutral kind has its answer in each
  * table, and the build fails on a table that misses one; the answers are the statuses, headers
  * and bodies clients always got; the one handler factory serves the default shape and another
- * one (OCI's, which it is made to replace); and the lint refuses telling errors apart by name.
+ * one (OCI-like; the real one, oci/handlers/answers.ts, is driven by the OCI suites); and the
+ * lint refuses telling errors apart by name.
  */
 import { join } from 'node:path';
 import { ESLint } from 'eslint';
@@ -14,6 +15,8 @@ import { JSON_ANSWERS, jsonErrors } from '../../registry/src/ecosystem/json-answ
 import { NEUTRAL_KINDS, UPSTREAM_FAILURE_KINDS, type NeutralKind } from '../../registry/src/errors/neutral.js';
 import { HttpError } from '../../registry/src/http/errors.js';
 import { SlotsBusyError } from '../../registry/src/limits/slots.js';
+import { OCI_ANSWERS } from '../../registry/src/oci/handlers/answers.js';
+import { ERROR_STATUS } from '../../registry/src/oci/model/errors.js';
 import type { PolicyDenial } from '../../registry/src/policy/denial.js';
 import { PolicyDenialError } from '../../registry/src/policy/denial.js';
 import { PYTHON_ANSWERS } from '../../registry/src/python/handlers/answers.js';
@@ -74,6 +77,25 @@ describe('the tables of the neutral kinds', () => {
     for (const kind of NEUTRAL_KINDS.filter((k) => k !== 'policy_denied')) {
       const { status, message, headers } = answer(kind);
       expect(answerNeutral(PYTHON_ANSWERS, errorOf(kind)), kind).toMatchObject({ status, message, headers });
+    }
+  });
+
+  it('answer every kind on /v2/ in the distribution-spec codes it always answered', () => {
+    expect(Object.keys(OCI_ANSWERS).sort()).toEqual([...NEUTRAL_KINDS].sort());
+    const answer = (kind: NeutralKind) => answerNeutral(OCI_ANSWERS, errorOf(kind))!;
+    for (const kind of UPSTREAM_FAILURE_KINDS) {
+      const expected = kind === 'gone' ? { status: 404, code: 'NOT_FOUND' } : { status: 502, code: 'UNKNOWN' };
+      expect(answer(kind), kind).toMatchObject({ ...expected, message: errorOf(kind).message, headers: {} });
+    }
+    expect(answer('slots_busy')).toMatchObject({ status: 429, code: 'TOOMANYREQUESTS', headers: { 'Retry-After': '7' } });
+    expect(answer('store_unavailable')).toMatchObject({ status: 503, code: 'UNAVAILABLE', message: 'the storage backend is not answering; retry later', headers: { 'Retry-After': '5' } });
+    expect(answer('cached_bytes_lost')).toMatchObject({ status: 502, code: 'UNKNOWN' });
+    expect(answer('policy_denied')).toMatchObject({ status: 403, code: 'DENIED', message: DENIAL.reason, detail: DENIAL });
+    expect(answer('not_found')).toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'demo-1.0-py3-none-any.whl has no .dist-info/METADATA' });
+    // Every status is the one the spec's table binds to the code, where the spec has the code.
+    for (const kind of NEUTRAL_KINDS) {
+      const { status, code } = answer(kind);
+      if (code in ERROR_STATUS) expect(ERROR_STATUS[code as keyof typeof ERROR_STATUS], kind).toBe(status);
     }
   });
 

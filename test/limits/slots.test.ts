@@ -1,7 +1,8 @@
 /** The general FIFO semaphore behind the upstream and archive-walk caps. */
 import { describe, expect, it } from 'vitest';
-import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
-import { ociAnswerOf } from '../../registry/src/oci/handlers/answers.js';
+import { answerNeutral } from '../../registry/src/ecosystem/answers.js';
+import { JSON_ANSWERS } from '../../registry/src/ecosystem/json-answers.js';
+import { OCI_ANSWERS } from '../../registry/src/oci/handlers/answers.js';
 import { DEFAULT_SLOT_WAIT_MS, Slots, SlotsBusyError } from '../../registry/src/limits/slots.js';
 
 /** Lets queued promise callbacks run (no timers involved). */
@@ -54,8 +55,8 @@ describe('Slots', () => {
     expect(denied).toBeInstanceOf(SlotsBusyError);
     expect((denied as SlotsBusyError).retryAfterSecs).toBe(3);
     // Neutral: the limit says "busy"; each ecosystem turns that into its own 429.
-    expect(neutralAnswer(denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '3' } });
-    expect(ociAnswerOf(denied)).toMatchObject({ status: 429, code: 'TOOMANYREQUESTS', headers: { 'Retry-After': '3' } });
+    expect(answerNeutral(JSON_ANSWERS, denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '3' } });
+    expect(answerNeutral(OCI_ANSWERS, denied)).toMatchObject({ status: 429, code: 'TOOMANYREQUESTS', headers: { 'Retry-After': '3' } });
     expect((denied as Error).message).toBe('the server is busy: no walk slot freed in time; retry in 3 s');
     expect(slots.denied).toBe(1);
     expect(slots.waiting).toBe(0);

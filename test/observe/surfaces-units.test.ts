@@ -16,7 +16,7 @@ import { basicAuth } from '../support/velodex.js';
 import { SummaryScans } from '../../registry/src/app/observe/summary-scans.js';
 import { IndexSummaries, type ScannedSummary } from '../../registry/src/observe/summary.js';
 import { TokenError } from '../../registry/src/roles/bearer-tokens.js';
-import { UpstreamError } from '../../registry/src/roles/upstream.js';
+import { UpstreamError } from '../../registry/src/roles/upstream-error.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { tempDir } from '../support/temp-dirs.js';
 import { until } from '../support/until.js';

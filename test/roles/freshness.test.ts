@@ -3,8 +3,9 @@
  * the fault proxy. A fake clock moves time; nothing here depends on how long anything takes.
  */
 import { describe, expect, it } from 'vitest';
-import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
-import { ociAnswerOf } from '../../registry/src/oci/handlers/answers.js';
+import { answerNeutral } from '../../registry/src/ecosystem/answers.js';
+import { JSON_ANSWERS } from '../../registry/src/ecosystem/json-answers.js';
+import { OCI_ANSWERS } from '../../registry/src/oci/handlers/answers.js';
 import { UpstreamError as UpstreamUnavailableError } from '../../registry/src/roles/upstream-error.js';
 import { SlotWaitTimeoutError } from '../../registry/src/limits/upstream-slots.js';
 import { IndexCounters } from '../../registry/src/observe/counters.js';
@@ -141,8 +142,8 @@ describe('DocCache (readThrough)', () => {
     expect((err as Error).message).toMatch(/upstream could not be reached and nothing is cached/);
     expect((err as Error).message).not.toMatch(/pw|secret/);
     // Index routes answer it with 502; /v2/ with 502 UNKNOWN.
-    expect(neutralAnswer(err)?.status).toBe(502);
-    expect(ociAnswerOf(err)).toMatchObject({ status: 502, code: 'UNKNOWN' });
+    expect(answerNeutral(JSON_ANSWERS, err)?.status).toBe(502);
+    expect(answerNeutral(OCI_ANSWERS, err)).toMatchObject({ status: 502, code: 'UNKNOWN' });
     expect(counters.get('upstream_errors')).toBe(1);
     dead.close();
   });

@@ -1,7 +1,8 @@
 /** The per-index upstream concurrency cap: FIFO waiting, 429 with Retry-After past the wait window. */
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { neutralAnswer } from '../../registry/src/ecosystem/neutral-answer.js';
+import { answerNeutral } from '../../registry/src/ecosystem/answers.js';
+import { JSON_ANSWERS } from '../../registry/src/ecosystem/json-answers.js';
 import { DEFAULT_SLOT_WAIT_MS, SlotWaitTimeoutError, UpstreamSlots } from '../../registry/src/limits/upstream-slots.js';
 import { UpstreamClient } from '../../registry/src/roles/upstream.js';
 import { FaultProxy } from '../support/fault-proxy.js';
@@ -83,7 +84,7 @@ describe('UpstreamSlots', () => {
     const denied = await client.get('/doc').catch((e: unknown) => e);
     expect(denied).toBeInstanceOf(SlotWaitTimeoutError);
     expect((denied as SlotWaitTimeoutError).retryAfterSecs).toBe(7);
-    expect(neutralAnswer(denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '7' } });
+    expect(answerNeutral(JSON_ANSWERS, denied)).toMatchObject({ status: 429, headers: { 'Retry-After': '7' } });
     expect(slots.denied).toBe(1);
     expect(proxy.count('/doc')).toBe(1);
 

@@ -6,6 +6,9 @@
  *   already streaming breaks (never ends short as if complete), a request answers 503 in the
  *   ecosystem's error shape, nothing partial becomes visible, the process stays up, and the same
  *   process serves again as soon as MinIO is back;
+ * - MinIO stopped while a cached OCI index stores a manifest its upstream just sent: the store's
+ *   503, not the upstream's 502 (nor counted as an upstream error), and the pull succeeds once
+ *   MinIO is back;
  * - MinIO answering slowly (a fault proxy between velodex and MinIO): requests still complete; a
  *   store that stops answering gives a 503 once the response timeout passes, not a hung client.
  */
@@ -19,6 +22,7 @@ import { PROJECT_ENV } from '../python/fixtures/clients.js';
 import { buildProject } from '../python/fixtures/projects.js';
 import { hosted, oci, s3Storage, toml } from '../support/config.js';
 import { FaultProxy } from '../support/fault-proxy.js';
+import { startHostile, type HostileServer } from '../support/hostile-server.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
@@ -292,4 +296,67 @@ describe('MinIO answering slowly', () => {
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
     expect(server.logs()).toMatch(/ETIMEDOUT/);
   }, 240_000);
+});
+
+describe('MinIO stopped during a pull-through', () => {
+  const images = {
+    byDigest: buildImage({ seed: 's3-faults-pull-digest', layers: 1, bigFileSize: 2048 }),
+    byTag: buildImage({ seed: 's3-faults-pull-tag', layers: 1, bigFileSize: 2048 }),
+  };
+  /** The repositories whose next manifest GET stops MinIO before it is answered (once each). */
+  const stopMinioOn = new Set(['team/by-digest', 'team/by-tag']);
+  let upstream: HostileServer;
+  let server: Velodex;
+
+  beforeAll(async () => {
+    // An upstream registry of the test's own, serving each image as `v1` of its repository.
+    upstream = await startHostile(async (req, res) => {
+      const path = (req.url ?? '').split('?')[0]!;
+      if (path === '/v2/' || path === '/v2') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      const m = /^\/v2\/(team\/by-(?:digest|tag))\/manifests\/(.+)$/.exec(path);
+      const image = m?.[1] === 'team/by-digest' ? images.byDigest : m?.[1] === 'team/by-tag' ? images.byTag : undefined;
+      if (!m || !image || (m[2] !== 'v1' && m[2] !== image.manifest.descriptor.digest)) return void res.writeHead(404).end();
+      // The store goes away between velodex's own lookups and its storing what the upstream sent.
+      if (req.method === 'GET' && stopMinioOn.delete(m[1]!)) await minio.pause();
+      const { mediaType, digest } = image.manifest.descriptor;
+      res.writeHead(200, { 'content-type': mediaType, 'docker-content-digest': digest, 'content-length': image.manifest.bytes.length });
+      res.end(req.method === 'HEAD' ? undefined : image.manifest.bytes);
+    });
+    server = await startVelodex({ config: toml(s3Storage(minio, { prefix: 'pull-through' }), oci.cached('mirror', upstream.url, { route: 'mirror' })) });
+  });
+
+  afterAll(async () => {
+    await minio.start();
+    await server?.stop();
+    await upstream?.close();
+  });
+
+  async function upstreamErrors(): Promise<number> {
+    const doc = (await (await fetch(`${server.url}/+stats?index=mirror`)).json()) as { totals?: { upstream_errors: number }; upstream_errors?: number };
+    return (doc.totals ?? (doc as { upstream_errors: number })).upstream_errors;
+  }
+
+  it('a manifest the upstream sent that cannot be stored is the store\'s 503, not the upstream\'s 502; once MinIO is back it is pulled', async () => {
+    for (const [repo, image, reference] of [
+      ['team/by-digest', images.byDigest, images.byDigest.manifest.descriptor.digest],
+      ['team/by-tag', images.byTag, 'v1'],
+    ] as const) {
+      const url = `${server.url}/v2/mirror/${repo}/manifests/${reference}`;
+      let down: Response;
+      try {
+        down = await fetch(url);
+        expect(down.status, reference).toBe(503);
+        expect(down.headers.get('retry-after')).toBe('5');
+        expect(await ociError(down)).toBe('UNAVAILABLE');
+      } finally {
+        await minio.start();
+      }
+      // The upstream answered: it is not counted as its failure.
+      expect(await upstreamErrors()).toBe(0);
+      const again = await fetch(url);
+      expect(again.status, reference).toBe(200);
+      expect(Buffer.from(await again.arrayBuffer()).equals(image.manifest.bytes)).toBe(true);
+    }
+    expect(stopMinioOn.size).toBe(0);
+  });
 });

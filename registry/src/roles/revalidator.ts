@@ -27,16 +27,9 @@
  * for either store of it:
  * - Python pages and lists (read-through.ts, `DocCache`): the record (validators, fetched-at,
  *   TTL) in the MetaStore beside the bytes' digest, so every replica sees each confirmation.
- * - OCI tags (oci/cached.ts, to be converted onto this): `D` is the stored tag mapping (the
- *   manifest it points at); `stored()` reads it from the index's documents; `isFresh` reads a
- *   confirmation time kept in process memory (a restart, or another replica, revalidates a tag
- *   once); `ask(current)` is a HEAD of the tag when a mapping is stored (its
- *   `Docker-Content-Digest` the answer) and a GET of the manifest when none is or the digest
- *   differs (404: gone); `keep` verifies and stores the manifest, points the tag, records the
- *   confirmation in memory and says `same` when the digest is the stored one (on gone it deletes
- *   the tag and the confirmation, and answers null). Its counters are the index's, with the
- *   repository as `project`; `nothingCached` words the 502 (`the upstream registry ... failed
- *   and nothing is cached: ...`). A manifest fetched by digest never changes and needs none of this.
+ * - OCI tags (oci/read/cached/repos.ts): the stored tag mapping; the confirmation time in process
+ *   memory (a restart, or another replica, revalidates a tag once); `ask` a HEAD of the tag, and
+ *   the manifest's GET when none is stored or the digest moved; counted per repository.
  */
 import { SlotsBusyError } from '../limits/slots.js';
 import { NO_COUNTERS, type CounterSink, type UsageCounter } from '../observe/counters.js';

@@ -23,8 +23,6 @@ import type { UpstreamSlots } from '../limits/upstream-slots.js';
 import { type Egress } from './egress.js';
 import { UpstreamError } from './upstream-error.js';
 
-export { UpstreamError, type UpstreamFailureKind } from './upstream-error.js';
-
 export const DEFAULT_HEADERS_TIMEOUT_MS = 30_000;
 export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 export const DEFAULT_MAX_REDIRECTS = 5;
@@ -259,37 +257,35 @@ export function header(headers: IncomingHttpHeaders, name: string): string | und
 }
 
 /**
- * An upstream answer larger than what its reader keeps in memory: an `UpstreamError` of kind
- * `too_large`. Read it by kind; the class stays while oci/ tells it apart by `instanceof`
- * (deprecated: the OCI conversion of issue 24 drops it).
- */
-export class DocumentTooLargeError extends UpstreamError {
-  constructor(shownUrl: string, limit: number) {
-    super('too_large', null, `upstream ${shownUrl} sent a document larger than ${limit} bytes`, { shownUrl });
-    this.name = 'DocumentTooLargeError';
-  }
-}
-
-/**
  * Reads a whole upstream body into memory, never more than `limit` bytes: an announced length over
  * it fails before a byte is read, and a body without one (chunked, or simply endless) fails as
- * soon as it passes the limit. Every upstream answer read into memory goes through here.
+ * soon as it passes the limit, either as an `UpstreamError` of kind `too_large`. A body that breaks
+ * off is kind `broken` (or the kind the client destroyed it with: an idle `timeout`, `aborted`).
+ * Every upstream answer read into memory goes through here.
  */
 export async function readBounded(res: UpstreamResponse, limit: number): Promise<Buffer> {
+  const tooLarge = () => new UpstreamError('too_large', null, `upstream ${res.url} sent a document larger than ${limit} bytes`, { shownUrl: res.url });
   const declared = Number(header(res.headers, 'content-length'));
   if (Number.isFinite(declared) && declared > limit) {
     res.body.destroy();
-    throw new DocumentTooLargeError(res.url, limit);
+    throw tooLarge();
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of res.body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      res.body.destroy();
-      throw new DocumentTooLargeError(res.url, limit);
+  try {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        res.body.destroy();
+        throw tooLarge();
+      }
+      chunks.push(chunk);
     }
-    chunks.push(chunk);
+  } catch (err) {
+    if (err instanceof UpstreamError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    // A socket error's message may quote a host or a path: only its code is shown.
+    throw new UpstreamError('broken', null, `upstream ${res.url}: the body broke off${code ? ` (${code})` : ''}`, { shownUrl: res.url });
   }
   return Buffer.concat(chunks, size);
 }

@@ -9,13 +9,12 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { settleUnreadBody } from '../../http/discard-body.js';
-import type { OciError, OciStatusError } from '../model/errors.js';
 import { MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 
 const ANSWERED_BEFORE_BODY = new Set([401, 403, 404, 405]);
 
-export function isAnsweredBeforeBody(err: OciError | OciStatusError): boolean {
-  return ANSWERED_BEFORE_BODY.has(err.status);
+export function isAnsweredBeforeBody(answer: { status: number }): boolean {
+  return ANSWERED_BEFORE_BODY.has(answer.status);
 }
 
 export function beforeRefusal(request: FastifyRequest, reply: FastifyReply): Promise<void> {

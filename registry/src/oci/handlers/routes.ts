@@ -5,11 +5,10 @@
  * handler runs; node sends no body for HEAD), and a 405 names the methods the route has in `Allow`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isClientGone, logClientGone } from '../../http/client-gone.js';
 import { allowOf, handlerFor, type Methods } from '../../http/route-table.js';
-import { errorPayload, OciError, OciStatusError } from '../model/errors.js';
+import { OciError } from '../model/errors.js';
 import { resolveName } from './access.js';
-import { ociAnswerOf, sendError } from './answers.js';
+import { answerOciError } from './answers.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
 import { dropMalformedContentType } from './content-type.js';
@@ -18,7 +17,6 @@ import type { OciCall, OciExchange } from './exchange.js';
 import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { listReferrers } from './referrers.js';
-import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
 import { listTags } from './tags.js';
 import { isUploadToken, issueToken } from './token-realm.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
@@ -132,27 +130,7 @@ export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Pr
       reply.header(API_VERSION_HEADER, 'registry/2.0');
       dropMalformedContentType(request);
     });
-    scope.setErrorHandler(async (err, request, reply) => {
-      if (isClientGone(err, request)) {
-        logClientGone(err, request);
-        return reply.code(499).send();
-      }
-      const answer = err instanceof OciError || err instanceof OciStatusError ? err : ociAnswerOf(err);
-      if (answer) {
-        // A 5xx answered on purpose (store or upstream down) still belongs in the log, with its cause.
-        if (answer.status >= 500) request.log.warn({ err }, 'OCI request failed');
-        if (isAnsweredBeforeBody(answer)) await beforeRefusal(request, reply);
-        return sendError(reply, answer);
-      }
-      const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
-      if (status >= 500) {
-        request.log.error({ err }, 'OCI request failed');
-        // Not UNKNOWN: that code means an upstream failure (502) in the spec's table.
-        return reply.code(500).type('application/json').send(errorPayload('INTERNAL_ERROR', `internal error (request id ${request.id})`));
-      }
-      const message = err instanceof Error ? err.message : 'bad request';
-      return reply.code(status).type('application/json').send(errorPayload('REQUEST_INVALID', message));
-    });
+    scope.setErrorHandler(answerOciError);
     const handler = (request: FastifyRequest, reply: FastifyReply) => dispatch(deps, request, reply);
     for (const url of ['/v2', '/v2/', '/v2/*']) scope.all(url, handler);
   });

@@ -15,10 +15,10 @@ import type { IndexCounters } from '../../../observe/counters.js';
 import type { FlightPeers } from '../../../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
 import { discard, header } from '../../../roles/upstream.js';
+import { restated, UpstreamError } from '../../../roles/upstream-error.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore } from '../../../storage/types.js';
 import { OciError, OciStatusError } from '../../model/errors.js';
-import { UpstreamFailure, upstreamFailureOf } from './upstream-failure.js';
 import type { CachedUpstream } from './upstream.js';
 
 /** What a pull-through of a blob found, and what there is to send for it. */
@@ -83,8 +83,10 @@ export class CachedBlobs {
     delivery.stream.resume();
     const outcome = await delivery.outcome;
     if (outcome.kind === 'published' || outcome.kind === 'already_stored') return 'held';
-    if (outcome.kind === 'rejected') throw new OciError('UNKNOWN', `the upstream's bytes for blob sha256:${hex} did not match the digest; nothing was stored`);
-    throw new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed while sending blob sha256:${hex}`);
+    if (outcome.kind === 'rejected') throw new UpstreamError('mismatch', null, `the upstream's bytes for blob sha256:${hex} did not match the digest; nothing was stored`);
+    // Not the upstream's failure: the store's own answer (a 503 while it does not answer).
+    if (outcome.kind === 'store_error') throw outcome.error;
+    throw new UpstreamError('broken', null, `the upstream registry ${this.upstream.displayUrl} failed while sending blob sha256:${hex}`);
   }
 
   /**
@@ -99,7 +101,7 @@ export class CachedBlobs {
       const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
       discard(res);
       if (res.status === 404) return false;
-      if (res.status !== 200) throw new UpstreamFailure(`answered ${res.status} to the blob HEAD`);
+      if (res.status !== 200) throw new UpstreamError('status', null, `answered ${res.status} to the blob HEAD`, { status: res.status });
       return true;
     }, repo);
     if (!known) return 'unknown';
@@ -125,7 +127,7 @@ export class CachedBlobs {
             }
             if (res.status !== 200) {
               discard(res);
-              throw new UpstreamFailure(`answered ${res.status} to the blob GET`);
+              throw new UpstreamError('status', null, `answered ${res.status} to the blob GET`, { status: res.status });
             }
             const length = header(res.headers, 'content-length');
             return { body: res.body, expected: hex, ...(length !== undefined ? { size: Number(length) } : {}), meta: null };
@@ -138,7 +140,7 @@ export class CachedBlobs {
       }
     };
     return this.upstream.orElse(opened, (failure) => {
-      throw new OciError('UNKNOWN', `the upstream registry ${this.upstream.displayUrl} failed and the blob is not cached: ${failure.message}`);
+      throw restated(failure, `the upstream registry ${this.upstream.displayUrl} failed and the blob is not cached: ${failure.message}`);
     });
   }
 
@@ -155,7 +157,7 @@ export class CachedBlobs {
       });
       if ([200, 206, 404, 416].includes(res.status)) return res;
       discard(res);
-      throw new UpstreamFailure(`answered ${res.status} to the blob ${head ? 'HEAD' : 'GET'}`);
+      throw new UpstreamError('status', null, `answered ${res.status} to the blob ${head ? 'HEAD' : 'GET'}`, { status: res.status });
     }, repo);
     if (res.status === 404) {
       discard(res);
@@ -179,6 +181,6 @@ export class CachedBlobs {
   }
 
   #counted(outcome: FlightOutcome): void {
-    if (outcome.kind === 'not_started' && upstreamFailureOf(outcome.error)) this.counters.add('upstream_errors');
+    if (outcome.kind === 'not_started' && outcome.error instanceof UpstreamError) this.counters.add('upstream_errors');
   }
 }

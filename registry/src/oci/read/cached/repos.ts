@@ -4,31 +4,32 @@
  * records, referrers, catalog), the bytes in the shared blob store held by this index.
  *
  * Freshness (docs/oci.md):
- * - a manifest by digest never changes: once stored it is served with no upstream contact;
- * - a tag is confirmed by the upstream at most every `cache_ttl_secs` (shortened by the upstream's
- *   own Cache-Control, roles/freshness.ts); past that, one HEAD (shared by every concurrent
- *   request for the tag) compares `Docker-Content-Digest` with the stored mapping (`refreshes`),
- *   and only a different digest fetches the manifest again (`changed`);
- * - a cold tag is fetched with one GET;
+ * - a manifest by digest never changes: once stored it is served with no upstream contact; the
+ *   first pull of one runs once per server (under the workers' shared lock);
+ * - a tag is the cached role's one decision (roles/revalidator.ts): confirmed by the upstream at
+ *   most every `cache_ttl_secs` (confirmations.ts); past that, one HEAD (shared by every
+ *   concurrent request for the tag, and by the server's workers) compares
+ *   `Docker-Content-Digest` with the stored mapping (`refreshes`), and only a different digest
+ *   fetches the manifest again (`changed`); a cold tag is fetched with one GET;
  * - when the upstream is down, answers 5xx or 429, the stored mapping is served (`stale_served`),
  *   and with nothing stored the answer is 502 UNKNOWN (`upstream_errors`). After a failure the
- *   upstream is left alone for a short backoff (roles/upstream-health.ts). A failed exchange
- *   with the upstream is caught in one place, `CachedUpstream.orElse` (upstream.ts); each caller
- *   says only what is answered instead.
+ *   upstream is left alone for a short backoff (roles/upstream-health.ts).
  *
- * Confirmation times live in process memory: another replica, or this one after a restart,
- * revalidates a tag once on its first read.
+ * What the upstream sent is verified and stored outside the catch of its failures: a store that
+ * does not answer is the store's 503, never the upstream's 502.
  */
 import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import type { CachedIndex } from '../../../config/types.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { IndexCounters } from '../../../observe/counters.js';
 import type { SharedFetches } from '../../../roles/flight-peers.js';
-import { ttlSecs } from '../../../roles/freshness.js';
 import { PromiseFlights } from '../../../roles/promise-flights.js';
-import { discard, DocumentTooLargeError, header, readBounded, type UpstreamResponse } from '../../../roles/upstream.js';
+import { Revalidator, type CachedCopy, type Kept } from '../../../roles/revalidator.js';
+import { discard, header, readBounded, type UpstreamResponse } from '../../../roles/upstream.js';
+import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { KeyLocks } from '../../../storage/key-locks.js';
 import type { BlobStore, MetaStore } from '../../../storage/types.js';
@@ -38,7 +39,7 @@ import { manifestRecord } from '../../model/manifest-record.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
 import { CachedBlobs } from './blobs.js';
-import { UpstreamFailure } from './upstream-failure.js';
+import { TagConfirmations } from './confirmations.js';
 import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
 import { CachedUpstream } from './upstream.js';
@@ -46,14 +47,14 @@ import { HostedRepos } from '../hosted/repos.js';
 import type { IndexHolds } from '../index-holds.js';
 import type { FoundManifest, MemberReader } from '../member.js';
 
-/** Tag confirmations kept before the expired ones are swept. */
-const MAX_CONFIRMATIONS = 10_000;
-
-interface Resolved {
-  found: FoundManifest | null;
-  /** Served from the stored mapping because the upstream failed. */
-  stale: boolean;
+/** A manifest as the upstream sent it, read whole (at most MAX_MANIFEST_BYTES), not yet verified. */
+interface UpstreamManifest {
+  body: Buffer;
+  headers: IncomingHttpHeaders;
 }
+
+/** What the upstream said about a stored tag: the same digest, gone, or a manifest to keep. */
+type TagAnswer = { kind: 'same'; headers: IncomingHttpHeaders } | { kind: 'gone' } | ({ kind: 'manifest' } & UpstreamManifest);
 
 /** What a cached index reads and writes through: the shared services it uses, by name. */
 export interface CachedServices {
@@ -81,9 +82,11 @@ export class CachedRepos implements MemberReader {
   readonly #holder: Holder;
   readonly #counters: IndexCounters;
   readonly #locks: KeyLocks | undefined;
-  /** `repo:tag` -> until when the upstream's confirmation holds (ms since the epoch). */
-  readonly #freshUntil = new Map<string, number>();
-  readonly #flights = new PromiseFlights<Resolved>();
+  readonly #confirmations: TagConfirmations;
+  /** Tags: stored, confirmed, revalidated or served stale (roles/revalidator.ts). */
+  readonly #tags: Revalidator<FoundManifest>;
+  /** First pulls of manifests by digest, one per digest at a time. */
+  readonly #flights = new PromiseFlights<FoundManifest | null>();
 
   constructor(
     readonly index: CachedIndex,
@@ -97,6 +100,13 @@ export class CachedRepos implements MemberReader {
     this.#locks = fetches?.locks;
     this.upstream = new CachedUpstream(new UpstreamRegistry(index, slots), counters);
     this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
+    this.#confirmations = new TagConfirmations(index.cacheTtlSecs);
+    this.#tags = new Revalidator<FoundManifest>({
+      counters,
+      health: this.upstream.health,
+      ...(this.#locks ? { locks: this.#locks } : {}),
+      nothingCached: (why) => this.upstream.nothingCached(why),
+    });
   }
 
   async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
@@ -104,20 +114,14 @@ export class CachedRepos implements MemberReader {
     if (ref.kind === 'digest') {
       const held = await this.#stored.resolve(repo, ref);
       if (held) return held;
-      const r = await this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref, `sha256:${ref.hex}`, { digest: ref.hex }));
-      return r.found;
+      return this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref));
     }
-    const key = `${name}:${ref.tag}`;
     const mapped = await this.#stored.resolve(repo, ref);
-    const now = Date.now();
-    if (mapped && now < (this.#freshUntil.get(key) ?? 0)) return mapped;
-    if (mapped && this.upstream.health.resting(now)) {
-      this.#counters.add('stale_served', 1, name);
-      return mapped;
-    }
-    const r = await this.#flights.run(key, () => this.#revalidate(repo, ref.tag, mapped));
-    if (r.stale) this.#counters.add('stale_served', 1, name);
-    return r.found;
+    const read = await this.#tags.read(`oci:${this.index.name}:${name}:${ref.tag}`, this.#tagCopy(repo, ref.tag, mapped), {
+      stored: Promise.resolve(mapped),
+      project: name,
+    });
+    return read?.doc ?? null;
   }
 
   /**
@@ -160,7 +164,7 @@ export class CachedRepos implements MemberReader {
     const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
     if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
     discard(res);
-    if (res.status !== 404) throw new UpstreamFailure(`answered ${res.status} to the referrers API`);
+    if (res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to the referrers API`, { status: res.status });
     // No referrers API: the tag schema's index, if the upstream has one.
     const found = await this.resolve(repo, { kind: 'tag', tag: `sha256-${subjectHex}` });
     if (!found) return [];
@@ -189,71 +193,102 @@ export class CachedRepos implements MemberReader {
   }
 
   /**
-   * `#pull` of a manifest this index does not hold, with a failure answered 502 UNKNOWN (nothing
-   * stored to fall back on). With several worker processes it runs under a lock they share, after
-   * reading the store again: a manifest another worker just pulled is not fetched twice.
+   * A manifest by digest this index does not hold: fetched (a failure answered 502 UNKNOWN, with
+   * nothing stored to fall back on), then verified and stored. With several worker processes it
+   * runs under a lock they share, after reading the store again: a manifest another worker just
+   * pulled is not fetched twice.
    */
-  #firstPull(repo: readonly string[], ref: Reference, reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
-    const pull = () => this.upstream.orUnavailable(() => this.#pull(repo, reference, want), repo);
+  #firstPull(repo: readonly string[], ref: Reference & { kind: 'digest' }): Promise<FoundManifest | null> {
+    const pull = async () => {
+      const answer = await this.upstream.orUnavailable(() => this.#fetchManifest(repo, `sha256:${ref.hex}`), repo);
+      return answer && this.#keepManifest(repo, `sha256:${ref.hex}`, answer, { digest: ref.hex });
+    };
     const locks = this.#locks;
     if (!locks) return pull();
-    return locks.run(`oci-pull:${this.index.name}:${repo.join('/')}:${reference}`, async () => {
-      const pulled = await this.#stored.resolve(repo, ref);
-      return pulled ? { found: pulled, stale: false } : pull();
-    });
-  }
-
-  /** A stored tag past its confirmation: one HEAD, and the manifest again only when it moved; the stored mapping while the upstream fails. */
-  async #revalidate(repo: readonly string[], tag: string, mapped: FoundManifest | null): Promise<Resolved> {
-    const name = repo.join('/');
-    if (!mapped) return this.#firstPull(repo, { kind: 'tag', tag }, tag, { tag });
-    const registry = this.upstream.registry;
-    const revalidated = async (): Promise<Resolved> => {
-      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
-      discard(res);
-      if (res.status === 200 && header(res.headers, 'docker-content-digest') === `sha256:${mapped.hex}`) {
-        this.upstream.health.up();
-        this.#counters.add('refreshes', 1, name);
-        this.#confirm(repo, tag, res);
-        return { found: mapped, stale: false };
-      }
-      if (res.status !== 200 && res.status !== 404) throw new UpstreamFailure(`answered ${res.status} to a HEAD of the tag`);
-      // Gone, another digest, or none named: ask for the manifest itself.
-      const pulled = await this.#pull(repo, tag, { tag });
-      this.#counters.add('refreshes', 1, name);
-      if (pulled.found?.hex !== mapped.hex) this.#counters.add('changed', 1, name);
-      return pulled;
-    };
-    return this.upstream.orElse(revalidated, () => ({ found: mapped, stale: true }));
+    return locks.run(`oci-pull:${this.index.name}:${repo.join('/')}:sha256:${ref.hex}`, async () => (await this.#stored.resolve(repo, ref)) ?? pull());
   }
 
   /**
-   * GET of one manifest: verified (against the requested digest, or the upstream's
-   * `Docker-Content-Digest`), capped, stored byte for byte with its media type, the tag pointed at
-   * it. Null when the upstream does not know it. Throws `UpstreamFailure` (or what
-   * `upstreamFailureOf` reads as one) when the upstream gave no answer.
+   * A tag as the revalidator sees it: the stored mapping, confirmed in this process's memory. A
+   * mapping that appeared after this request looked (`seen` null) was stored by a pull that just
+   * happened, here or in another worker: as good as a confirmation.
    */
-  async #pull(repo: readonly string[], reference: string, want: { digest?: string; tag?: string }): Promise<Resolved> {
-    const name = repo.join('/');
+  #tagCopy(repo: readonly string[], tag: string, seen: FoundManifest | null): CachedCopy<FoundManifest, TagAnswer> {
+    const key = `${repo.join('/')}:${tag}`;
+    return {
+      stored: () => this.#stored.resolve(repo, { kind: 'tag', tag }),
+      isFresh: (_found, now) => seen === null || this.#confirmations.holds(key, now),
+      ask: (current) => this.#askTag(repo, tag, current),
+      keep: (answer, current) => this.#keepTag(repo, tag, answer, current),
+    };
+  }
+
+  /**
+   * With a mapping stored, one HEAD: the same digest is the answer; another, none named or gone
+   * asks for the manifest itself. With none stored, the manifest's GET.
+   */
+  async #askTag(repo: readonly string[], tag: string, current: FoundManifest | null): Promise<TagAnswer> {
+    if (current) {
+      const registry = this.upstream.registry;
+      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
+      discard(res);
+      if (res.status === 200 && header(res.headers, 'docker-content-digest') === `sha256:${current.hex}`) return { kind: 'same', headers: res.headers };
+      if (res.status !== 200 && res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to a HEAD of the tag`, { status: res.status });
+    }
+    const manifest = await this.#fetchManifest(repo, tag);
+    return manifest ? { kind: 'manifest', ...manifest } : { kind: 'gone' };
+  }
+
+  async #keepTag(repo: readonly string[], tag: string, answer: TagAnswer, current: FoundManifest | null): Promise<Kept<FoundManifest> | null> {
+    const key = `${repo.join('/')}:${tag}`;
+    switch (answer.kind) {
+      case 'same':
+        this.#confirmations.confirm(key, answer.headers, Date.now());
+        // `ask` answers `same` only with a stored mapping.
+        return { doc: current!, same: true };
+      case 'gone':
+        await this.#stored.deleteTag(repo, tag);
+        this.#confirmations.forget(key);
+        return null;
+      case 'manifest': {
+        const found = await this.#keepManifest(repo, tag, answer, { tag });
+        this.#confirmations.confirm(key, answer.headers, Date.now());
+        return { doc: found, same: found.hex === current?.hex };
+      }
+    }
+  }
+
+  /**
+   * GET of one manifest, read whole and capped; null when the upstream does not know it. Throws
+   * an `UpstreamError` when the upstream gave no usable answer.
+   */
+  async #fetchManifest(repo: readonly string[], reference: string): Promise<UpstreamManifest | null> {
     const registry = this.upstream.registry;
     const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `manifests/${reference}`, headers: { accept: MANIFEST_ACCEPT } });
     if (res.status === 404) {
       discard(res);
       this.upstream.health.up();
-      if (want.tag !== undefined) {
-        await this.#stored.deleteTag(repo, want.tag);
-        this.#freshUntil.delete(`${name}:${want.tag}`);
-      }
-      return { found: null, stale: false };
+      return null;
     }
     if (res.status !== 200) {
       discard(res);
-      throw new UpstreamFailure(`answered ${res.status} to the manifest GET`);
+      throw new UpstreamError('status', null, `answered ${res.status} to the manifest GET`, { status: res.status });
     }
     const body = await readCapped(res);
     this.upstream.health.up();
+    return { body, headers: res.headers };
+  }
+
+  /**
+   * A manifest the upstream sent, verified (against the requested digest, or the upstream's
+   * `Docker-Content-Digest`) and stored byte for byte with its media type, the tag pointed at it.
+   * Content refused is MANIFEST_INVALID (counted `rejected`); nothing of it is stored.
+   */
+  async #keepManifest(repo: readonly string[], reference: string, sent: UpstreamManifest, want: { digest?: string; tag?: string }): Promise<FoundManifest> {
+    const name = repo.join('/');
+    const { body, headers } = sent;
     const hex = createHash('sha256').update(body).digest('hex');
-    const announced = header(res.headers, 'docker-content-digest');
+    const announced = header(headers, 'docker-content-digest');
     const expected = want.digest ?? (announced?.startsWith('sha256:') ? announced.slice('sha256:'.length) : undefined);
     if (expected !== undefined && expected !== hex) {
       this.#counters.add('rejected', 1, name);
@@ -261,7 +296,7 @@ export class CachedRepos implements MemberReader {
     }
     let checked;
     try {
-      checked = checkManifest(body, header(res.headers, 'content-type'));
+      checked = checkManifest(body, header(headers, 'content-type'));
     } catch (err) {
       this.#counters.add('rejected', 1, name);
       throw new OciError('MANIFEST_INVALID', `the upstream's manifest for "${reference}" cannot be served: ${err instanceof Error ? err.message : String(err)}`);
@@ -271,24 +306,8 @@ export class CachedRepos implements MemberReader {
     await this.#holder.hold(hex);
     await this.#store.put(Readable.from([body]), hex);
     await this.#stored.putManifest(repo, hex, record, want.tag);
-    if (want.tag !== undefined) this.#confirm(repo, want.tag, res);
     const stored = await this.#stored.manifest(repo, hex);
-    return { found: { hex, record: stored ?? record, index: this.index }, stale: false };
-  }
-
-  #confirm(repo: readonly string[], tag: string, res: UpstreamResponse): void {
-    const secs = ttlSecs(this.index.cacheTtlSecs, {
-      ...optional('cacheControl', header(res.headers, 'cache-control')),
-      ...optional('age', header(res.headers, 'age')),
-    });
-    const now = Date.now();
-    if (secs === 0) {
-      this.#freshUntil.delete(`${repo.join('/')}:${tag}`);
-      return;
-    }
-    this.#freshUntil.set(`${repo.join('/')}:${tag}`, now + secs * 1000);
-    // Expired confirmations are worth nothing: dropped once there are many.
-    if (this.#freshUntil.size > MAX_CONFIRMATIONS) for (const [key, until] of this.#freshUntil) if (until <= now) this.#freshUntil.delete(key);
+    return { hex, record: stored ?? record, index: this.index };
   }
 }
 
@@ -297,7 +316,7 @@ async function readCapped(res: UpstreamResponse): Promise<Buffer> {
   try {
     return await readBounded(res, MAX_MANIFEST_BYTES);
   } catch (err) {
-    if (err instanceof DocumentTooLargeError) throw new UpstreamFailure(`sent a manifest over the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
+    if (err instanceof UpstreamError && err.kind === 'too_large') throw new UpstreamError('too_large', null, `sent a manifest over the ${MAX_MANIFEST_BYTES}-byte (4 MiB) limit`);
     throw err;
   }
 }
@@ -308,7 +327,7 @@ function descriptorsIn(body: Buffer): Descriptor[] {
   try {
     doc = JSON.parse(body.toString('utf8'));
   } catch {
-    throw new UpstreamFailure('sent a referrers index that is not JSON');
+    throw new UpstreamError('malformed', null, 'sent a referrers index that is not JSON');
   }
   if (!isObject(doc) || !Array.isArray(doc.manifests)) return [];
   const out: Descriptor[] = [];
@@ -324,10 +343,6 @@ function descriptorsIn(body: Buffer): Descriptor[] {
     out.push(d);
   }
   return out;
-}
-
-function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
 }
 
 function defineTag(tags: Record<string, string>, tag: string, hex: string): void {

@@ -2,12 +2,12 @@
  * The upstream's tag list of a repository: one page as the upstream answers it (the client's `n`
  * and `last` forwarded, so paging is the upstream's), with its `Link` to the next page as the
  * upstream wrote it; the handler points that link at velodex's own path. A repository the
- * upstream does not know is NAME_UNKNOWN; an upstream that fails is an `UpstreamFailure`.
+ * upstream does not know is NAME_UNKNOWN; an upstream that fails is an `UpstreamError`.
  */
-import { discard, DocumentTooLargeError, header, readBounded } from '../../../roles/upstream.js';
+import { discard, header, readBounded } from '../../../roles/upstream.js';
+import { UpstreamError } from '../../../roles/upstream-error.js';
 import { OciError } from '../../model/errors.js';
 import { isObject } from '../../model/manifest-check.js';
-import { UpstreamFailure } from './upstream-failure.js';
 import type { CachedUpstream } from './upstream.js';
 
 /** A tag list is small; a larger answer is not one. */
@@ -30,16 +30,16 @@ export async function fetchUpstreamTags(upstream: CachedUpstream, repo: readonly
   }
   if (res.status !== 200) {
     discard(res);
-    throw new UpstreamFailure(`answered ${res.status} to the tag list`);
+    throw new UpstreamError('status', null, `answered ${res.status} to the tag list`, { status: res.status });
   }
   let doc: unknown;
   try {
     doc = JSON.parse((await readBounded(res, MAX_TAGS_BYTES)).toString('utf8'));
   } catch (err) {
-    if (err instanceof DocumentTooLargeError) throw new UpstreamFailure('sent a tag list over 16 MiB');
-    throw err instanceof SyntaxError ? new UpstreamFailure('sent a tag list that is not JSON') : err;
+    if (err instanceof UpstreamError && err.kind === 'too_large') throw new UpstreamError('too_large', null, 'sent a tag list over 16 MiB');
+    throw err instanceof SyntaxError ? new UpstreamError('malformed', null, 'sent a tag list that is not JSON') : err;
   }
-  if (!isObject(doc)) throw new UpstreamFailure('sent a tag list that is not a JSON object');
+  if (!isObject(doc)) throw new UpstreamError('malformed', null, 'sent a tag list that is not a JSON object');
   upstream.health.up();
   const tags = Array.isArray(doc.tags) ? doc.tags.filter((t): t is string => typeof t === 'string') : [];
   const link = header(res.headers, 'link');

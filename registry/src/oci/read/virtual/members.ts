@@ -10,7 +10,7 @@ import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { isUpstream, privateFirst } from '../../../roles/shadowing.js';
 import { membersOf } from '../../../roles/write-target.js';
 import type { BlobStore, MetaStore } from '../../../storage/types.js';
-import { OciError } from '../../model/errors.js';
+import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
 import { CachedRepos } from '../cached/repos.js';
@@ -110,13 +110,13 @@ export class Members {
       lookup.catch(() => undefined);
       early.set(reader, lookup);
     }
-    let failure: OciError | undefined;
+    let failure: UpstreamError | undefined;
     for (const reader of await this.readersFor(index, repo)) {
       try {
         const found = await (early.get(reader) ?? reader.resolve(repo, ref));
         if (found) return found;
       } catch (err) {
-        if (!(err instanceof OciError && err.code === 'UNKNOWN')) throw err;
+        if (!(err instanceof UpstreamError)) throw err;
         failure ??= err;
       }
     }
