@@ -105,12 +105,12 @@ describe('what a kept manifest keeps', () => {
       ],
       tags: [tag('app', A, 500)],
     };
-    const plan = planRepository(state, rules({ untaggedAfterSecs: 60 }), NOW);
+    const plan = planRepository(state, rules({ untaggedAfterSecs: 600 }), NOW);
     expect(plan.delete.map((d) => [d.hex, d.rule])).toEqual([
       [G, `with its subject sha256:${D}`],
       [D, `with its subject sha256:${C}`],
-      [C, 'untagged_after = "1m"'],
-      [F, 'untagged_after = "1m"'],
+      [C, 'untagged_after = "10m"'],
+      [F, 'untagged_after = "10m"'],
     ]);
   });
 
@@ -119,6 +119,13 @@ describe('what a kept manifest keeps', () => {
       manifests: [manifest(A, 500), manifest(B, 500, { subject: A }), manifest(C, 1, { names: [A] })],
       tags: [],
     };
-    expect(deleted(state, rules({ untaggedAfterSecs: 60 }))).toEqual([]);
+    expect(deleted(state, rules({ untaggedAfterSecs: 600 }))).toEqual([]);
+  });
+
+  it('never deletes a referrer seen for the first time, even when its subject goes', () => {
+    const state: RepoState = { manifests: [manifest(A, 500), manifest(B, undefined, { subject: A })], tags: [] };
+    const plan = planRepository(state, rules({ untaggedAfterSecs: 600 }), NOW);
+    expect(plan.delete.map((d) => d.hex)).toEqual([A]);
+    expect(plan.firstSeen).toEqual([B]);
   });
 });

@@ -13,7 +13,7 @@
  *    until nothing changes, every manifest a kept one names as a child (an image index's images)
  *    and every referrer (a manifest with a `subject`) of a kept one. A referrer whose subject the
  *    repository records is judged with its subject, not by its own age: it goes when its subject
- *    goes. Everything else is deleted. Without `untagged_after` nothing is deleted.
+ *    goes (unless it is seen for the first time). Everything else is deleted. Without `untagged_after` nothing is deleted.
  *
  * Deletions are ordered so that a manifest comes after every deleted manifest that names it (as a
  * child or as its subject): the DELETE path lets a manifest's bytes go only when no manifest of
@@ -104,7 +104,7 @@ function toDelete(state: RepoState, removed: ReadonlySet<string>, untag: readonl
   for (const m of state.manifests) if (m.subject !== undefined && byHex.has(m.subject)) push(referrersOf, m.subject, m.hex);
   // A referrer of a recorded subject follows its subject; anything else may stand on its own age.
   const followsSubject = (m: ManifestState) => m.subject !== undefined && byHex.has(m.subject);
-  const young = (m: ManifestState) => m.since === undefined || now - m.since < afterSecs * 1000;
+  const young = (m: ManifestState) => m.since !== undefined && now - m.since < afterSecs * 1000;
 
   const kept = new Set<string>();
   const queue: string[] = [];
@@ -113,7 +113,8 @@ function toDelete(state: RepoState, removed: ReadonlySet<string>, untag: readonl
     kept.add(hex);
     queue.push(hex);
   };
-  for (const m of state.manifests) if (tagged.has(m.hex) || (!followsSubject(m) && young(m))) keep(m.hex);
+  // Roots: what is tagged, what has no time yet (first sight: a referrer too), what is young and not bound to a subject.
+  for (const m of state.manifests) if (tagged.has(m.hex) || m.since === undefined || (!followsSubject(m) && young(m))) keep(m.hex);
   while (queue.length > 0) {
     const hex = queue.pop()!;
     for (const named of byHex.get(hex)!.names) keep(named);
