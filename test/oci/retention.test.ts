@@ -43,8 +43,9 @@ async function retentionCommand(...flags: string[]): Promise<RetentionReport> {
   return JSON.parse(res.stdout) as RetentionReport;
 }
 
-const adminRetention = (query = '', token: string | undefined = ADMIN) =>
-  fetch(`${server.url}/+admin/retention${query}`, { method: 'POST', headers: token ? { authorization: `Bearer ${token}` } : {} });
+/** `token`: the admin token by default; null sends none. */
+const adminRetention = (query = '', token: string | null = ADMIN) =>
+  fetch(`${server.url}/+admin/retention${query}`, { method: 'POST', headers: token !== null ? { authorization: `Bearer ${token}` } : {} });
 
 /** Pushes one image or index from a layout of its own to `ref`. */
 async function push(name: string, item: Image | ImageIndex, ref: string): Promise<void> {
@@ -168,7 +169,7 @@ describe('retention of a hosted OCI index', () => {
   }, 300_000);
 
   it('the admin endpoint needs the admin token', async () => {
-    expect((await adminRetention('?dry_run=1', undefined)).status).toBe(401);
+    expect((await adminRetention('?dry_run=1', null)).status).toBe(401);
     expect((await adminRetention('', 'not-the-admin-token')).status).toBe(401);
   });
 
