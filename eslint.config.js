@@ -12,7 +12,7 @@ const CORE_LAYERS = [
   { what: 'the composition root', folders: ['app'] },
   { what: 'an ecosystem', folders: ['python', 'oci'] },
   { what: 'the ecosystem seam', folders: ['ecosystem'] },
-  { what: 'a neutral service', folders: ['access', 'roles', 'limits', 'policy', 'archive', 'events', 'discovery', 'workers'], siblings: true },
+  { what: 'a neutral service', folders: ['access', 'roles', 'limits', 'policy', 'archive', 'events', 'discovery', 'workers', 'lifecycle'], siblings: true },
   { what: 'the instruments', folders: ['observe'] },
   { what: 'the HTTP helpers', folders: ['http'] },
   { what: 'storage', folders: ['storage'] },
@@ -90,9 +90,12 @@ function pythonLayerRules() {
   return ecosystemLayerRules('python');
 }
 
-/** The OCI layers: `oci/handlers/` over `oci/read/` over `oci/model/`. */
+/**
+ * The OCI layers: `oci/lifecycle/` (runs without a request: retention, which deletes through
+ * the handlers' removal path) over `oci/handlers/` over `oci/read/` over `oci/model/`.
+ */
 function ociLayerRules() {
-  return ecosystemLayerRules('oci');
+  return ecosystemLayerRules('oci', ['lifecycle', 'handlers', 'read', 'model']);
 }
 
 /**

@@ -3,6 +3,7 @@
  * The `velodex` command.
  *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto]
  *   velodex check-config FILE
+ *   velodex retention [--config FILE] [--dry-run] [--json]
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
@@ -15,17 +16,23 @@ import { ecosystems } from './app/ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
+import { retentionCommand } from './app/retention-command.js';
+import { retentionText } from './lifecycle/retention-text.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
 
 const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
   velodex check-config FILE
+  velodex retention [--config FILE] [--data-dir DIR] [--dry-run] [--json]
 
 Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
 at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.
 --workers (or VELODEX_WORKERS, or workers in the config): worker processes sharing the port;
-auto is one per core, and one in a Kubernetes pod.`;
+auto is one per core, and one in a Kubernetes pod.
+retention applies the retention rules of the hosted indexes once (untagged_after, keep_tags) and
+prints what it did; --dry-run prints what it would do and changes nothing; --json prints the
+report as JSON. On the fs backend run it while the server is stopped (or POST /+admin/retention).`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -51,6 +58,8 @@ async function main(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'data-dir': { type: 'string' },
       workers: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      json: { type: 'boolean' },
     },
   });
   const overrides: Overrides = {};
@@ -110,6 +119,14 @@ async function main(argv: string[]): Promise<void> {
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
+      return;
+    }
+    case 'retention': {
+      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
+      const report = await retentionCommand(config, values['dry-run'] === true);
+      if (report === 'busy') fail('velodex retention: a retention run is under way in another process; try again once it has finished', 75);
+      // Then exit: the store's client may keep idle connections (and the process) alive.
+      process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : retentionText(report), () => process.exit(0));
       return;
     }
     default:

@@ -119,10 +119,29 @@ describe('the CRDs at kubectl apply time', () => {
     ],
     ['a webhook with url and urlSecretRef', '  route: team/a\n  ecosystem: python\n  role: hosted\n  webhooks: [{ url: "https://ci.example/hook", urlSecretRef: { name: h, key: u } }]\n', 'a webhook takes exactly one of url and urlSecretRef'],
     ['a webhook without a URL', '  route: team/a\n  ecosystem: python\n  role: hosted\n  webhooks: [{ events: [upload] }]\n', 'a webhook takes exactly one of url and urlSecretRef'],
+    ['retention on a python index', '  route: team/a\n  ecosystem: python\n  role: hosted\n  retention: { untaggedAfter: "7d" }\n', 'spec.retention applies to hosted oci indexes only'],
+    [
+      'retention on a cached oci index',
+      '  route: team/a\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  retention: { keepTags: [{ match: "v*", newest: 3 }] }\n',
+      'spec.retention applies to hosted oci indexes only',
+    ],
+    ['keep_tags newest = 0', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { keepTags: [{ match: "v*", newest: 0 }] }\n', 'spec.retention.keepTags[0].newest'],
+    ['a keep_tags rule without newest', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { keepTags: [{ match: "v*" }] }\n', 'spec.retention.keepTags[0].newest: Required value'],
+    ['an untaggedAfter that is no duration', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { untaggedAfter: "a week" }\n', 'spec.retention.untaggedAfter'],
+    ['an untaggedAfter of zero', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { untaggedAfter: "0s" }\n', 'spec.retention.untaggedAfter must be at least 1s'],
   ])('refuses %s', async (_what, spec, message) => {
     const res = await kubectl(['apply', '-f', '-'], indexYaml('bad', spec), true);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain(message);
+  });
+
+  it('accepts retention on a hosted oci index and a registry schedule, and refuses a schedule that is no duration', async () => {
+    const good = indexYaml('kept', '  route: team/kept\n  ecosystem: oci\n  role: hosted\n  retention:\n    untaggedAfter: 14d\n    keepTags: [{ match: "v*", newest: 10 }, { match: "pr-*", newest: 3 }]\n');
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], good);
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('scheduled', '  retention: { every: 6h }\n'));
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('scheduled', '  retention: { every: hourly }\n'), true);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('spec.retention.every');
   });
 });
 

@@ -186,4 +186,14 @@ describe("the registry's config check, as the plan reads it", () => {
     expect([...plan.refused.keys()]).toEqual(['blend']);
     expect(plan.refused.get('blend')?.reason).toBe('InvalidSpec');
   });
+
+  it('refuses retention on an index that is not hosted oci (a CRD without the rule), naming the index, and serves retention on hosted oci', () => {
+    const kept = index('kept', { route: 'team/kept', ecosystem: 'oci', role: 'hosted', retention: { untaggedAfter: '14d', keepTags: [{ match: 'v*', newest: 5 }] } });
+    const py = index('py', { route: 'team/py', ecosystem: 'python', role: 'hosted', retention: { untaggedAfter: '7d' } });
+    const plan = planNamespace([registry('default')], [kept, py], input());
+    expect(plan.registries.get('default')?.served.map((ix) => ix.metadata.name)).toEqual(['kept']);
+    expect(plan.refused.get('py')).toEqual({ reason: 'InvalidSpec', message: 'spec.retention applies to hosted oci indexes only; PackageIndex "py" is a hosted python index' });
+    // The check of the registry agrees: the rendered keys reach the registry's config.
+    expect(check(stanza('py', 'hosted = true\nkeep_tags = [{ match = "v*", newest = 2 }]')).index).toBe('py');
+  });
 });

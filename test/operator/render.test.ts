@@ -20,6 +20,7 @@ const registry: PackageRegistry = {
     },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
     adminTokenSecretRef: { name: 'admin', key: 'token' },
+    retention: { every: '6h' },
   },
 };
 
@@ -36,7 +37,13 @@ const indexes = [
     uploadTarget: 'hosted',
     webhooks: [{ url: 'https://ci.example/hook', secretRef: { name: 'hooks', key: 'ci' }, events: ['upload'] }],
   }),
-  index('images', { route: 'team/images', ecosystem: 'oci', role: 'hosted', uploadTokenSecretRef: { name: 'tokens', key: 'images' } }),
+  index('images', {
+    route: 'team/images',
+    ecosystem: 'oci',
+    role: 'hosted',
+    uploadTokenSecretRef: { name: 'tokens', key: 'images' },
+    retention: { untaggedAfter: '14d', keepTags: [{ match: 'v*', newest: 10 }] },
+  }),
   index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', upstreamCredentialsSecretRef: { name: 'hub-account', passwordKey: 'access-token' } }),
 ];
 
@@ -72,6 +79,9 @@ describe('registry config rendering', () => {
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
     expect(config.admin.token?.reveal()).toBe('admin-token-not-in-config');
     expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
+    const images = config.indexes.find((ix) => ix.name === 'images');
+    expect(images?.role === 'hosted' && images.retention).toEqual({ untaggedAfterSecs: 14 * 86_400, keepTags: [{ match: 'v*', newest: 10 }] });
+    expect(config.retention).toEqual({ everySecs: 6 * 3600 });
     expect(rendered.secrets).toEqual(['admin', 'hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
   });

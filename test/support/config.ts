@@ -61,6 +61,10 @@ export interface HostedOptions extends IndexOptions {
   /** The upload token; without one the index takes no uploads. */
   token?: SecretValue;
   volatile?: boolean;
+  /** Retention (a hosted OCI index): `untagged_after`, seconds or a duration such as "14d". */
+  untaggedAfter?: number | string;
+  /** Retention (a hosted OCI index): `keep_tags`. */
+  keepTags?: Array<{ match: string; newest: number }>;
 }
 
 export interface CachedOptions extends IndexOptions {
@@ -89,7 +93,7 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
 
 /** A hosted index. */
 export function hosted(name: string, o: HostedOptions = {}): ConfigPart {
-  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token) }, o);
+  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token), untagged_after: o.untaggedAfter, keep_tags: o.keepTags }, o);
 }
 
 /** A cached index of the upstream at `upstream` (a Python index's Simple URL, a registry's base URL). */
@@ -166,6 +170,11 @@ export function connections(o: ConnectionsOptions): ConfigPart {
 /** `[admin]`: the token that opens the admin surfaces. */
 export function admin(token: SecretValue): ConfigPart {
   return { admin: secret('token', token) };
+}
+
+/** `[retention]`: retention runs by themselves every `every` (seconds or a duration). */
+export function retentionSchedule(every: number | string): ConfigPart {
+  return { retention: { every } };
 }
 
 /** `[auth]`: the key velodex signs its own bearer tokens with. */

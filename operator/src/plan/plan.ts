@@ -110,6 +110,9 @@ function hasUserInfo(url: string): boolean {
 
 /** What the CRD refuses at apply time, checked again (a CRD installed before the rule, say). */
 function specRefusal(ix: PackageIndex): Refusal | null {
+  if (ix.spec.retention && (ix.spec.ecosystem !== 'oci' || ix.spec.role !== 'hosted')) {
+    return { reason: 'InvalidSpec', message: `spec.retention applies to hosted oci indexes only; PackageIndex "${ix.metadata.name}" is a ${ix.spec.role} ${ix.spec.ecosystem} index` };
+  }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
     const where = `spec.webhooks[${i}]`;
     if ((hook.url === undefined) === (hook.urlSecretRef === undefined)) return { reason: 'InvalidSpec', message: `${where}: give exactly one of url and urlSecretRef` };

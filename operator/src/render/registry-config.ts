@@ -35,7 +35,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
     refs.push(ref);
     return secretPath(ref);
   };
-  const { storage, rateLimit, logLevel, adminTokenSecretRef } = registry.spec;
+  const { storage, rateLimit, logLevel, adminTokenSecretRef, retention } = registry.spec;
   const creds = storage.credentialsSecretRef;
   const doc: Record<string, unknown> = {
     host: '0.0.0.0',
@@ -74,6 +74,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
       ...classes,
     };
   }
+  if (retention?.every !== undefined) doc.retention = { every: retention.every };
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
@@ -112,6 +113,10 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       ...(p.allowProjects ? { 'allow-projects': p.allowProjects } : {}),
       ...(p.minReleaseAge !== undefined ? { 'min-release-age': p.minReleaseAge } : {}),
     };
+  }
+  if (s.retention) {
+    if (s.retention.untaggedAfter !== undefined) table.untagged_after = s.retention.untaggedAfter;
+    if (s.retention.keepTags?.length) table.keep_tags = s.retention.keepTags.map((r) => ({ match: r.match, newest: r.newest }));
   }
   if (s.webhooks?.length) {
     table.webhook = s.webhooks.map((w) => ({

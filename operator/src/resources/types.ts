@@ -41,6 +41,21 @@ export interface IndexPolicy {
   minReleaseAge?: string;
 }
 
+/**
+ * Retention of a hosted OCI index (docs/storage-lifecycle.md): rendered as `untagged_after` and
+ * `keep_tags` of its `[[index]]`.
+ */
+export interface IndexRetention {
+  /** Seconds, or a duration like "14d", "12h", "1d12h". */
+  untaggedAfter?: string;
+  keepTags?: KeepTagsRule[];
+}
+
+export interface KeepTagsRule {
+  match: string;
+  newest: number;
+}
+
 /** What a webhook may subscribe to (docs/webhooks.md). */
 export type WebhookEvent = 'upload' | 'yank' | 'unyank' | 'delete' | 'restore';
 
@@ -89,6 +104,8 @@ export interface PackageIndexSpec {
   uploadTarget?: string;
   policy?: IndexPolicy;
   webhooks?: IndexWebhook[];
+  /** Hosted OCI only. */
+  retention?: IndexRetention;
 }
 
 export interface PackageIndexStatus {
@@ -145,6 +162,8 @@ export interface PackageRegistrySpec {
   logLevel?: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** The admin token of `/admin/status` and `/+status?details=admin` (rendered as `[admin] token_file`). */
   adminTokenSecretRef?: SecretKeyRef;
+  /** When the retention rules of its indexes run by themselves (rendered as `[retention] every`). */
+  retention?: { every?: string };
 }
 
 export interface PackageRegistryStatus {

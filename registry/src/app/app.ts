@@ -20,6 +20,8 @@ import { errorBody } from '../http/errors.js';
 import { requestPath } from '../http/path.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit } from '../limits/rate-limit-plugin.js';
+import { MetaStoreExclusive } from '../lifecycle/exclusive.js';
+import { RetentionCounters, RetentionRunner } from '../lifecycle/retention.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
 import { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import { UsageCounters } from '../observe/counters.js';
@@ -38,6 +40,7 @@ import { metricsRoute, observeRequests } from './observe/metrics-route.js';
 import { observeRoutes } from './observe/routes.js';
 import { ServerCounters } from './observe/server-counters.js';
 import { uiRoutes } from './ui/routes.js';
+import { retentionRoute } from './admin/retention-route.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -46,6 +49,8 @@ export interface BuiltApp {
   events: EventBus;
   /** The limiter's allowed/denied counts per class, for the metrics. */
   rateLimits: RateLimitCounters;
+  /** Runs the retention rules of every index (the admin endpoint, the schedule, `velodex retention`). */
+  retention: RetentionRunner;
 }
 
 export interface BuildOptions {
@@ -130,6 +135,13 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   };
   const ecosystems = modules.map((m) => m.create(ctx));
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
+  const retentionCounters = new RetentionCounters();
+  const retention = new RetentionRunner({
+    sources: ecosystems.flatMap((e) => (e.retention ? [e.retention] : [])),
+    exclusive: new MetaStoreExclusive(stores.meta, { onLost: (name) => app.log.warn({ lease: name }, 'lease taken over by another process while running') }),
+    counters: retentionCounters,
+    log: app.log,
+  });
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
   const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
 
@@ -150,6 +162,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
       rateLimit: () => limiter.snapshot(),
+      retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),
     }, link);
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
@@ -163,11 +176,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const admin = new AdminGate(config.admin.token, clientAddress);
   await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
   await app.register(uiRoutes, { config, ecosystems, admin });
+  await app.register(retentionRoute, { runner: retention, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
-  return { app, ecosystems, events, rateLimits: limiter };
+  return { app, ecosystems, events, rateLimits: limiter, retention };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

@@ -7,6 +7,7 @@ import { startupLines } from './banner.js';
 import { join } from 'node:path';
 import { openStores } from '../storage/index.js';
 import { startSweeper } from '../storage/sweeper.js';
+import { scheduleRetention } from '../lifecycle/retention-schedule.js';
 import { ClusterLink, SoloLink } from '../workers/link.js';
 
 export interface RunningServer {
@@ -23,7 +24,7 @@ export interface RunningServer {
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events } = await buildApp(config, stores, ecosystems, { link });
+  const { app, ecosystems: running, events, retention } = await buildApp(config, stores, ecosystems, { link });
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {
       if (removed > 0) app.log.info({ event: 'staging_swept', removed }, 'removed stale staged writes left by stopped processes');
@@ -32,6 +33,8 @@ export async function startServer(config: Config, notes: Record<string, string> 
   });
   await app.listen({ host: config.host, port: config.port });
   await events.start();
+  const everySecs = config.retention.everySecs;
+  const stopRetention = everySecs !== undefined && retention.active ? scheduleRetention(retention, stores.meta, everySecs, app.log) : () => undefined;
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
@@ -54,6 +57,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     url,
     async close() {
       stopSweeper();
+      stopRetention();
       await app.close();
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.

@@ -14,4 +14,9 @@ export interface EcosystemFacts {
   readonly routeSegment: { pattern: RegExp; rule: string };
   /** The index the embedded default serves for this ecosystem (hosted, with the shared token). */
   readonly embeddedDefault: { name: string; route: string };
+  /**
+   * Its hosted indexes take retention rules (`untagged_after`, `keep_tags`): it has tags and
+   * untagged items a run may delete. Absent: those keys are refused on its indexes.
+   */
+  readonly retention?: boolean;
 }

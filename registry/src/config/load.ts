@@ -11,7 +11,7 @@ import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import type { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
-import type { Config, IndexConfig, StorageConfig } from './types.js';
+import type { Config, IndexConfig, RetentionRules, RetentionSchedule, StorageConfig } from './types.js';
 import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
 import { resolveWebhook } from './webhook.js';
@@ -131,6 +131,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
+    retention: retentionSchedule(file.retention),
     source,
   };
 }
@@ -225,6 +226,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   onlyFor('upload_target', 'virtual');
   onlyFor('volatile', 'hosted');
   for (const key of secretSpellings('upload_token')) onlyFor(key, 'hosted');
+  const retention = retentionRules(ix, where, role, ecosystem, ecosystems);
 
   const base = {
     name: ix.name,
@@ -241,7 +243,13 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   };
   switch (role) {
     case 'hosted':
-      return { ...base, role, uploadToken: resolveSecret(ix, 'upload_token', where, secrets), volatile: ix.volatile ?? false };
+      return {
+        ...base,
+        role,
+        uploadToken: resolveSecret(ix, 'upload_token', where, secrets),
+        volatile: ix.volatile ?? false,
+        ...(retention ? { retention } : {}),
+      };
     case 'cached':
       return {
         ...base,
@@ -256,6 +264,48 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
     case 'virtual':
       return { ...base, role, members: ix.members!, uploadTarget: ix.upload_target };
   }
+}
+
+const RETENTION_KEYS = ['untagged_after', 'keep_tags'] as const;
+
+/**
+ * The retention rules of one index: only a hosted index of an ecosystem with tags takes them
+ * (`EcosystemFacts.retention`); anywhere else they are refused by key, never ignored.
+ */
+function retentionRules(
+  ix: IndexFileConfig,
+  where: string,
+  role: IndexConfig['role'],
+  ecosystem: EcosystemFacts,
+  ecosystems: readonly EcosystemFacts[],
+): RetentionRules | undefined {
+  const given = RETENTION_KEYS.find((k) => ix[k] !== undefined);
+  if (given === undefined) return undefined;
+  const takers = ecosystems.filter((e) => e.retention).map((e) => e.id);
+  if (role !== 'hosted' || !ecosystem.retention) {
+    throw new ConfigError(
+      `${where}.${given}`,
+      `retention applies only to a hosted ${takers.join(' or ')} index, this one is a ${role} ${ecosystem.id} index`,
+      `remove ${given}`,
+    );
+  }
+  const rules: RetentionRules = { keepTags: (ix.keep_tags ?? []).map((r) => ({ match: r.match, newest: r.newest })) };
+  if (ix.untagged_after !== undefined) {
+    const secs = parseDuration(ix.untagged_after);
+    if (secs === null || secs === 0) {
+      throw new ConfigError(`${where}.untagged_after`, 'must be a duration of at least 1s', 'use seconds or a duration like "30s", "12h", "14d"; longer than any push takes');
+    }
+    rules.untaggedAfterSecs = secs;
+  }
+  return rules;
+}
+
+/** `[retention]`: `every`, at least a second apart. */
+function retentionSchedule(r: FileConfig['retention']): RetentionSchedule {
+  if (r?.every === undefined) return {};
+  const secs = parseDuration(r.every);
+  if (secs === null || secs === 0) throw new ConfigError('retention.every', 'must be a duration of at least 1s', 'use seconds or a duration like "1h", "1d"');
+  return { everySecs: secs };
 }
 
 /** Cross-index rules: unique names and routes, members that exist, a writable upload target. */

@@ -11,6 +11,15 @@ import { MAX_WORKERS } from './workers.js';
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
 
+/** A duration as the config spells them (config/duration.ts): seconds, or a string like "7d". */
+const duration = z.union([z.number().int().min(0), z.string().regex(DURATION_PATTERN, 'must be seconds or a duration like "7d", "12h", "1d12h"')]);
+
+/** One `keep_tags` rule of a hosted index's retention: of the tags `match` matches, the newest `newest` stay. */
+export const keepTagsSchema = z.strictObject({
+  match: z.string().min(1, 'must be a non-empty glob ("*" any run of characters, "?" one character)'),
+  newest: z.number({ message: 'must be a positive integer' }).int('must be a positive integer').positive('must be a positive integer (at least 1)'),
+});
+
 /** The three ways to give one secret; `secretKeys('upload_token')` yields all three keys. */
 function secretFields<K extends string>(key: K) {
   return {
@@ -24,9 +33,7 @@ export const policySchema = z.strictObject({
   'max-file-size': positiveInt.optional(),
   'deny-projects': z.array(z.string()).optional(),
   'allow-projects': z.array(z.string()).optional(),
-  'min-release-age': z
-    .union([z.number().int().min(0), z.string().regex(DURATION_PATTERN, 'must be seconds or a duration like "7d", "12h", "1d12h"')])
-    .optional(),
+  'min-release-age': duration.optional(),
 });
 
 export const webhookSchema = z.strictObject({
@@ -55,6 +62,14 @@ export const indexSchema = z.strictObject({
   ...secretFields('upstream_password'),
   policy: policySchema.optional(),
   webhook: z.array(webhookSchema).optional(),
+  // Retention of a hosted index whose ecosystem has tags (config/load.ts refuses it elsewhere).
+  untagged_after: duration.optional(),
+  keep_tags: z.array(keepTagsSchema).optional(),
+});
+
+/** `[retention]`: when the retention rules of the indexes run by themselves. */
+export const retentionSchema = z.strictObject({
+  every: duration.optional(),
 });
 
 export const storageSchema = z.strictObject({
@@ -123,6 +138,7 @@ export const fileSchema = z.strictObject({
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
   admin: adminSchema.optional(),
+  retention: retentionSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

@@ -46,6 +46,25 @@ export interface HostedIndex extends IndexBase {
   /** The token writes must present; absent means uploads are disabled. */
   uploadToken?: Secret;
   volatile: boolean;
+  /** What the index lets go of by itself (`untagged_after`, `keep_tags`); absent: it keeps everything. */
+  retention?: RetentionRules;
+}
+
+/**
+ * The retention rules of a hosted index whose ecosystem has tags (`EcosystemFacts.retention`).
+ * At least one of the two is set.
+ */
+export interface RetentionRules {
+  /** An untagged item pushed longer ago than this (seconds) is deleted, unless a kept one needs it. */
+  untaggedAfterSecs?: number;
+  /** Per repository: of the tags each rule's glob matches, the newest `newest` stay; older ones are untagged. */
+  keepTags: KeepTagsRule[];
+}
+
+export interface KeepTagsRule {
+  /** A glob over tag names: `*` any run of characters, `?` one character. */
+  match: string;
+  newest: number;
 }
 
 export interface CachedIndex extends IndexBase {
@@ -127,6 +146,12 @@ export interface AuthConfig {
   tokenSigningKey?: Secret;
 }
 
+/** `[retention]`: the schedule of retention runs. */
+export interface RetentionSchedule {
+  /** Seconds between runs; absent: retention runs only on demand (CLI, admin endpoint). */
+  everySecs?: number;
+}
+
 export interface AdminConfig {
   /** Required by the admin surfaces when set; absent: they answer anyone (access/admin-auth.ts). */
   token?: Secret;
@@ -150,6 +175,7 @@ export interface Config {
   metrics: { enabled: boolean };
   auth: AuthConfig;
   admin: AdminConfig;
+  retention: RetentionSchedule;
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

@@ -11,6 +11,7 @@ import type { Config, IndexConfig, RateClassName } from '../config/types.js';
 import type { Origin } from '../discovery/origin.js';
 import type { EcosystemDiscovery } from '../discovery/types.js';
 import type { EventSink } from '../events/types.js';
+import type { RetentionSource } from '../lifecycle/retention.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
 import type { IndexDescription } from '../observe/describe.js';
@@ -94,6 +95,8 @@ export interface Ecosystem {
   scanIndex?(index: IndexConfig): Promise<ScannedSummary>;
   /** The name `/+stats` counts a project under (e.g. PEP 503 normalised), or null for a name no project can have. */
   projectKey?(name: string): string | null;
+  /** Applies (or plans) the retention rules of this ecosystem's indexes (lifecycle/retention.ts runs it). */
+  retention?: RetentionSource;
   /** Stops background work on shutdown. */
   close?(): Promise<void>;
 }

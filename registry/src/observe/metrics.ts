@@ -48,6 +48,8 @@ export interface MetricSources {
   servesMetadata(index: IndexConfig): boolean;
   /** The rate limiter's decisions so far, per class. */
   rateLimit(): { allowed: Record<string, number>; denied: Record<string, number> };
+  /** What retention runs of this process removed from the index; undefined for an index without rules. */
+  retention?(index: IndexConfig): { deleted: number; untagged: number } | undefined;
 }
 
 export class Metrics {
@@ -128,6 +130,23 @@ export class Metrics {
         for (const ix of fetching) this.set(labelsOf(ix), sources.upstreamSlots(ix)?.inflight ?? 0);
       },
     });
+
+    const retained = sources.indexes.filter((ix) => sources.retention?.(ix) !== undefined);
+    for (const [field, name, help] of [
+      ['deleted', 'index_retention_deleted_total', 'Untagged items (manifests) deleted by retention runs (untagged_after).'],
+      ['untagged', 'index_retention_untagged_total', 'Tags removed by retention runs (keep_tags).'],
+    ] as const) {
+      new Counter({
+        name: `${METRICS_PREFIX}${name}`,
+        help,
+        labelNames: LABELS,
+        registers,
+        collect() {
+          this.reset();
+          for (const ix of retained) this.inc(labelsOf(ix), sources.retention?.(ix)?.[field] ?? 0);
+        },
+      });
+    }
 
     for (const [decision, help] of [
       ['allowed', 'Requests the rate limiter let through, by class.'],

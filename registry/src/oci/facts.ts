@@ -7,4 +7,6 @@ export const ociFacts: EcosystemFacts = {
   // A route is the start of repository names: distribution-spec name components.
   routeSegment: { pattern: /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/, rule: 'lowercase letters, digits and . _ - between them' },
   embeddedDefault: { name: 'oci', route: 'root/oci' },
+  // Tags and untagged manifests: lifecycle/retention.ts runs its hosted indexes' rules.
+  retention: true,
 };

@@ -20,6 +20,7 @@ import { loadSigningKey } from './handlers/token/signing-key.js';
 import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
 import { ociStatus } from './status.js';
+import { OciRetention } from './lifecycle/retention.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const { stores } = ctx;
@@ -48,12 +49,15 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     holds,
     counters: ctx.counters,
     summaries: ctx.summaries,
+    events: ctx.events,
     archiveWalks: ctx.archiveWalks,
     clientAddress: ctx.clientAddress,
     originOf: ctx.originOf,
   };
+  const retention = new OciRetention(deps.ociIndexes, deps, deps.blobBytes, ctx.log);
   return {
     id: 'oci',
+    retention,
     // An image reference, as docker, crane and skopeo take it: no scheme.
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,

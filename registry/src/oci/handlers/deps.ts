@@ -7,6 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../../archive/walks.js';
 import type { IndexConfig } from '../../config/types.js';
 import type { OriginOf } from '../../ecosystem/ecosystem.js';
+import type { EventSink } from '../../events/types.js';
 import type { UsageCounters } from '../../observe/counters.js';
 import type { IndexSummaries } from '../../observe/summary.js';
 import type { BlobRedirect, BlobStore } from '../../storage/types.js';
@@ -40,6 +41,8 @@ export interface OciDeps {
   counters: UsageCounters;
   /** The per-index summaries of `/+status`: a manifest write records itself there. */
   summaries: IndexSummaries;
+  /** Webhook events: a DELETE sends `delete` once it has committed (removal.ts). */
+  events: EventSink;
   /** The cap on archive walks and the listings cache (layer contents). */
   archiveWalks: ArchiveWalks;
   /** The client's address (trusted proxies resolved), for the security log. */

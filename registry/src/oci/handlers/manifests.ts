@@ -4,7 +4,7 @@
  * bytes for the repository (read/index-holds.ts), stores the body byte-for-byte under its sha256
  * (so the digest a client computed stays valid), records the media type, subject and referrer
  * descriptor, then points the tag at it. GET/HEAD resolve through the index's members, hosted
- * first. DELETE by digest drops the record and the repository's hold on the bytes.
+ * first. DELETE by digest drops the record and the repository's hold on the bytes (removal.ts).
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -15,11 +15,12 @@ import { OciError } from '../model/errors.js';
 import { checkManifest, MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 import { manifestRecord } from '../model/manifest-record.js';
 import { parseReference, type Reference } from '../model/names.js';
-import { referencingManifest } from '../read/hosted/references.js';
 import { viewOf } from '../read/index-holds.js';
+import { parseBasic } from '../../access/auth.js';
 import { authorizeWrite } from './access.js';
 import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
+import { removeManifest, removeTag } from './removal.js';
 import { recordManifestWrite } from '../status.js';
 
 /** Blobs of one manifest checked at once. */
@@ -144,23 +145,20 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
 }
 
 /**
- * Drops a tag, or by digest the manifest, from this repository only. By digest the repository
- * then lets go of its hold on the manifest's bytes (the bytes go with the last holder), unless
- * another of its manifests names it (an index listing it as a child): a delete never takes bytes
- * a manifest still names. The blobs the manifest named stay held by the repository; a blob
- * DELETE lets them go.
+ * Drops a tag, or by digest the manifest, from this repository only (removal.ts: the path a
+ * retention run takes too). By digest the repository then lets go of its hold on the manifest's
+ * bytes, unless another of its manifests names it.
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
   const hosted = authorizeWrite(call);
   const ref = readReference(reference);
-  const repos = deps.members.hosted(hosted);
-  const removed = ref.kind === 'tag' ? await repos.deleteTag(target.repo, ref.tag) : await repos.deleteManifest(target.repo, ref.hex);
+  const actor = parseBasic(request.headers.authorization)?.username;
+  const origin = { via: target.index, requestId: request.id, log: request.log, ...(actor ? { actor } : {}) };
+  const removed =
+    ref.kind === 'tag'
+      ? (await removeTag(deps, hosted, target.repo, ref.tag, origin)) !== undefined
+      : await removeManifest(deps, hosted, target.repo, ref.hex, origin);
   if (!removed) throw new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
-  if (ref.kind === 'digest' && (await referencingManifest({ repos, holds: deps.holds, blobBytes: deps.blobBytes }, target.repo, ref.hex)) === undefined) {
-    const released = await deps.holds.ofRepo(hosted.name, target.repo).release(ref.hex);
-    if (released.last) deps.blobBytes.forget(ref.hex);
-  }
-  await recordManifestWrite(deps.summaries, repos, target.repo, request.log);
   await reply.code(202).header('Content-Length', '0').send();
 }

@@ -31,11 +31,23 @@ export interface ManifestRecord {
   subject?: string;
   /** The descriptor the referrers API lists for this manifest. */
   descriptor: Descriptor;
+  /** When it was first pushed (ISO 8601); what retention's `untagged_after` counts from. */
   pushedAt: string;
+  /**
+   * When a retention run first saw a record that has no `pushedAt` (one an earlier version
+   * wrote without it): the time retention counts from instead (ISO 8601).
+   */
+  firstSeenAt?: string;
 }
 
 export interface TagsDoc {
   tags: Record<string, string>;
+  /**
+   * When each tag was last pointed at a manifest (ISO 8601), by tag: what retention's
+   * `keep_tags` orders by. A tag written before these times were kept has none (its manifest's
+   * `pushedAt` stands in).
+   */
+  taggedAt?: Record<string, string>;
 }
 
 export interface ReferrersDoc {

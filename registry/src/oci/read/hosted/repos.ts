@@ -113,6 +113,8 @@ export class HostedRepos implements MemberReader {
           const next = doc ?? { tags: {} };
           if (tagTarget(next.tags, tag) === hex) return undefined;
           setTag(next.tags, tag, hex);
+          // The tag's own push time (retention's keep_tags orders by it), in the same write.
+          setTag((next.taggedAt ??= {}), tag, pushed.pushedAt);
           return next;
         }),
       );
@@ -120,14 +122,23 @@ export class HostedRepos implements MemberReader {
     await Promise.all(writes);
   }
 
-  /** Drops one tag mapping; false when the tag did not exist. */
-  async deleteTag(repo: readonly string[], tag: string): Promise<boolean> {
-    const { changed } = await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
-      if (!doc || !Object.hasOwn(doc.tags, tag)) return undefined;
+  /**
+   * Drops one tag mapping and returns the hex it named; undefined when the tag did not exist, or
+   * (with `onlyIf`) named another manifest by then: a retention run untags only what it planned.
+   */
+  async deleteTag(repo: readonly string[], tag: string, onlyIf?: string): Promise<string | undefined> {
+    let named: string | undefined;
+    await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+      named = doc ? tagTarget(doc.tags, tag) : undefined;
+      if (!doc || named === undefined || (onlyIf !== undefined && named !== onlyIf)) {
+        named = undefined;
+        return undefined;
+      }
       delete doc.tags[tag];
+      if (doc.taggedAt) delete doc.taggedAt[tag];
       return doc;
     });
-    return changed;
+    return named;
   }
 
   /**
@@ -142,7 +153,10 @@ export class HostedRepos implements MemberReader {
       if (!doc) return undefined;
       const stale = Object.keys(doc.tags).filter((t) => doc.tags[t] === hex);
       if (stale.length === 0) return undefined;
-      for (const t of stale) delete doc.tags[t];
+      for (const t of stale) {
+        delete doc.tags[t];
+        if (doc.taggedAt) delete doc.taggedAt[t];
+      }
       return doc;
     });
     if (record.subject) {
@@ -156,6 +170,23 @@ export class HostedRepos implements MemberReader {
     await this.#digests(repo).remove(hex, async () => (await this.manifest(repo, hex)) !== null);
     await this.#catalog.remove(repo.join('/'), async () => (await this.manifestCount(repo)) > 0);
     return deleted;
+  }
+
+  /** The tag map of `repo` with the tags' push times: one read. */
+  async tagsDoc(repo: readonly string[]): Promise<TagsDoc> {
+    const found = await this.meta.get<TagsDoc>(keys.tags(this.index, repo));
+    return found?.doc ?? { tags: {} };
+  }
+
+  /**
+   * Records `at` as the time retention first saw the manifest, on a record that has neither a
+   * push time nor such a time yet (an earlier version's); nothing else changes.
+   */
+  async markFirstSeen(repo: readonly string[], hex: string, at: Date): Promise<void> {
+    await updateDoc<ManifestRecord>(this.meta, keys.manifest(this.index, repo, hex), (current) => {
+      if (!current || current.pushedAt || current.firstSeenAt) return undefined;
+      return { ...current, firstSeenAt: at.toISOString() };
+    });
   }
 
   /** How many manifests `repo` records: one read of its digest set. */
