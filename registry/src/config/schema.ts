@@ -107,6 +107,16 @@ export const adminSchema = z.strictObject({
   ...secretFields('token'),
 });
 
+const duration = z.union([z.number().int().min(0), z.string().regex(DURATION_PATTERN, 'must be seconds or a duration like "90s", "6h", "1d12h"')]);
+
+/** The online garbage collection of blobs (config/gc.ts). */
+export const gcSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  every: duration.optional(),
+  grace: duration.optional(),
+  lease: duration.optional(),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -123,6 +133,7 @@ export const fileSchema = z.strictObject({
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
   admin: adminSchema.optional(),
+  gc: gcSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;
