@@ -3,6 +3,7 @@
  * The `velodex` command.
  *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto]
  *   velodex check-config FILE
+ *   velodex gc [--config FILE] [--dry-run]
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
@@ -15,17 +16,21 @@ import { ecosystems } from './app/ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
+import { gcCommand } from './app/lifecycle/gc-command.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
 
 const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
   velodex check-config FILE
+  velodex gc [--config FILE] [--dry-run]
 
 Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
 at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.
 --workers (or VELODEX_WORKERS, or workers in the config): worker processes sharing the port;
-auto is one per core, and one in a Kubernetes pod.`;
+auto is one per core, and one in a Kubernetes pod.
+gc: one garbage collection of the configured store (docs/storage-lifecycle.md); --dry-run
+reports what it would reclaim and changes nothing.`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -51,6 +56,7 @@ async function main(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'data-dir': { type: 'string' },
       workers: { type: 'string' },
+      'dry-run': { type: 'boolean' },
     },
   });
   const overrides: Overrides = {};
@@ -110,6 +116,13 @@ async function main(argv: string[]): Promise<void> {
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
+      return;
+    }
+    case 'gc': {
+      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
+      const code = await gcCommand(config, ecosystems, values['dry-run'] === true, (line) => process.stdout.write(`${line}\n`));
+      // Exits once stdout has taken every line (the store's client may keep sockets open).
+      process.stdout.write('', () => process.exit(code));
       return;
     }
     default:

@@ -18,6 +18,8 @@ import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '.
 import { EventBus } from '../events/bus.js';
 import { errorBody } from '../http/errors.js';
 import { requestPath } from '../http/path.js';
+import type { GarbageCollector } from '../lifecycle/collector.js';
+import { CollectionTotals } from '../lifecycle/totals.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit } from '../limits/rate-limit-plugin.js';
 import { RateLimiter, type RateLimitCounters } from '../limits/rate-limiter.js';
@@ -32,6 +34,7 @@ import { SoloLink, type WorkerLink } from '../workers/link.js';
 import { guardConnections, serverTimeouts } from './connection-guard.js';
 import { registerDiscovery } from './discovery/routes.js';
 import { answerError } from './error-handler.js';
+import { garbageCollector, gcRoute } from './lifecycle/gc.js';
 import { indexNamespace } from './namespace/index-namespace.js';
 import { classifyRequest } from './namespace/request-class.js';
 import { metricsRoute, observeRequests } from './observe/metrics-route.js';
@@ -46,6 +49,9 @@ export interface BuiltApp {
   events: EventBus;
   /** The limiter's allowed/denied counts per class, for the metrics. */
   rateLimits: RateLimitCounters;
+  /** The garbage collector (`POST /+admin/gc`; the server runs it on the `[gc]` schedule) and what it reclaimed. */
+  gc: GarbageCollector;
+  gcTotals: CollectionTotals;
 }
 
 export interface BuildOptions {
@@ -129,6 +135,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
+  const gc = garbageCollector(config, stores, modules);
+  const gcTotals = new CollectionTotals();
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   // The index namespace: `/{route}/...` for every ecosystem that serves under its route.
   const routed = config.indexes.filter((ix) => byId.get(ix.ecosystem)?.handleIndexRequest);
@@ -150,6 +158,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
       rateLimit: () => limiter.snapshot(),
+      collections: () => gcTotals,
     }, link);
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
@@ -163,11 +172,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const admin = new AdminGate(config.admin.token, clientAddress);
   await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
   await app.register(uiRoutes, { config, ecosystems, admin });
+  await app.register(gcRoute, { gc, totals: gcTotals, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
-  return { app, ecosystems, events, rateLimits: limiter };
+  return { app, ecosystems, events, rateLimits: limiter, gc, gcTotals };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

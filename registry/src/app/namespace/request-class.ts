@@ -30,8 +30,9 @@ export function classifyRequest(method: string, raw: IncomingMessage, { routed, 
   const [first] = segments;
   if (segments.length === 1 && first === 'healthz') return null;
   if (segments.length === 1 && ADMIN_PATHS.has(first!)) return { class: 'admin' };
-  // The web UI's admin pages (`/admin/status`): a guessed admin token spends the admin class.
-  if (first === 'admin') return { class: 'admin' };
+  // The web UI's admin pages (`/admin/status`) and the admin actions (`/+admin/gc`): a guessed
+  // admin token spends the admin class.
+  if (first === 'admin' || first === '+admin') return { class: 'admin' };
   const tree = trees.get(first ?? '');
   if (tree) return { class: tree.classify(method, segments.slice(1)), body: tree.tooManyRequests };
   const hit = resolveRoute(routed, segments);
