@@ -14,6 +14,7 @@ import type { Config, RateLimitConfig } from './config/types.js';
 import type { ConnectionsConfig } from './config/connections.js';
 import { ecosystems } from './app/ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
+import { formatDuration } from './config/duration.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
 import { gcCommand } from './app/lifecycle/gc-command.js';
@@ -115,6 +116,7 @@ async function main(argv: string[]): Promise<void> {
       lines.push(`connections: ${connectionsSummary(config.connections)}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
+      lines.push(`gc: ${gcSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
@@ -141,6 +143,12 @@ function signingKeySummary(config: Config): string {
 function adminTokenSummary(config: Config): string {
   const token = config.admin.token;
   return token ? token.source.replace(/^(env|file):/, '$1 ') : 'none: /admin/status and /+status?details=admin answer anyone';
+}
+
+/** `every 6h, grace 1d, lease 1m`, or `on demand only, grace 1d, lease 1m`. */
+function gcSummary(config: Config): string {
+  const { enabled, everySecs, graceSecs, leaseSecs } = config.gc;
+  return `${enabled ? `every ${formatDuration(everySecs)}` : 'on demand only'}, grace ${formatDuration(graceSecs)}, lease ${formatDuration(leaseSecs)}`;
 }
 
 /** `read 600/60s, write 60/60s`, or `off`. */

@@ -69,6 +69,8 @@ export interface CollectOptions {
   check?: () => void;
   /** Awaited after each deletion of bytes, with the number deleted so far (a test hook pauses here). */
   afterDelete?: (deleted: number) => Promise<void>;
+  /** Holds documents judged at once (`AT_ONCE`; the test hook's pause wants 1). */
+  atOnce?: number;
 }
 
 /** What a collection did, or in a dry run would do. */
@@ -198,7 +200,7 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
   };
 
-  await eachAtOnce(held, AT_ONCE, async (hex) => {
+  await eachAtOnce(held, opts.atOnce ?? AT_ONCE, async (hex) => {
     const entry = await holds.entry(hex);
     if (entry) await judge(entry);
   });

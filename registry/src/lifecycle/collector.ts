@@ -20,8 +20,9 @@ export interface CollectorOptions {
   /** This process, as the lease names its holder. */
   owner: string;
   now?: () => number;
-  /** Awaited after each deletion of bytes (`collect`'s test hook). */
+  /** Awaited after each deletion of bytes (`collect`'s test hook), and how many documents are judged at once. */
   afterDelete?: (deleted: number) => Promise<void>;
+  atOnce?: number;
 }
 
 /** Another process holds the lease: a collection is running there. */
@@ -71,6 +72,7 @@ export class GarbageCollector {
           if (lost) throw new LeaseLostError();
         },
         ...(this.opts.afterDelete ? { afterDelete: this.opts.afterDelete } : {}),
+        ...(this.opts.atOnce ? { atOnce: this.opts.atOnce } : {}),
       });
     } finally {
       clearInterval(renewal);

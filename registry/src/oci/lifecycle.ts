@@ -12,6 +12,9 @@
  * repository's holder and for its index's holder (which covers a cached index, and an earlier
  * version's index-wide hold of a hosted one). The plain `oci` holder is owned and marks nothing.
  *
+ * Upload sessions hold nothing: a session's chunks are not blobs, and its commit holds the digest
+ * just before it publishes the bytes (a young hold, protected by the grace period).
+ *
  * Owned holders are those of the OCI indexes of this config: a hold of an index the config does
  * not name (removed, or added on another replica first) is kept.
  */

@@ -27,9 +27,10 @@ export async function gcCommand(config: Config, modules: readonly EcosystemModul
   const afterDelete =
     pauseAfter > 0
       ? async (deleted: number) => {
-          if (deleted !== pauseAfter) return;
-          out(`gc test pause after ${deleted} deletions`);
-          await new Promise(() => undefined);
+          if (deleted < pauseAfter) return;
+          if (deleted === pauseAfter) out(`gc test pause after ${deleted} deletions`);
+          // A timer that keeps the process alive: it waits here until killed.
+          await new Promise(() => setInterval(() => undefined, 60_000));
         }
       : undefined;
   const gc = garbageCollector(config, stores, modules, afterDelete ? { afterDelete } : {});

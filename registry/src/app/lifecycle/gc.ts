@@ -18,7 +18,7 @@ import type { CollectionTotals } from '../../lifecycle/totals.js';
 import type { Stores } from '../../storage/index.js';
 
 export interface CollectorBuild {
-  /** Awaited after each deletion of bytes (`velodex gc`'s test hook). */
+  /** Awaited after each deletion of bytes (`velodex gc`'s test hook), which judges one document at a time. */
   afterDelete?: (deleted: number) => Promise<void>;
 }
 
@@ -30,7 +30,7 @@ export function garbageCollector(config: Pick<Config, 'gc' | 'indexes'>, stores:
     graceMs: config.gc.graceSecs * 1000,
     leaseMs: config.gc.leaseSecs * 1000,
     owner: `${hostname()}/${process.pid}`,
-    ...(build.afterDelete ? { afterDelete: build.afterDelete } : {}),
+    ...(build.afterDelete ? { afterDelete: build.afterDelete, atOnce: 1 } : {}),
   });
 }
 
