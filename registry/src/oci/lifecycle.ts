@@ -15,6 +15,9 @@
  * Upload sessions hold nothing: a session's chunks are not blobs, and its commit holds the digest
  * just before it publishes the bytes (a young hold, protected by the grace period).
  *
+ * A manifest that is not JSON names nothing; bytes that do not read (the store not answering, or
+ * changed behind its back) fail the mark, and the collection judges nothing.
+ *
  * Owned holders are those of the OCI indexes of this config: a hold of an index the config does
  * not name (removed, or added on another replica first) is kept.
  */

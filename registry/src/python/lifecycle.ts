@@ -11,11 +11,13 @@
  *   index parses them, and every file's sha256 and metadata sibling's sha256 it lists: the cached
  *   files the page serves. A file the upstream dropped from the page (and its bytes) goes.
  *
- * A page whose bytes are gone or cannot be parsed serves no file, so it names none.
+ * A page whose bytes are gone, changed or cannot be parsed serves no file, so it names none; a
+ * store that does not answer fails the mark (and the collection) instead.
  */
 import { buffer } from 'node:stream/consumers';
 import { digestsIn, type HoldsMarker, type Marks, type MarkServices } from '../lifecycle/marks.js';
 import type { CachedDoc } from '../roles/freshness.js';
+import { DigestMismatchError } from '../storage/types.js';
 import { PYTHON_HOLDER } from './model/records.js';
 import { parseUpstreamPage } from './read/cached/upstream-page.js';
 
@@ -27,15 +29,26 @@ export function pythonHoldsMarker({ meta, blobs }: MarkServices): HoldsMarker {
   const markPage = async (marks: Marks, project: string, record: CachedDoc): Promise<void> => {
     const stream = await blobs.get(record.digest);
     if (!stream) return;
+    let bytes: Buffer;
+    try {
+      bytes = await buffer(stream);
+    } catch (err) {
+      // Bytes changed in the store: the index cannot serve the page either (it fetches it again).
+      // Any other failure (the store not answering) fails the mark: nothing is judged on half of it.
+      if (err instanceof DigestMismatchError) return;
+      throw err;
+    }
+    let page;
     try {
       // Only the digests matter: links resolve against any base.
-      const page = parseUpstreamPage(await buffer(stream), record.contentType, `https://upstream.invalid/${project}/`);
-      for (const file of page.files) {
-        if (file.sha256) marks.add(PYTHON_HOLDER, file.sha256);
-        if (typeof file.metadata === 'object') marks.add(PYTHON_HOLDER, file.metadata.sha256);
-      }
+      page = parseUpstreamPage(bytes, record.contentType, `https://upstream.invalid/${project}/`);
     } catch {
       // Unreadable: the index serves no file from it either.
+      return;
+    }
+    for (const file of page.files) {
+      if (file.sha256) marks.add(PYTHON_HOLDER, file.sha256);
+      if (typeof file.metadata === 'object') marks.add(PYTHON_HOLDER, file.metadata.sha256);
     }
   };
   const markDoc = async (marks: Marks, key: string): Promise<void> => {
