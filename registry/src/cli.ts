@@ -4,6 +4,7 @@
  *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto]
  *   velodex check-config FILE
  *   velodex retention [--config FILE] [--dry-run] [--json]
+ *   velodex gc [--config FILE] [--dry-run]
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
@@ -14,10 +15,12 @@ import type { Config, RateLimitConfig } from './config/types.js';
 import type { ConnectionsConfig } from './config/connections.js';
 import { ecosystems } from './app/ecosystems.js';
 import { displayUrl } from './config/sanitize.js';
+import { formatDuration } from './config/duration.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
-import { retentionCommand } from './app/retention-command.js';
+import { retentionCommand } from './app/lifecycle/retention-command.js';
 import { retentionText } from './lifecycle/retention-text.js';
+import { gcCommand } from './app/lifecycle/gc-command.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
 
@@ -25,6 +28,7 @@ const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
   velodex check-config FILE
   velodex retention [--config FILE] [--data-dir DIR] [--dry-run] [--json]
+  velodex gc [--config FILE] [--dry-run]
 
 Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
 at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.
@@ -32,7 +36,9 @@ at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data 
 auto is one per core, and one in a Kubernetes pod.
 retention applies the retention rules of the hosted indexes once (untagged_after, keep_tags) and
 prints what it did; --dry-run prints what it would do and changes nothing; --json prints the
-report as JSON. On the fs backend run it while the server is stopped (or POST /+admin/retention).`;
+report as JSON. On the fs backend run it while the server is stopped (or POST /+admin/retention).
+gc: one garbage collection of the configured store (docs/storage-lifecycle.md); --dry-run
+reports what it would reclaim and changes nothing.`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -118,6 +124,7 @@ async function main(argv: string[]): Promise<void> {
       lines.push(`connections: ${connectionsSummary(config.connections)}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
+      lines.push(`gc: ${gcSummary(config)}`);
       process.stdout.write(`${lines.join('\n')}\n`);
       return;
     }
@@ -127,6 +134,13 @@ async function main(argv: string[]): Promise<void> {
       if (report === 'busy') fail('velodex retention: a retention run is under way in another process; try again once it has finished', 75);
       // Then exit: the store's client may keep idle connections (and the process) alive.
       process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : retentionText(report), () => process.exit(0));
+      return;
+    }
+    case 'gc': {
+      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
+      const code = await gcCommand(config, ecosystems, values['dry-run'] === true, (line) => process.stdout.write(`${line}\n`));
+      // Exits once stdout has taken every line (the store's client may keep sockets open).
+      process.stdout.write('', () => process.exit(code));
       return;
     }
     default:
@@ -145,6 +159,12 @@ function signingKeySummary(config: Config): string {
 function adminTokenSummary(config: Config): string {
   const token = config.admin.token;
   return token ? token.source.replace(/^(env|file):/, '$1 ') : 'none: /admin/status and /+status?details=admin answer anyone';
+}
+
+/** `every 6h, grace 1d, lease 1m`, or `on demand only, grace 1d, lease 1m`. */
+function gcSummary(config: Config): string {
+  const { enabled, everySecs, graceSecs, leaseSecs } = config.gc;
+  return `${enabled ? `every ${formatDuration(everySecs)}` : 'on demand only'}, grace ${formatDuration(graceSecs)}, lease ${formatDuration(leaseSecs)}`;
 }
 
 /** `read 600/60s, write 60/60s`, or `off`. */

@@ -41,11 +41,12 @@ describe('runExclusive', () => {
 
   it('takes over a lease its runner left behind once it has expired, not before', async () => {
     const meta = await metaStore();
-    await meta.put('lifecycle/exclusive/job', { owner: 'dead-host:1:abcd', until: Date.now() + 60_000 });
+    const left = { owner: 'dead-host:1:abcd', takenAt: Date.now() };
+    await meta.put('lifecycle/leases/job', { ...left, expiresAt: Date.now() + 60_000 });
     const x = new MetaStoreExclusive(meta);
     expect(await x.runExclusive('job', async () => 'ran')).toBe('busy');
-    const found = await meta.get<{ owner: string; until: number }>('lifecycle/exclusive/job');
-    await meta.put('lifecycle/exclusive/job', { owner: 'dead-host:1:abcd', until: Date.now() - 1 }, found!.version);
+    const found = await meta.get('lifecycle/leases/job');
+    await meta.put('lifecycle/leases/job', { ...left, expiresAt: Date.now() - 1 }, found!.version);
     expect(await x.runExclusive('job', async () => 'ran')).toBe('ran');
   });
 

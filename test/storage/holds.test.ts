@@ -38,19 +38,22 @@ function gatedDeletes(inner: BlobStore, gate: () => Promise<void>): BlobStore {
       await gate();
       return inner.delete(d);
     },
+    list: () => inner.list(),
   };
 }
 
 describe('BlobHolds', () => {
-  it('records a hold once: a second hold changes nothing and writes nothing', async () => {
+  it('records a hold once: a second hold adds no holder, and refreshes its time (a touch)', async () => {
     const { blobs, meta } = await stores();
-    const holds = new BlobHolds(meta, blobs);
+    let now = 1000;
+    const holds = new BlobHolds(meta, blobs, { now: () => now });
     const hex = sha('x');
     expect(await holds.hold(hex, 'python')).toBe(true);
     const key = `holds/${hex.slice(0, 2)}/${hex}`;
-    const version = (await meta.get(key))?.version;
+    expect((await meta.get(key))?.doc).toEqual({ holders: ['python'], touched: { python: 1000 } });
+    now = 5000;
     expect(await holds.hold(hex, 'python')).toBe(false);
-    expect((await meta.get(key))?.version).toBe(version);
+    expect((await meta.get(key))?.doc).toEqual({ holders: ['python'], touched: { python: 5000 } });
     expect(await holds.holders(hex)).toEqual(['python']);
     expect(await holds.isHeldBy(hex, 'python')).toBe(true);
     expect(await holds.isHeldBy(hex, 'oci')).toBe(false);
@@ -179,6 +182,138 @@ describe('BlobHolds', () => {
     expect((await holds.release(hex, 'oci.team/app/web')).released).toBe(true);
     expect(await holds.release(hex, 'oci.team')).toEqual({ released: true, last: true, deleted: true });
     expect(await blobs.stat(hex)).toBeNull();
+  });
+});
+
+describe('BlobHolds for the collector', () => {
+  const keyOf = (hex: string) => `holds/${hex.slice(0, 2)}/${hex}`;
+
+  it('keeps each holder\'s time; a release drops only its own', async () => {
+    const { blobs, meta } = await stores();
+    let now = 10;
+    const holds = new BlobHolds(meta, blobs, { now: () => now });
+    const hex = sha('timed');
+    await holds.hold(hex, 'oci.a/x');
+    now = 20;
+    await holds.hold(hex, 'python');
+    expect((await holds.entry(hex))?.doc.touched).toEqual({ 'oci.a/x': 10, python: 20 });
+    await holds.release(hex, 'python');
+    expect((await holds.entry(hex))?.doc).toEqual({ holders: ['oci.a/x'], touched: { 'oci.a/x': 10 } });
+  });
+
+  it('reads a holder an earlier version recorded without a time as held now, until a collection stamps it', async () => {
+    const { blobs, meta } = await stores();
+    let now = 100;
+    const holds = new BlobHolds(meta, blobs, { now: () => now });
+    const hex = sha('old');
+    await meta.put(keyOf(hex), { holders: ['python'] }, null);
+    const entry = (await holds.entry(hex))!;
+    expect(holds.heldAt(entry.doc, 'python')).toBe(100);
+    now = 200;
+    expect(holds.heldAt(entry.doc, 'python')).toBe(200);
+    expect(await holds.stampUntimed(entry)).toBe(true);
+    expect((await holds.entry(hex))?.doc).toEqual({ holders: ['python'], touched: { python: 200 } });
+    // Judged on a version that is gone: nothing written.
+    expect(await holds.stampUntimed(entry)).toBe(false);
+  });
+
+  it('releases on the judged version only: a touch in between keeps the hold and the bytes', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('judged');
+    await holds.hold(hex, 'oci.a/x');
+    await put('judged');
+    const judged = (await holds.entry(hex))!;
+    await holds.hold(hex, 'oci.a/x');
+    expect(await holds.releaseJudged(judged, ['oci.a/x'])).toEqual({ released: false, last: false, deleted: false });
+    expect(await holds.holders(hex)).toEqual(['oci.a/x']);
+    expect(await blobs.stat(hex)).not.toBeNull();
+
+    const again = (await holds.entry(hex))!;
+    expect(await holds.releaseJudged(again, ['oci.a/x'])).toEqual({ released: true, last: true, deleted: true });
+    expect(await blobs.stat(hex)).toBeNull();
+    expect(await holds.entry(hex)).toBeNull();
+  });
+
+  it('releases some holders of a digest and keeps the bytes for the rest', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const hex = sha('partly');
+    await holds.hold(hex, 'oci.a/x');
+    await holds.hold(hex, 'python');
+    await put('partly');
+    const entry = (await holds.entry(hex))!;
+    expect(await holds.releaseJudged(entry, ['oci.a/x'])).toEqual({ released: true, last: false, deleted: false });
+    expect(await holds.holders(hex)).toEqual(['python']);
+    expect(await blobs.stat(hex)).not.toBeNull();
+  });
+
+  it('deletes unheld bytes only while no document exists; a hold racing it waits and stores its bytes again', async () => {
+    const { blobs, meta, put } = await stores();
+    const holds = new BlobHolds(meta, blobs);
+    const held = sha('held meanwhile');
+    await put('held meanwhile');
+    await holds.hold(held, 'python');
+    expect(await holds.deleteUnheld(held)).toBeNull();
+    expect(await blobs.stat(held)).not.toBeNull();
+
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const gated = new BlobHolds(meta, gatedDeletes(blobs, () => gate));
+    const orphan = sha('orphan');
+    await put('orphan');
+    const deleting = gated.deleteUnheld(orphan);
+    await new Promise((r) => setTimeout(r, 50));
+    let stored = false;
+    const writer = gated.hold(orphan, 'python').then(async () => {
+      await put('orphan');
+      stored = true;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(stored).toBe(false);
+    open();
+    expect(await deleting).toBe(true);
+    await writer;
+    expect(await holds.holders(orphan)).toEqual(['python']);
+    expect(await blobs.stat(orphan)).not.toBeNull();
+  });
+
+  it('finishes a deletion a killed process left (a stale marker), unless a hold took it over first', async () => {
+    const { blobs, meta, put } = await stores();
+    let now = 0;
+    const holds = new BlobHolds(meta, blobs, { staleMs: 1000, now: () => now });
+    const hex = sha('left behind');
+    await put('left behind');
+    await meta.put(keyOf(hex), { holders: [], releasing: 0 }, null);
+    let entry = (await holds.entry(hex))!;
+    expect(holds.isStale(entry.doc)).toBe(false);
+    now = 1000;
+    expect(holds.isStale(entry.doc)).toBe(true);
+    expect(await holds.finishStale(entry)).toBe(true);
+    expect(await blobs.stat(hex)).toBeNull();
+    expect(await holds.entry(hex)).toBeNull();
+
+    const taken = sha('taken over');
+    await meta.put(keyOf(taken), { holders: [], releasing: 0 }, null);
+    entry = (await holds.entry(taken))!;
+    expect(await holds.hold(taken, 'python')).toBe(true);
+    await put('taken over');
+    expect(await holds.finishStale(entry)).toBeNull();
+    expect(await blobs.stat(taken)).not.toBeNull();
+  });
+
+  it('touchStored holds again and reports the digests whose bytes are gone', async () => {
+    const { blobs, meta, put } = await stores();
+    let now = 1;
+    const holds = new BlobHolds(meta, blobs, { now: () => now });
+    const here = sha('here');
+    const lost = sha('lost');
+    await holds.hold(here, 'oci.a/x');
+    await holds.hold(lost, 'oci.a/x');
+    await put('here');
+    now = 50;
+    expect(await holds.as('oci.a/x').touchStored([here, lost, here])).toEqual([lost]);
+    expect((await holds.entry(here))?.doc.touched).toEqual({ 'oci.a/x': 50 });
   });
 });
 

@@ -143,6 +143,19 @@ export function rateLimit(o: RateLimitOptions): ConfigPart {
   return { rate_limit: { enabled: o.enabled, read: window(o.read), download: window(o.download), write: window(o.write), admin: window(o.admin) } };
 }
 
+export interface GcOptions {
+  enabled?: boolean;
+  /** Seconds, or a duration such as "6h". */
+  every?: number | string;
+  grace?: number | string;
+  lease?: number | string;
+}
+
+/** `[gc]`: the garbage collection of blobs (docs/storage-lifecycle.md). */
+export function gc(o: GcOptions): ConfigPart {
+  return { gc: { enabled: o.enabled, every: o.every, grace: o.grace, lease: o.lease } };
+}
+
 /** The top-level `trusted_proxies`: addresses and networks whose `X-Forwarded-*` headers are believed. */
 export function trustedProxies(addresses: string[]): ConfigPart {
   return { trusted_proxies: addresses };

@@ -50,6 +50,7 @@ function gatedHolder() {
     },
     isHeld: async () => false,
     release: async () => ({ released: false, last: false, deleted: false }),
+    touchStored: async () => [],
   };
   return { holder, open, waiting };
 }

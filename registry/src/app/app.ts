@@ -18,6 +18,8 @@ import type { Ecosystem, EcosystemModule, EcosystemTree, ServerContext } from '.
 import { EventBus } from '../events/bus.js';
 import { errorBody } from '../http/errors.js';
 import { requestPath } from '../http/path.js';
+import type { GarbageCollector } from '../lifecycle/collector.js';
+import { CollectionTotals } from '../lifecycle/totals.js';
 import { ClientAddress } from '../limits/client-address.js';
 import { installRateLimit } from '../limits/rate-limit-plugin.js';
 import { MetaStoreExclusive } from '../lifecycle/exclusive.js';
@@ -34,13 +36,14 @@ import { SoloLink, type WorkerLink } from '../workers/link.js';
 import { guardConnections, serverTimeouts } from './connection-guard.js';
 import { registerDiscovery } from './discovery/routes.js';
 import { answerError } from './error-handler.js';
+import { garbageCollector, gcRoute } from './lifecycle/gc.js';
 import { indexNamespace } from './namespace/index-namespace.js';
 import { classifyRequest } from './namespace/request-class.js';
 import { metricsRoute, observeRequests } from './observe/metrics-route.js';
 import { observeRoutes } from './observe/routes.js';
 import { ServerCounters } from './observe/server-counters.js';
 import { uiRoutes } from './ui/routes.js';
-import { retentionRoute } from './admin/retention-route.js';
+import { retentionRoute } from './lifecycle/retention-route.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -51,6 +54,9 @@ export interface BuiltApp {
   rateLimits: RateLimitCounters;
   /** Runs the retention rules of every index (the admin endpoint, the schedule, `velodex retention`). */
   retention: RetentionRunner;
+  /** The garbage collector (`POST /+admin/gc`; the server runs it on the `[gc]` schedule) and what it reclaimed. */
+  gc: GarbageCollector;
+  gcTotals: CollectionTotals;
 }
 
 export interface BuildOptions {
@@ -134,6 +140,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
+  const gc = garbageCollector(config, stores, modules);
+  const gcTotals = new CollectionTotals();
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   const retentionCounters = new RetentionCounters();
   const retention = new RetentionRunner({
@@ -163,6 +171,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
       rateLimit: () => limiter.snapshot(),
       retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),
+      collections: () => gcTotals,
     }, link);
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
@@ -177,11 +186,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
   await app.register(uiRoutes, { config, ecosystems, admin });
   await app.register(retentionRoute, { runner: retention, admin });
+  await app.register(gcRoute, { gc, totals: gcTotals, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
-  return { app, ecosystems, events, rateLimits: limiter, retention };
+  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

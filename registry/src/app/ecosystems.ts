@@ -7,11 +7,13 @@ import type { EcosystemModule } from '../ecosystem/ecosystem.js';
 import { classifyOci, ociTooManyRequests } from '../oci/classify.js';
 import { ociFacts } from '../oci/facts.js';
 import { createOciEcosystem } from '../oci/index.js';
+import { ociHoldsMarker } from '../oci/lifecycle/holds-marker.js';
 import { classifyPython } from '../python/classify.js';
 import { pythonFacts } from '../python/facts.js';
 import { createPythonEcosystem } from '../python/index.js';
+import { pythonHoldsMarker } from '../python/lifecycle.js';
 
 export const ecosystems: readonly EcosystemModule[] = [
-  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true, classifyIndexRequest: classifyPython },
-  { ...ociFacts, create: createOciEcosystem, tree: { segment: 'v2', classify: classifyOci, tooManyRequests: ociTooManyRequests } },
+  { ...pythonFacts, create: createPythonEcosystem, metadataSiblings: true, classifyIndexRequest: classifyPython, holdsMarker: pythonHoldsMarker },
+  { ...ociFacts, create: createOciEcosystem, tree: { segment: 'v2', classify: classifyOci, tooManyRequests: ociTooManyRequests }, holdsMarker: ociHoldsMarker },
 ];

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { openStores } from '../storage/index.js';
 import { startSweeper } from '../storage/sweeper.js';
 import { scheduleRetention } from '../lifecycle/retention-schedule.js';
+import { scheduleCollections } from '../lifecycle/schedule.js';
+import { reportFields } from './lifecycle/gc.js';
 import { ClusterLink, SoloLink } from '../workers/link.js';
 
 export interface RunningServer {
@@ -24,13 +26,24 @@ export interface RunningServer {
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events, retention } = await buildApp(config, stores, ecosystems, { link });
+  const { app, ecosystems: running, events, retention, gc, gcTotals } = await buildApp(config, stores, ecosystems, { link });
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {
       if (removed > 0) app.log.info({ event: 'staging_swept', removed }, 'removed stale staged writes left by stopped processes');
     },
     onError: (err) => app.log.warn({ err }, 'sweeping stale staged writes failed; the next sweep tries again'),
   });
+  // Every process asks on its schedule; the lease lets one collect at a time (lifecycle/).
+  const stopCollections = config.gc.enabled
+    ? scheduleCollections(gc, config.gc.everySecs * 1000, {
+        onReport: (report) => {
+          gcTotals.record(report, Date.now());
+          app.log.info(reportFields(report), 'garbage collection finished');
+        },
+        onBusy: (err) => app.log.debug({ event: 'gc_busy', reason: err.message }, 'garbage collection skipped: another process is collecting'),
+        onError: (err) => app.log.warn({ err }, 'garbage collection failed; the next turn tries again'),
+      })
+    : () => undefined;
   await app.listen({ host: config.host, port: config.port });
   await events.start();
   const everySecs = config.retention.everySecs;
@@ -58,6 +71,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     async close() {
       stopSweeper();
       stopRetention();
+      stopCollections();
       await app.close();
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.

@@ -19,6 +19,7 @@ import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from './duration.js';
+import { resolveGc } from './gc.js';
 
 export interface Overrides {
   host?: string;
@@ -132,6 +133,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     retention: retentionSchedule(file.retention),
+    gc: resolveGc(file.gc),
     source,
   };
 }

@@ -122,6 +122,14 @@ export const adminSchema = z.strictObject({
   ...secretFields('token'),
 });
 
+/** The online garbage collection of blobs (config/gc.ts). */
+export const gcSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  every: duration.optional(),
+  grace: duration.optional(),
+  lease: duration.optional(),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -139,6 +147,7 @@ export const fileSchema = z.strictObject({
   auth: authSchema.optional(),
   admin: adminSchema.optional(),
   retention: retentionSchema.optional(),
+  gc: gcSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;

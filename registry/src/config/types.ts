@@ -1,5 +1,6 @@
 /** The resolved, validated configuration that the rest of the server reads. */
 import type { ConnectionsConfig } from './connections.js';
+import type { GcConfig } from './gc.js';
 import type { Secret } from './secret.js';
 
 import type { WorkersConfig } from './workers.js';
@@ -176,6 +177,8 @@ export interface Config {
   auth: AuthConfig;
   admin: AdminConfig;
   retention: RetentionSchedule;
+  /** `[gc]`: the online garbage collection of blobs. */
+  gc: GcConfig;
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

@@ -14,6 +14,7 @@ import type { EventSink } from '../events/types.js';
 import type { RetentionSource } from '../lifecycle/retention.js';
 import type { UpstreamSlotsByIndex } from '../limits/upstream-slots.js';
 import type { UsageCounters } from '../observe/counters.js';
+import type { HoldsMarker, MarkServices } from '../lifecycle/marks.js';
 import type { IndexDescription } from '../observe/describe.js';
 import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
@@ -115,6 +116,13 @@ export interface EcosystemModule extends EcosystemFacts {
   classifyIndexRequest?(method: string, rest: readonly string[]): RateClassName;
   /** A top-level tree the ecosystem mounts itself (OCI: `/v2/`). */
   tree?: EcosystemTree;
+  /**
+   * The garbage collector's mark (lifecycle/marks.ts): which holder names are this ecosystem's
+   * and which digests its documents reference. On the module, not the running `Ecosystem`, so
+   * `velodex gc` marks without starting a server. An ecosystem that holds blobs and has none
+   * keeps them all: a holder no marker owns is never released.
+   */
+  holdsMarker?(services: MarkServices): HoldsMarker;
 }
 
 export interface EcosystemTree {

@@ -50,6 +50,18 @@ export interface MetricSources {
   rateLimit(): { allowed: Record<string, number>; denied: Record<string, number> };
   /** What retention runs of this process removed from the index; undefined for an index without rules. */
   retention?(index: IndexConfig): { deleted: number; untagged: number } | undefined;
+  /** What this process's garbage collections reclaimed (lifecycle/totals.ts). */
+  collections?(): CollectionCounts;
+}
+
+/** The garbage collections of one process, as the metrics read them. */
+export interface CollectionCounts {
+  runs: number;
+  holdsReleased: number;
+  blobsDeleted: number;
+  bytesDeleted: number;
+  /** Epoch ms of the last run's end; 0 before any. */
+  lastRunMs: number;
 }
 
 export class Metrics {
@@ -160,6 +172,36 @@ export class Metrics {
         collect() {
           this.reset();
           for (const [cls, n] of Object.entries(sources.rateLimit()[decision])) this.inc({ class: cls }, n);
+        },
+      });
+    }
+
+    const collections = sources.collections;
+    if (collections) {
+      for (const [field, name, help] of [
+        ['runs', 'gc_runs_total', 'Garbage collections this process ran (dry runs not counted).'],
+        ['holdsReleased', 'gc_released_holds_total', 'Holds the garbage collector released.'],
+        ['blobsDeleted', 'gc_reclaimed_blobs_total', 'Blobs the garbage collector deleted.'],
+        ['bytesDeleted', 'gc_reclaimed_bytes_total', 'Bytes of the blobs the garbage collector deleted.'],
+      ] as const) {
+        new Counter({
+          name: `${METRICS_PREFIX}${name}`,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(collections()[field]);
+          },
+        });
+      }
+      new Gauge({
+        name: `${METRICS_PREFIX}gc_last_run_timestamp_seconds`,
+        help: 'When the last garbage collection of this server ended (0: none since start).',
+        registers,
+        // Workers' values are not added up: the latest run of any worker is the server's.
+        aggregator: 'max',
+        collect() {
+          this.set(collections().lastRunMs / 1000);
         },
       });
     }

@@ -5,8 +5,14 @@
  * holder lets go with `release`, and the bytes are deleted only when the last holder has gone.
  * Holder names are opaque strings chosen by the callers; this layer names no ecosystem.
  *
- *   holds/<ab>/<hex>   { holders: [...] }                  held
- *                      { holders: [], releasing: <ms> }    the last holder is deleting the bytes
+ *   holds/<ab>/<hex>   { holders: [...], touched: {h: ms} }  held
+ *                      { holders: [], releasing: <ms> }      the last holder is deleting the bytes
+ *
+ * `touched` records, per holder, when it last held the digest: every `hold` writes it, also for a
+ * digest the holder holds already (a manifest PUT holds what it names again: a "touch"), so the
+ * garbage collector (lifecycle/) can tell a hold just taken for bytes whose referencing document
+ * is still on its way (a blob pushed before its manifest) from one nobody has used for a long
+ * time. A holder without a time was recorded by an earlier version: it counts as held just now.
  *
  * Order of operations, so that a release and a new hold of the same digest cannot lose bytes:
  *
@@ -17,6 +23,13 @@
  *   document only if it is still the version it wrote (the re-check).
  * - `hold` never joins a `releasing` document: it waits until the release has finished (the
  *   document is gone), so its own `put` comes after the deletion and the bytes survive.
+ * - The collector's releases go the same way, each by compare-and-swap on the very version it
+ *   judged (`releaseJudged`): a hold written since (a touch) changes the version, and the
+ *   release does not happen. Bytes that no document names are deleted under a `releasing`
+ *   marker created only where no document exists (`deleteUnheld`), so a `hold` either wins
+ *   (the marker is not created) or waits for the deletion and stores its bytes again after it.
+ *   A marker a killed process left is finished by `finishStale`, which first renews it by
+ *   compare-and-swap (a hold that took it over wins), so holds wait for it again.
  *
  * Remaining window: a release that stalls between marking and deleting for longer than
  * `staleMs` (30 s; a crashed process leaves such a marker behind) is taken over by the next
@@ -31,6 +44,28 @@ export interface HoldsDoc {
   holders: string[];
   /** Set (epoch ms) while the last holder deletes the bytes. */
   releasing?: number;
+  /**
+   * When each holder last held (or touched) the digest, epoch ms. A holder missing here was
+   * recorded by an earlier version, which kept no times: read as held now (`heldAt`).
+   */
+  touched?: Record<string, number>;
+}
+
+/** One holds document as a collection reads it: the version is what a judged release is conditional on. */
+export interface HoldsEntry {
+  hex: Sha256Hex;
+  doc: HoldsDoc;
+  version: string;
+}
+
+/** What a judged release did. */
+export interface JudgedRelease {
+  /** The document was still the judged version, and the holders were let go. */
+  released: boolean;
+  /** No holder was left, so the bytes were deleted (or were already gone). */
+  last: boolean;
+  /** The bytes were deleted by this call. */
+  deleted: boolean;
 }
 
 export interface ReleaseResult {
@@ -49,6 +84,8 @@ export interface Holder {
   hold(hex: Sha256Hex): Promise<boolean>;
   isHeld(hex: Sha256Hex): Promise<boolean>;
   release(hex: Sha256Hex): Promise<ReleaseResult>;
+  /** `touchStored` for this holder. */
+  touchStored(hexes: readonly Sha256Hex[]): Promise<Sha256Hex[]>;
 }
 
 export interface BlobHoldsOptions {
@@ -58,6 +95,10 @@ export interface BlobHoldsOptions {
 }
 
 const DEFAULT_STALE_MS = 30_000;
+/** Digests `touchStored` holds and checks at once. */
+const TOUCH_AT_ONCE = 8;
+/** Where the holds documents live in the MetaStore. */
+const FOLDER = 'holds';
 /** Conflicts tolerated per call; each round of concurrent writers lets one through. */
 const MAX_CONFLICTS = 200;
 /**
@@ -92,7 +133,31 @@ export class BlobHolds {
       hold: (hex) => this.hold(hex, name),
       isHeld: (hex) => this.isHeldBy(hex, name),
       release: (hex) => this.release(hex, name),
+      touchStored: (hexes) => this.touchStored(hexes, name),
     };
+  }
+
+  /**
+   * What a writer does before it records a document naming digests it already holds (a manifest
+   * naming layers pushed earlier, a promoted file): holds each again (refreshing its time, so a
+   * collection that judged the old hold cannot release it: its compare-and-swap fails), then
+   * checks that the bytes are still stored. Returns the digests whose bytes are gone (a release
+   * won the race: a write that needs them must fail); empty when all are there. `TOUCH_AT_ONCE`
+   * at a time.
+   */
+  async touchStored(hexes: readonly Sha256Hex[], holder: string): Promise<Sha256Hex[]> {
+    const unique = [...new Set(hexes)];
+    const gone: Sha256Hex[] = [];
+    for (let i = 0; i < unique.length; i += TOUCH_AT_ONCE) {
+      const batch = unique.slice(i, i + TOUCH_AT_ONCE);
+      await Promise.all(
+        batch.map(async (hex) => {
+          await this.hold(hex, holder);
+          if ((await this.#blobs.stat(hex)) === null) gone.push(hex);
+        }),
+      );
+    }
+    return gone;
   }
 
   /** Who holds `hex` now (nobody while its bytes are being deleted). */
@@ -106,8 +171,9 @@ export class BlobHolds {
   }
 
   /**
-   * Adds `holder` to the digest's holders; true when it was not there yet. An existing hold costs
-   * one read and no write. Waits while the bytes are being deleted by a release.
+   * Adds `holder` to the digest's holders, or refreshes its time when it holds the digest already
+   * (a touch); true when it was not there yet. One read and one write. Waits while the bytes are
+   * being deleted by a release.
    */
   async hold(hex: Sha256Hex, holder: string): Promise<boolean> {
     checkHolder(holder);
@@ -116,7 +182,7 @@ export class BlobHolds {
     for (;;) {
       const current = await this.#meta.get<HoldsDoc>(key);
       const doc = current?.doc;
-      let holders: string[] = [];
+      let next: HoldsDoc = { holders: [holder], touched: { [holder]: this.#now() } };
       if (doc?.releasing !== undefined) {
         if (this.#now() - doc.releasing < this.#staleMs) {
           await pause(5 + Math.random() * 20);
@@ -124,12 +190,12 @@ export class BlobHolds {
         }
         // A release that stalled or crashed: take the document over (it lists no holders).
       } else if (doc) {
-        if (doc.holders.includes(holder)) return false;
-        holders = doc.holders;
+        const holders = doc.holders.includes(holder) ? doc.holders : [...doc.holders, holder].sort();
+        next = { holders, touched: { ...doc.touched, [holder]: this.#now() } };
       }
       try {
-        await this.#meta.put<HoldsDoc>(key, { holders: [...holders, holder].sort() }, current ? current.version : null);
-        return true;
+        await this.#meta.put<HoldsDoc>(key, next, current ? current.version : null);
+        return !doc || doc.releasing !== undefined || !doc.holders.includes(holder);
       } catch (err) {
         conflicts = await backOff(err, key, conflicts);
       }
@@ -144,14 +210,16 @@ export class BlobHolds {
     const key = keyOf(hex);
     let conflicts = 0;
     let marked: string;
+    let undo: HoldsDoc;
     for (;;) {
       const current = await this.#meta.get<HoldsDoc>(key);
       const doc = current?.doc;
       if (!current || !doc || doc.releasing !== undefined || !doc.holders.includes(holder)) return NOT_HELD;
-      const rest = doc.holders.filter((h) => h !== holder);
+      undo = { holders: [holder], touched: pick(doc.touched, [holder]) };
+      const rest = without(doc, [holder]);
       try {
-        if (rest.length > 0) {
-          await this.#meta.put<HoldsDoc>(key, { holders: rest }, current.version);
+        if (rest) {
+          await this.#meta.put<HoldsDoc>(key, rest, current.version);
           return { released: true, last: false, deleted: false };
         }
         marked = await this.#meta.put<HoldsDoc>(key, { holders: [], releasing: this.#now() }, current.version);
@@ -160,12 +228,119 @@ export class BlobHolds {
         conflicts = await backOff(err, key, conflicts);
       }
     }
+    // Undone on failure so the hold stays as it was and the caller may retry.
+    const deleted = await this.#deleteMarked(hex, marked, undo);
+    return { released: true, last: true, deleted };
+  }
+
+  /**
+   * When `holder` last held the digest by `doc` (epoch ms); a holder recorded without a time (by
+   * an earlier version) counts as holding it now.
+   */
+  heldAt(doc: HoldsDoc, holder: string): number {
+    return doc.touched?.[holder] ?? this.#now();
+  }
+
+  /** The holds document of `hex` with its version, or null. */
+  async entry(hex: Sha256Hex): Promise<HoldsEntry | null> {
+    const got = await this.#meta.get<HoldsDoc>(keyOf(hex));
+    return got && { hex, doc: got.doc, version: got.version };
+  }
+
+  /** The digest of every holds document (a listing; in no particular order). */
+  async *digests(): AsyncIterable<Sha256Hex> {
+    for await (const key of this.#meta.list(FOLDER)) {
+      const hex = key.slice(key.lastIndexOf('/') + 1);
+      if (isSha256Hex(hex)) yield hex;
+    }
+  }
+
+  /**
+   * Gives the holders a document lists without a time (an earlier version's) the time now, by
+   * compare-and-swap on `entry.version`, so a later collection can judge their age. False when
+   * the document changed meanwhile (a hold wrote times of its own, or a release).
+   */
+  async stampUntimed(entry: HoldsEntry): Promise<boolean> {
+    const { doc } = entry;
+    if (doc.releasing !== undefined) return false;
+    const now = this.#now();
+    const touched = { ...doc.touched };
+    for (const h of doc.holders) touched[h] ??= now;
+    return this.#putIf(keyOf(entry.hex), { holders: doc.holders, touched }, entry.version);
+  }
+
+  /**
+   * Lets `holders` go from the digest, only if its document is still `entry.version` (what the
+   * collector judged); when none is left, deletes the bytes as `release` does (marker, bytes,
+   * conditional removal of the marker). Anything changed meanwhile: nothing is done.
+   */
+  async releaseJudged(entry: HoldsEntry, holders: readonly string[]): Promise<JudgedRelease> {
+    const key = keyOf(entry.hex);
+    const rest = without(entry.doc, holders);
+    if (entry.doc.releasing !== undefined) return { released: false, last: false, deleted: false };
+    if (rest) return { released: await this.#putIf(key, rest, entry.version), last: false, deleted: false };
+    let marked: string;
+    try {
+      marked = await this.#meta.put<HoldsDoc>(key, { holders: [], releasing: this.#now() }, entry.version);
+    } catch (err) {
+      if (err instanceof ConflictError) return { released: false, last: false, deleted: false };
+      throw err;
+    }
+    const deleted = await this.#deleteMarked(entry.hex, marked, entry.doc);
+    return { released: true, last: true, deleted };
+  }
+
+  /**
+   * Deletes bytes no holds document names (an orphan): a `releasing` marker is created only if no
+   * document exists, the bytes are deleted, the marker removed. Null when a document appeared
+   * first (someone holds the digest now): nothing is done.
+   */
+  async deleteUnheld(hex: Sha256Hex): Promise<boolean | null> {
+    let marked: string;
+    try {
+      marked = await this.#meta.put<HoldsDoc>(keyOf(hex), { holders: [], releasing: this.#now() }, null);
+    } catch (err) {
+      if (err instanceof ConflictError) return null;
+      throw err;
+    }
+    return this.#deleteMarked(hex, marked, null);
+  }
+
+  /** Whether `doc` is a marker older than the stale age: a release that stalled or whose process died. */
+  isStale(doc: HoldsDoc): boolean {
+    return doc.releasing !== undefined && doc.holders.length === 0 && this.#now() - doc.releasing >= this.#staleMs;
+  }
+
+  /**
+   * Finishes what a killed release left: renews the stale marker (by compare-and-swap, so a hold
+   * that took it over wins and nothing is done), deletes the bytes, removes the marker. Null when
+   * the document changed meanwhile.
+   */
+  async finishStale(entry: HoldsEntry): Promise<boolean | null> {
+    if (!this.isStale(entry.doc)) return null;
+    let marked: string;
+    try {
+      marked = await this.#meta.put<HoldsDoc>(keyOf(entry.hex), { holders: [], releasing: this.#now() }, entry.version);
+    } catch (err) {
+      if (err instanceof ConflictError) return null;
+      throw err;
+    }
+    return this.#deleteMarked(entry.hex, marked, null);
+  }
+
+  /**
+   * The second half of every deletion: the bytes under the marker `marked`, then the marker
+   * (only if it is still the version written). A failed deletion puts `undo` back in its place
+   * (or removes the marker when there is nothing to put back) and rethrows.
+   */
+  async #deleteMarked(hex: Sha256Hex, marked: string, undo: HoldsDoc | null): Promise<boolean> {
+    const key = keyOf(hex);
     let deleted: boolean;
     try {
       deleted = await this.#blobs.delete(hex);
     } catch (err) {
-      // Undo the marker so the hold stays as it was and the caller may retry.
-      await this.#meta.put<HoldsDoc>(key, { holders: [holder] }, marked).catch(() => undefined);
+      const restore = undo ? this.#meta.put<HoldsDoc>(key, undo, marked) : this.#meta.delete(key, marked);
+      await restore.catch(() => undefined);
       throw err;
     }
     try {
@@ -174,14 +349,42 @@ export class BlobHolds {
       // A hold took the marker over as stale: the window described at the top of this file.
       if (!(err instanceof ConflictError)) throw err;
     }
-    return { released: true, last: true, deleted };
+    return deleted;
   }
+
+  /** A compare-and-swap write; false on a conflict. */
+  async #putIf(key: string, doc: HoldsDoc, version: string): Promise<boolean> {
+    try {
+      await this.#meta.put<HoldsDoc>(key, doc, version);
+      return true;
+    } catch (err) {
+      if (err instanceof ConflictError) return false;
+      throw err;
+    }
+  }
+}
+
+
+/** `doc` without `gone` among its holders (and their times); null when nobody is left. */
+function without(doc: HoldsDoc, gone: readonly string[]): HoldsDoc | null {
+  const holders = doc.holders.filter((h) => !gone.includes(h));
+  if (holders.length === 0) return null;
+  return doc.touched === undefined ? { holders } : { holders, touched: pick(doc.touched, holders) };
+}
+
+function pick(touched: Record<string, number> | undefined, holders: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const h of holders) {
+    const at = touched?.[h];
+    if (at !== undefined) out[h] = at;
+  }
+  return out;
 }
 
 /** Sharded like the blob layout, so no folder of the fs backend grows to millions of entries. */
 function keyOf(hex: Sha256Hex): string {
   if (!isSha256Hex(hex)) throw new Error(`not a sha256 digest: ${hex}`);
-  return `holds/${hex.slice(0, 2)}/${hex}`;
+  return `${FOLDER}/${hex.slice(0, 2)}/${hex}`;
 }
 
 function checkHolder(name: string): void {

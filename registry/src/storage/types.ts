@@ -13,6 +13,12 @@ export interface BlobInfo {
   size: number;
 }
 
+/** A published blob as a listing of the store gives it. */
+export interface StoredBlob extends BlobInfo {
+  /** When its bytes were last written (fs: the file's mtime; s3: the object's LastModified), epoch ms. */
+  modifiedMs: number;
+}
+
 export interface ByteRange {
   /** First byte, inclusive. */
   start: number;
@@ -41,6 +47,12 @@ export interface BlobStore {
   stat(digest: Sha256Hex): Promise<BlobInfo | null>;
   /** Returns false when the blob did not exist. */
   delete(digest: Sha256Hex): Promise<boolean>;
+  /**
+   * Every published blob, in no particular order, one page of the backend's listing at a time:
+   * for the garbage collector (lifecycle/), never on a request's path. Blobs published or
+   * deleted while it runs may or may not appear.
+   */
+  list(): AsyncIterable<StoredBlob>;
 }
 
 /**

@@ -71,6 +71,31 @@ export function describeBlobStore(name: string, make: () => Promise<BlobStoreUnd
       await nothingStaged(s);
     });
 
+    it('lists every published blob with its size and when it was written, and nothing staged or deleted', async () => {
+      const s = await open();
+      const listed = async () => {
+        const out: { digest: string; size: number; modifiedMs: number }[] = [];
+        for await (const blob of s.store.list()) out.push(blob);
+        return out.sort((x, y) => x.size - y.size);
+      };
+      expect(await listed()).toEqual([]);
+      const before = Date.now();
+      await s.store.put(from('one'), sha('one'));
+      await s.store.put(from('three'), sha('three'));
+      await s.store.put(from('gone soon'), sha('gone soon'));
+      await s.store.delete(sha('gone soon'));
+      const stage = await s.store.stage();
+      await stage.append(from('staged, never committed'));
+      const blobs = await listed();
+      expect(blobs.map(({ digest, size }) => ({ digest, size }))).toEqual([
+        { digest: sha('one'), size: 3 },
+        { digest: sha('three'), size: 5 },
+      ]);
+      // Clocks of the store and of this process may differ a little (MinIO rounds to the second).
+      for (const blob of blobs) expect(Math.abs(blob.modifiedMs - before)).toBeLessThan(60_000);
+      await stage.abort();
+    });
+
     it('takes the computed digest when none is expected, and stores empty blobs', async () => {
       const s = await open();
       expect(await s.store.put(from('no expectation'))).toEqual({ digest: sha('no expectation'), size: 14 });

@@ -78,36 +78,33 @@ async function readCapped(request: FastifyRequest): Promise<Buffer> {
 }
 
 /**
- * What repository `repo` of `hosted` must do about the digests a manifest names before it is
- * recorded: `missing`, the first config or layer (of `required`) it does not see with its bytes
- * present; `toHold`, those of `named` it sees but does not hold itself (through an earlier
- * version's index-wide hold), which it now holds too. A named digest it does not see (an index's
- * child pushed elsewhere, or not at all) is left alone: holding it would show the repository
- * bytes another repository or index stores later. A digest of another algorithm than sha256 can
- * never be held (the store is sha256 only). One holds read per digest (and a stat per required
- * one), `CHECKS_AT_ONCE` at a time.
+ * What repository `repo` of `hosted` sees of the digests a manifest names before it is recorded:
+ * `missing`, the first config or layer (of `required`) it does not see; `seen`, those of `named`
+ * it holds itself or through an earlier version's index-wide hold, which the PUT then touches (holds
+ * again) before it checks their bytes. A named digest it does not see (an index's child pushed
+ * elsewhere, or not at all) is left alone: holding it would show the repository bytes another
+ * repository or index stores later. A digest of another algorithm than sha256 can never be held
+ * (the store is sha256 only). One holds read per digest, `CHECKS_AT_ONCE` at a time.
  */
-async function namedBlobs(call: OciCall, hosted: HostedIndex, required: readonly string[], named: readonly string[]): Promise<{ missing?: string; toHold: string[] }> {
+async function namedBlobs(call: OciCall, hosted: HostedIndex, required: readonly string[], named: readonly string[]): Promise<{ missing?: string; seen: string[] }> {
   const { deps, target } = call;
   const unsupported = required.find((d) => !SHA256_DIGEST.test(d));
-  if (unsupported !== undefined) return { missing: unsupported, toHold: [] };
+  if (unsupported !== undefined) return { missing: unsupported, seen: [] };
   const requiredHexes = new Set(required.map((d) => d.slice('sha256:'.length)));
-  const toHold: string[] = [];
-  const ready = async (hex: string): Promise<boolean> => {
-    const needed = requiredHexes.has(hex);
-    const [holders, info] = await Promise.all([deps.holds.holders(hex), needed ? deps.blobs.stat(hex) : null]);
-    const { own, legacy } = viewOf(holders, hosted, target.repo);
-    if (legacy && !own) toHold.push(hex);
-    return !needed || ((own || legacy) && info !== null);
+  const seen: string[] = [];
+  const visible = async (hex: string): Promise<boolean> => {
+    const { own, legacy } = viewOf(await deps.holds.holders(hex), hosted, target.repo);
+    if (own || legacy) seen.push(hex);
+    return own || legacy || !requiredHexes.has(hex);
   };
   const hexes = [...new Set([...requiredHexes, ...named])];
   for (let i = 0; i < hexes.length; i += CHECKS_AT_ONCE) {
     const batch = hexes.slice(i, i + CHECKS_AT_ONCE);
-    const found = await Promise.all(batch.map(ready));
+    const found = await Promise.all(batch.map(visible));
     const missing = batch.find((_, j) => !found[j]);
-    if (missing !== undefined) return { missing: `sha256:${missing}`, toHold };
+    if (missing !== undefined) return { missing: `sha256:${missing}`, seen };
   }
-  return { toHold };
+  return { seen };
 }
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
@@ -123,11 +120,17 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   const holder = deps.holds.ofRepo(hosted.name, target.repo);
   // As the distribution registry: an image whose config or layers this repository lacks could
   // never be pulled. An index's children and a subject may be absent.
-  const { missing, toHold } = await namedBlobs(call, hosted, checked.blobs, checked.references);
-  if (missing !== undefined) {
-    throw new OciError('MANIFEST_BLOB_UNKNOWN', `blob ${missing} named by the manifest is unknown in ${target.name}; push it (or mount it) there first`, {}, { digest: missing });
-  }
-  await Promise.all(toHold.map((hex) => holder.hold(hex)));
+  const { missing, seen } = await namedBlobs(call, hosted, checked.blobs, checked.references);
+  const unknown = (digest: string) =>
+    new OciError('MANIFEST_BLOB_UNKNOWN', `blob ${digest} named by the manifest is unknown in ${target.name}; push it (or mount it) there first`, {}, { digest });
+  if (missing !== undefined) throw unknown(missing);
+  // Touched before the record is written, and their bytes checked after (lifecycle/collect.ts): a
+  // collection that released one of them first makes this push fail here, never leaves a
+  // manifest naming deleted bytes.
+  const gone = await holder.touchStored(seen);
+  const required = new Set(checked.blobs);
+  const lost = gone.map((h) => `sha256:${h}`).find((d) => required.has(d));
+  if (lost !== undefined) throw unknown(lost);
 
   const record = manifestRecord(checked, hex, body.length);
 

@@ -4,13 +4,13 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
-import { link, mkdir, open, rename, stat, unlink } from 'node:fs/promises';
+import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
 import { sweepStaleFiles } from './sweep.js';
-import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
+import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions, type StoredBlob } from '../types.js';
 import { putByStage } from '../put-by-stage.js';
 import { VerifiedVersions } from '../verify.js';
 import { FileBody } from './file-body.js';
@@ -122,6 +122,19 @@ export class FsBlobStore implements BlobStore {
 
   async delete(digest: Sha256Hex): Promise<boolean> {
     return (await unlessMissing(unlink(this.#path(digest)).then(() => true))) ?? false;
+  }
+
+  /** One `<ab>` folder at a time; a file that goes between the listing and its stat is skipped. */
+  async *list(): AsyncIterable<StoredBlob> {
+    for (const shard of await readdir(this.#blobs)) {
+      if (!/^[0-9a-f]{2}$/.test(shard)) continue;
+      const names = (await unlessMissing(readdir(join(this.#blobs, shard)))) ?? [];
+      for (const name of names) {
+        if (!isSha256Hex(name) || !name.startsWith(shard)) continue;
+        const s = await unlessMissing(stat(join(this.#blobs, shard, name)));
+        if (s?.isFile()) yield { digest: name, size: s.size, modifiedMs: s.mtimeMs };
+      }
+    }
   }
 }
 

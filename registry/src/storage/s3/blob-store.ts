@@ -26,7 +26,7 @@ import { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { STAGE_PREFIX } from '../fs/stage.js';
 import { sweepStaleFiles } from '../fs/sweep.js';
-import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
+import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions, type StoredBlob } from '../types.js';
 import type { S3Location } from './connect.js';
 import { copyObject, type CopyLimits } from './copy.js';
 import { asUnavailable, isNotFound } from './errors.js';
@@ -148,6 +148,26 @@ export class S3BlobStore implements BlobStore {
       throw asUnavailable(err, this.#loc.endpoint, `deleting ${digest}`);
     }
     return true;
+  }
+
+  /** The objects under the blobs prefix, a listing page (1000 keys) at a time. */
+  async *list(): AsyncIterable<StoredBlob> {
+    const { client, bucket } = this.#loc;
+    let token = '';
+    do {
+      let page;
+      try {
+        page = await client.listObjectsV2Query(bucket, this.#blobs, token, '', LIST_PAGE, '');
+      } catch (err) {
+        throw asUnavailable(err, this.#loc.endpoint, 'listing blobs');
+      }
+      for (const item of page.objects) {
+        const digest = item.name?.slice(item.name.lastIndexOf('/') + 1);
+        if (digest === undefined || !isSha256Hex(digest) || item.name !== this.key(digest)) continue;
+        yield { digest, size: item.size, modifiedMs: item.lastModified.getTime() };
+      }
+      token = page.isTruncated ? page.nextContinuationToken : '';
+    } while (token !== '');
   }
 
   /**

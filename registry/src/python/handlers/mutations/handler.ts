@@ -5,6 +5,7 @@
  * which get per-file overrides instead. The answer says how many files changed; zero is a
  * success too (the mutations are idempotent).
  */
+import type { Holder } from '../../../storage/holds.js';
 import { parseBasic } from '../../../access/auth.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
@@ -24,6 +25,8 @@ export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote
 export interface MutationDeps extends WriteAccess, Pick<ServerContext, 'summaries' | 'events'> {
   records: ProjectRecords;
   overrides: ProjectOverrides;
+  /** Python's hold on the blobs: a promotion touches what it copies (lifecycle/collect.ts). */
+  holder: Holder;
   /** Absent until the cached roles provide one: then only uploaded files are mutated. */
   cachedLayer?: CachedLayer;
   /** Refuses writes that add files to a project whose status (PEP 792) rejects them. */

@@ -11,11 +11,11 @@
  * server (docs/storage-lifecycle.md).
  */
 import { join } from 'node:path';
-import type { Config } from '../config/types.js';
-import type { RetentionReport } from '../lifecycle/retention.js';
-import { openStores } from '../storage/index.js';
-import { buildApp } from './app.js';
-import { ecosystems } from './ecosystems.js';
+import type { Config } from '../../config/types.js';
+import type { RetentionReport } from '../../lifecycle/retention.js';
+import { openStores } from '../../storage/index.js';
+import { buildApp } from '../app.js';
+import { ecosystems } from '../ecosystems.js';
 
 export async function retentionCommand(config: Config, dryRun: boolean): Promise<RetentionReport | 'busy'> {
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch') });

@@ -1,0 +1,82 @@
+/**
+ * Runs collections (`collect.ts`) one at a time across every process and replica sharing the
+ * store: a real run takes the `gc` lease (`lease.ts`) and renews it every third of its time while
+ * it runs; a run that finds the lease held gives up with `CollectionBusyError`. A dry run only
+ * reads, so it takes no lease. A run whose renewal fails (the lease expired during a stall and
+ * another process took it) stops before its next change: safety never rests on the lease (every
+ * change of a collection is conditional on what it read), it only saves running twice.
+ */
+import type { MetaStore } from '../storage/types.js';
+import { collect, type CollectionReport, type CollectionStores } from './collect.js';
+import { Lease, type LeaseDoc } from './lease.js';
+import type { HoldsMarker } from './marks.js';
+
+export interface CollectorOptions {
+  stores: CollectionStores & { meta: MetaStore };
+  markers: readonly HoldsMarker[];
+  graceMs: number;
+  /** How long the lease lasts without renewal: how long a killed run blocks the next one. */
+  leaseMs: number;
+  /** This process, as the lease names its holder. */
+  owner: string;
+  now?: () => number;
+  /** Awaited after each deletion of bytes (`collect`'s test hook), and how many documents are judged at once. */
+  afterDelete?: (deleted: number) => Promise<void>;
+  atOnce?: number;
+}
+
+/** Another process holds the lease: a collection is running there. */
+export class CollectionBusyError extends Error {
+  constructor(readonly lease: LeaseDoc) {
+    super(`another collection is running (${lease.owner}, its lease runs until ${new Date(lease.expiresAt).toISOString()})`);
+    this.name = 'CollectionBusyError';
+  }
+}
+
+/** This run's lease expired and was taken over: it stopped. */
+export class LeaseLostError extends Error {
+  constructor() {
+    super('the collection lost its lease (it stalled longer than the lease time) and stopped; the next run goes on');
+    this.name = 'LeaseLostError';
+  }
+}
+
+export class GarbageCollector {
+  constructor(private readonly opts: CollectorOptions) {}
+
+  get graceMs(): number {
+    return this.opts.graceMs;
+  }
+
+  async run({ dryRun = false }: { dryRun?: boolean } = {}): Promise<CollectionReport> {
+    const { stores, markers, graceMs, now } = this.opts;
+    const base = { graceMs, ...(now ? { now } : {}) };
+    if (dryRun) return collect(stores, markers, { ...base, dryRun: true });
+    const lease = new Lease(stores.meta, 'gc', this.opts.owner, this.opts.leaseMs, now);
+    const other = await lease.acquire();
+    if (other) throw new CollectionBusyError(other);
+    let lost = false;
+    const renewal = setInterval(() => {
+      lease.renew().then(
+        (ok) => (lost ||= !ok),
+        // A store that did not answer: tried again at the next turn, the lease still runs.
+        () => undefined,
+      );
+    }, Math.max(50, this.opts.leaseMs / 3));
+    renewal.unref();
+    try {
+      return await collect(stores, markers, {
+        ...base,
+        dryRun: false,
+        check: () => {
+          if (lost) throw new LeaseLostError();
+        },
+        ...(this.opts.afterDelete ? { afterDelete: this.opts.afterDelete } : {}),
+        ...(this.opts.atOnce ? { atOnce: this.opts.atOnce } : {}),
+      });
+    } finally {
+      clearInterval(renewal);
+      await lease.release().catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * Collections on a schedule, in every process: each turn asks for a run, and the lease lets one
+ * process at a time through (the others find it busy and wait for their next turn). The first
+ * turn comes after a random part of the period (between a half and the whole), so processes
+ * started together do not all ask at once. Timers are unref'd: they never keep a process alive.
+ */
+import type { CollectionReport } from './collect.js';
+import { CollectionBusyError, type GarbageCollector } from './collector.js';
+
+export interface ScheduleHooks {
+  onReport(report: CollectionReport): void;
+  /** Another process was collecting. */
+  onBusy(err: CollectionBusyError): void;
+  /** The run failed (the store away, the lease lost): the next turn tries again. */
+  onError(err: unknown): void;
+}
+
+/** Starts the turns; returns the function that stops them. */
+export function scheduleCollections(gc: Pick<GarbageCollector, 'run'>, everyMs: number, hooks: ScheduleHooks): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = (delayMs: number): void => {
+    if (stopped) return;
+    timer = setTimeout(turn, delayMs);
+    timer.unref();
+  };
+  const turn = (): void => {
+    gc.run().then(
+      (report) => hooks.onReport(report),
+      (err: unknown) => (err instanceof CollectionBusyError ? hooks.onBusy(err) : hooks.onError(err)),
+    ).finally(() => next(everyMs));
+  };
+  next(everyMs / 2 + Math.random() * (everyMs / 2));
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}

@@ -1,0 +1,293 @@
+/**
+ * Online garbage collection with real clients, on the run's backend (VELODEX_TEST_STORAGE): two
+ * processes on one store (s3: two servers on one bucket prefix; fs: one server with two workers,
+ * whose compare-and-swap the workers share), crane pushes and twine uploads, a deleted manifest
+ * and a deleted Python release; `velodex gc --dry-run` reports what `velodex gc` then deletes,
+ * exactly the unreferenced blobs (counted in the store); an aborted push is collected after the
+ * grace period and not before; crane pushes go on while collections run on the other process,
+ * and afterwards every tag pulls whole and every version pip-installs; a `velodex gc` killed
+ * (kill -9) after its first and second deletion leaves nothing the next run does not finish.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
+import { testBackend, s3StorageToml, sharedMinio } from '../support/backend.js';
+import { gc, hosted, oci, toml } from '../support/config.js';
+import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Image } from '../support/oci-image.js';
+import { CLI, tool } from '../support/paths.js';
+import { run, type RunResult } from '../support/run.js';
+import { storeProbe, type StoreProbe } from '../support/store-probe.js';
+import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+
+const TOKEN = 'gc-token-51c0';
+/** Long enough for a crane push on a busy machine (its blobs before its manifest). */
+const GRACE_SECS = 5;
+const CLEAN_ENV = { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1' };
+
+interface RecordDoc {
+  files: Record<string, { sha256: string; metadataSha256?: string }>;
+}
+
+let a: Velodex;
+let b: Velodex;
+let servers: Velodex[] = [];
+let probe: StoreProbe;
+let work: string;
+let env: Record<string, string>;
+/** Every tag pushed and not deleted, and every Python release uploaded and not deleted. */
+const tags = new Map<string, Image>();
+const releases: BuiltProject[] = [];
+
+beforeAll(async () => {
+  const config = toml(
+    hosted('py', { token: TOKEN, volatile: true }),
+    oci.hosted('images', { route: 'team/images', token: TOKEN }),
+    gc({ enabled: false, grace: GRACE_SECS, lease: '3s' }),
+  );
+  if (testBackend() === 's3') {
+    const storage = s3StorageToml(sharedMinio());
+    a = await startVelodex({ config, storage });
+    b = await startVelodex({ config, storage });
+    servers = [a, b];
+  } else {
+    a = await startVelodex({ config, env: { VELODEX_WORKERS: '2' } });
+    b = a;
+    servers = [a];
+  }
+  probe = await storeProbe(a.dataDir);
+  work = tempDir('velodex-gc-');
+  env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
+  await crane(['auth', 'login', host(a), '-u', '__token__', '--password-stdin'], TOKEN);
+  await crane(['auth', 'login', host(b), '-u', '__token__', '--password-stdin'], TOKEN);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.allSettled(servers.map((s) => s.stop()));
+});
+
+const host = (node: Velodex) => `127.0.0.1:${node.port}`;
+const ref = (node: Velodex, tag: string) => `${host(node)}/team/images/app:${tag}`;
+const hex = (digest: string) => digest.replace(/^sha256:/, '');
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Past the grace period of everything written so far. */
+const pastGrace = () => wait(GRACE_SECS * 1000 + 1500);
+
+function crane(args: string[], input?: string, allowFailure = false): Promise<RunResult> {
+  return run(tool('crane'), [...args, '--insecure'], { env, input, allowFailure, timeoutMs: 180_000 });
+}
+
+async function push(node: Velodex, tag: string, image: Image): Promise<void> {
+  await crane(['push', writeLayout(join(work, `layout-${tag}`), [{ tag, item: image }]), ref(node, tag)]);
+  tags.set(tag, image);
+}
+
+function twine(node: Velodex, files: string[]): Promise<RunResult> {
+  return run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${node.url}/root/py/`, '-u', '__token__', '-p', TOKEN, ...files], {
+    env: { NO_COLOR: '1', COLUMNS: '200' },
+  });
+}
+
+interface Reclaimed {
+  holds: number;
+  blobs: number;
+  bytes: number;
+  output: string;
+}
+
+/** `velodex gc` with the server's own config file, as an operator runs it. */
+async function gcCli(node: Velodex, dryRun: boolean, extraEnv: Record<string, string> = {}): Promise<Reclaimed> {
+  const args = [CLI, 'gc', '--config', join(node.dataDir, 'velodex.toml'), '--data-dir', node.dataDir, ...(dryRun ? ['--dry-run'] : [])];
+  const res = await run(process.execPath, args, { env: extraEnv });
+  return parseReport(res.stdout);
+}
+
+function parseReport(output: string): Reclaimed {
+  const blobs = /blobs (?:would be )?deleted: (\d+) \((\d+) bytes\)/.exec(output);
+  const holds = /holds (?:would be )?released: (\d+)/.exec(output);
+  if (!blobs || !holds) throw new Error(`no report in:\n${output}`);
+  return { holds: Number(holds[1]), blobs: Number(blobs[1]), bytes: Number(blobs[2]), output };
+}
+
+/** A collection inside the running server (the admin action); null while another one runs. */
+async function gcAdmin(node: Velodex): Promise<{ blobsDeleted: number } | null> {
+  const res = await fetch(`${node.url}/+admin/gc`, { method: 'POST' });
+  if (res.status === 409) return null;
+  expect(res.status).toBe(200);
+  return (await res.json()) as { blobsDeleted: number };
+}
+
+/** An aborted push: one blob uploaded (monolithic POST), no manifest naming it. */
+async function uploadLoneBlob(node: Velodex, bytes: Buffer): Promise<string> {
+  const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  const res = await fetch(`${node.url}/v2/team/images/app/blobs/uploads/?digest=${digest}`, {
+    method: 'POST',
+    headers: { authorization: basicAuth(TOKEN), 'content-type': 'application/octet-stream' },
+    body: bytes,
+  });
+  expect(res.status).toBe(201);
+  return hex(digest);
+}
+
+async function pythonDigests(project: string): Promise<string[]> {
+  const record = await probe.doc<RecordDoc>(`python/py/projects/${project}`);
+  return Object.values(record?.files ?? {}).flatMap((f) => [f.sha256, ...(f.metadataSha256 ? [f.metadataSha256] : [])]);
+}
+
+async function pullEveryTag(node: Velodex): Promise<void> {
+  for (const [tag, image] of tags) {
+    const dir = join(work, `pull-${tag}-${Date.now()}`);
+    await crane(['pull', '--format', 'oci', ref(node, tag), dir]);
+    expect(layoutMismatches(readLayout(dir), allBlobs(image)), tag).toEqual([]);
+  }
+}
+
+async function installEveryVersion(node: Velodex): Promise<void> {
+  for (const release of releases) {
+    const target = tempDir('velodex-gc-pip-');
+    const res = await run(
+      tool('pip'),
+      ['install', '--no-deps', '--no-cache-dir', '--target', target, '--index-url', `${node.url}/root/py/simple/`, `${release.name}==${release.version}`],
+      { env: CLEAN_ENV },
+    );
+    expect(res.stdout).toContain(`Successfully installed ${release.name}-${release.version}`);
+  }
+}
+
+describe('online garbage collection', () => {
+  it('reclaims exactly the unreferenced blobs; a dry run reports the same and deletes nothing', async () => {
+    const base = buildImage({ seed: 'gc-keep', layers: 2, bigFileSize: 64 * 1024 });
+    const gone = buildImage({ seed: 'gc-gone', layers: 2, bigFileSize: 64 * 1024 });
+    const other = buildImage({ seed: 'gc-other', layers: 2, bigFileSize: 64 * 1024 });
+    await push(a, 'keep', base);
+    await push(b, 'gone', gone);
+    await push(a, 'other', other);
+    const [kept, dropped] = await Promise.all([buildProject('gc-lib', '1.0'), buildProject('gc-lib', '2.0')]);
+    await twine(a, [kept.wheel, kept.sdist]);
+    await twine(b, [dropped.wheel, dropped.sdist]);
+    releases.push(kept);
+    const pythonBefore = new Set(await pythonDigests('gc-lib'));
+
+    await pastGrace();
+    // Everything is referenced: nothing to reclaim.
+    expect((await gcCli(b, true)).blobs).toBe(0);
+
+    await crane(['delete', `${host(a)}/team/images/app@${gone.manifest.descriptor.digest}`]);
+    tags.delete('gone');
+    const del = await fetch(`${b.url}/root/py/gc-lib/2.0/`, { method: 'DELETE', headers: { authorization: basicAuth(TOKEN) } });
+    expect(del.status).toBe(200);
+    const pythonAfter = new Set(await pythonDigests('gc-lib'));
+    const pythonGone = [...pythonBefore].filter((d) => !pythonAfter.has(d));
+    expect(pythonGone.length).toBeGreaterThanOrEqual(2);
+    // The manifest's own bytes went with its DELETE; its config and layers are left to the collector.
+    const expected = [...[gone.config, ...gone.layers].map((blob) => hex(blob.descriptor.digest)), ...pythonGone].sort();
+
+    const before = await probe.blobs();
+    for (const d of expected) expect(before).toContain(d);
+    await pastGrace();
+    const dry = await gcCli(b, true);
+    expect(dry.blobs).toBe(expected.length);
+    expect(await probe.blobs()).toEqual(before);
+
+    const real = await gcCli(b, false);
+    expect(real.blobs).toBe(expected.length);
+    expect(real.bytes).toBe(dry.bytes);
+    expect(real.holds).toBe(dry.holds);
+    const after = await probe.blobs();
+    expect(before.filter((d) => !after.includes(d)).sort()).toEqual(expected);
+    expect(after.filter((d) => !before.includes(d))).toEqual([]);
+    // A second collection finds nothing more.
+    expect((await gcCli(a, false)).blobs).toBe(0);
+
+    await pullEveryTag(b);
+    await installEveryVersion(a);
+  }, 300_000);
+
+  it('collects an aborted push (a blob without its manifest) after the grace period, not before', async () => {
+    const lone = await uploadLoneBlob(a, Buffer.from(`an aborted push ${Date.now()}`));
+    expect(await probe.has(lone)).toBe(true);
+    await gcCli(b, false);
+    expect(await probe.has(lone)).toBe(true);
+    await pastGrace();
+    const report = await gcCli(b, false);
+    expect(report.blobs).toBeGreaterThanOrEqual(1);
+    expect(await probe.has(lone)).toBe(false);
+  }, 120_000);
+
+  it('pushes through one process while collections run on the other: every tag pulls whole, every version installs', async () => {
+    let collecting = true;
+    let runs = 0;
+    const collector = (async () => {
+      while (collecting) {
+        if (await gcAdmin(b)) runs += 1;
+        // On s3 the command line collects too, beside the other process's pushes.
+        if (testBackend() === 's3' && collecting) await gcCli(b, false).catch(() => undefined);
+        await wait(200);
+      }
+    })();
+    try {
+      for (let i = 0; i < 6; i++) {
+        const image = buildImage({ seed: `gc-loop-${i}`, layers: 2, bigFileSize: 32 * 1024 });
+        await push(a, `loop-${i}`, image);
+        // Some garbage for the collections to take meanwhile: an image pushed and deleted again.
+        const scrap = buildImage({ seed: `gc-scrap-${i}`, layers: 1, bigFileSize: 16 * 1024 });
+        await push(a, `scrap-${i}`, scrap);
+        await crane(['delete', `${host(a)}/team/images/app@${scrap.manifest.descriptor.digest}`]);
+        tags.delete(`scrap-${i}`);
+        const release = await buildProject('gc-loop', `1.${i}`);
+        await twine(a, [release.wheel, release.sdist]);
+        releases.push(release);
+      }
+    } finally {
+      collecting = false;
+      await collector;
+    }
+    expect(runs).toBeGreaterThan(0);
+    await pastGrace();
+    await gcCli(b, false);
+    await pullEveryTag(a);
+    await pullEveryTag(b);
+    await installEveryVersion(b);
+  }, 600_000);
+
+  for (const pauseAfter of [1, 2]) {
+    it(`a collection killed (kill -9) after deletion ${pauseAfter} is finished by the next run; nothing referenced is lost`, async () => {
+      const scraps = [0, 1, 2].map((i) => buildImage({ seed: `gc-kill-${pauseAfter}-${i}`, layers: 1, bigFileSize: 8 * 1024 }));
+      for (const [i, scrap] of scraps.entries()) {
+        await push(a, `kill-${pauseAfter}-${i}`, scrap);
+        await crane(['delete', `${host(a)}/team/images/app@${scrap.manifest.descriptor.digest}`]);
+        tags.delete(`kill-${pauseAfter}-${i}`);
+      }
+      const garbage = scraps.flatMap((s) => [s.config, ...s.layers]).map((blob) => hex(blob.descriptor.digest));
+      await pastGrace();
+
+      const child = spawn(process.execPath, [CLI, 'gc', '--config', join(b.dataDir, 'velodex.toml'), '--data-dir', b.dataDir], {
+        env: { ...process.env, VELODEX_TEST_GC_PAUSE_AFTER: String(pauseAfter) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('gc test pause')) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`gc exited (${code}) before pausing:\n${output}`)));
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+      const left: string[] = [];
+      for (const d of garbage) if (await probe.has(d)) left.push(d);
+      // Killed midway: some of it deleted, the rest still there.
+      expect(left.length).toBeGreaterThan(0);
+      expect(left.length).toBeLessThan(garbage.length);
+
+      // Its lease runs out ([gc] lease = 3s); the next run finishes the work.
+      await wait(3500);
+      await gcCli(b, false);
+      for (const d of garbage) expect(await probe.has(d), d).toBe(false);
+      await pullEveryTag(a);
+    }, 180_000);
+  }
+});
