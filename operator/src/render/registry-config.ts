@@ -20,6 +20,15 @@ export function secretPath(ref: SecretKeyRef): string {
   return `${SECRETS_DIR}/${ref.name}/${ref.key}`;
 }
 
+/**
+ * A CRD duration as the registry's TOML takes it. The CRDs allow plain seconds as a string
+ * ("3600"); the registry reads seconds only as a number (its duration strings carry units), so
+ * those become a TOML integer. Anything else is passed on for the registry's check to judge.
+ */
+function tomlDuration(value: string): number | string {
+  return /^[0-9]+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+}
+
 export interface RenderedConfig {
   toml: string;
   /** Every Secret the config reads from, by name, sorted: the pod mounts each one. */
@@ -74,7 +83,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
       ...classes,
     };
   }
-  if (retention?.every !== undefined) doc.retention = { every: retention.every };
+  if (retention?.every !== undefined) doc.retention = { every: tomlDuration(retention.every) };
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
@@ -111,11 +120,11 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       ...(p.maxFileSize !== undefined ? { 'max-file-size': p.maxFileSize } : {}),
       ...(p.denyProjects ? { 'deny-projects': p.denyProjects } : {}),
       ...(p.allowProjects ? { 'allow-projects': p.allowProjects } : {}),
-      ...(p.minReleaseAge !== undefined ? { 'min-release-age': p.minReleaseAge } : {}),
+      ...(p.minReleaseAge !== undefined ? { 'min-release-age': tomlDuration(p.minReleaseAge) } : {}),
     };
   }
   if (s.retention) {
-    if (s.retention.untaggedAfter !== undefined) table.untagged_after = s.retention.untaggedAfter;
+    if (s.retention.untaggedAfter !== undefined) table.untagged_after = tomlDuration(s.retention.untaggedAfter);
     if (s.retention.keepTags?.length) table.keep_tags = s.retention.keepTags.map((r) => ({ match: r.match, newest: r.newest }));
   }
   if (s.webhooks?.length) {
