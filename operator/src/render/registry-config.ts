@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
+import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -44,7 +44,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
     refs.push(ref);
     return secretPath(ref);
   };
-  const { storage, rateLimit, logLevel, adminTokenSecretRef, retention } = registry.spec;
+  const { storage, rateLimit, logLevel, adminTokenSecretRef, retention, gc } = registry.spec;
   const creds = storage.credentialsSecretRef;
   const doc: Record<string, unknown> = {
     host: '0.0.0.0',
@@ -84,9 +84,20 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
     };
   }
   if (retention?.every !== undefined) doc.retention = { every: tomlDuration(retention.every) };
+  if (gc) doc.gc = gcTable(gc);
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
+}
+
+/** `[gc]` with only the fields the spec sets: the registry's defaults stay its own (design §6). */
+function gcTable(gc: RegistryGc): Record<string, unknown> {
+  return {
+    ...(gc.enabled !== undefined ? { enabled: gc.enabled } : {}),
+    ...(gc.every !== undefined ? { every: tomlDuration(gc.every) } : {}),
+    ...(gc.grace !== undefined ? { grace: tomlDuration(gc.grace) } : {}),
+    ...(gc.lease !== undefined ? { lease: tomlDuration(gc.lease) } : {}),
+  };
 }
 
 function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Record<string, unknown> {
