@@ -143,6 +143,24 @@ describe('the CRDs at kubectl apply time', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('spec.retention.every');
   });
+
+  it.each([
+    ['a gc schedule that is no duration', '  gc: { every: hourly }\n', 'spec.gc.every'],
+    ['a gc schedule of zero', '  gc: { every: "0h0m" }\n', 'spec.gc.every must be at least 1s'],
+    ['a gc grace of zero', '  gc: { grace: "0s" }\n', 'spec.gc.grace must be at least 1s'],
+    ['a gc lease of zero seconds', '  gc: { lease: "0" }\n', 'spec.gc.lease must be at least 1s'],
+    ['a gc grace given as a number', '  gc: { grace: 86400 }\n', 'spec.gc.grace'],
+    ['gc.enabled that is no boolean', '  gc: { enabled: sometimes }\n', 'spec.gc.enabled'],
+  ])('refuses a registry with %s', async (_what, extra, message) => {
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', extra), true);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(message);
+  });
+
+  it('accepts gc settings on a registry: every field, or only some, durations with units or in seconds', async () => {
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: true, every: 6h, grace: 2d, lease: 90s }\n'));
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: false, grace: "172800" }\n'));
+  });
 });
 
 describe('the operator', () => {

@@ -2,8 +2,10 @@
  * The registry config the operator renders: the registry's own check accepts it, the same
  * resources give the same bytes in any order, and no credential is ever in the text.
  */
+import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { checkConfigText } from '../../registry/src/app/config-check.js';
+import { DEFAULT_GC_EVERY_SECS, DEFAULT_GC_GRACE_SECS, DEFAULT_GC_LEASE_SECS } from '../../registry/src/config/gc.js';
 import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
@@ -55,6 +57,16 @@ const secretData: Record<string, Record<string, string>> = {
   'hub-account': { username: 'hub-user-not-in-config', 'access-token': 'hub-token-not-in-config' },
 };
 
+/** The rendered TOML through the registry's own loader, reading each `_file` from `data`. */
+function parsed(rendered: ReturnType<typeof renderRegistryConfig>, data = secretData) {
+  return checkConfigText(rendered.toml, 'rendered', (path) => {
+    const ref = rendered.secretFiles.get(path);
+    const value = ref && data[ref.name]?.[ref.key];
+    if (value === undefined) throw Object.assign(new Error('absent'), { code: 'ENOENT' });
+    return value;
+  });
+}
+
 describe('registry config rendering', () => {
   it('renders a config the registry accepts, reading every credential from a mounted Secret file', () => {
     const rendered = renderRegistryConfig(registry, indexes);
@@ -84,6 +96,35 @@ describe('registry config rendering', () => {
     expect(config.retention).toEqual({ everySecs: 6 * 3600 });
     expect(rendered.secrets).toEqual(['admin', 'hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
+  });
+
+  it('renders a duration the CRD takes as plain seconds ("3600") as a number, which the registry reads as seconds', () => {
+    const scheduled: PackageRegistry = { ...registry, spec: { ...registry.spec, retention: { every: '3600' } } };
+    const aged = index('aged', { route: 'team/aged', ecosystem: 'python', role: 'hosted', policy: { minReleaseAge: '86400' } });
+    const kept = index('kept', { route: 'team/kept', ecosystem: 'oci', role: 'hosted', retention: { untaggedAfter: '1209600' } });
+    const rendered = renderRegistryConfig(scheduled, [aged, kept]);
+    expect(parse(rendered.toml).retention).toEqual({ every: 3600 });
+    const config = parsed(rendered);
+    expect(config.retention).toEqual({ everySecs: 3600 });
+    expect(config.indexes.find((ix) => ix.name === 'aged')?.policy.minReleaseAgeSecs).toBe(86_400);
+    const keptConfig = config.indexes.find((ix) => ix.name === 'kept');
+    expect(keptConfig?.role === 'hosted' && keptConfig.retention?.untaggedAfterSecs).toBe(14 * 86_400);
+  });
+
+  it('renders spec.gc as the [gc] table, which the registry reads into its collection settings', () => {
+    const collected: PackageRegistry = { ...registry, spec: { ...registry.spec, gc: { enabled: false, every: '12h', grace: '2d', lease: '90' } } };
+    const rendered = renderRegistryConfig(collected, indexes);
+    expect(parse(rendered.toml).gc).toEqual({ enabled: false, every: '12h', grace: '2d', lease: 90 });
+    expect(parsed(rendered).gc).toEqual({ enabled: false, everySecs: 12 * 3600, graceSecs: 2 * 86_400, leaseSecs: 90 });
+  });
+
+  it("renders only the gc fields the spec sets, and no [gc] without spec.gc: the registry's defaults apply", () => {
+    const graceOnly = renderRegistryConfig({ ...registry, spec: { ...registry.spec, gc: { grace: '3d' } } }, indexes);
+    expect(parse(graceOnly.toml).gc).toEqual({ grace: '3d' });
+    expect(parsed(graceOnly).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: 3 * 86_400, leaseSecs: DEFAULT_GC_LEASE_SECS });
+    const none = renderRegistryConfig(registry, indexes);
+    expect(parse(none.toml)).not.toHaveProperty('gc');
+    expect(parsed(none).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: DEFAULT_GC_GRACE_SECS, leaseSecs: DEFAULT_GC_LEASE_SECS });
   });
 
   it('gives the same bytes whatever order the resources come in', () => {

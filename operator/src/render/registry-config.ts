@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
+import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -18,6 +18,15 @@ export const DEFAULT_SECRET_KEY_KEY = 'secret-key';
 
 export function secretPath(ref: SecretKeyRef): string {
   return `${SECRETS_DIR}/${ref.name}/${ref.key}`;
+}
+
+/**
+ * A CRD duration as the registry's TOML takes it. The CRDs allow plain seconds as a string
+ * ("3600"); the registry reads seconds only as a number (its duration strings carry units), so
+ * those become a TOML integer. Anything else is passed on for the registry's check to judge.
+ */
+function tomlDuration(value: string): number | string {
+  return /^[0-9]+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
 }
 
 export interface RenderedConfig {
@@ -35,7 +44,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
     refs.push(ref);
     return secretPath(ref);
   };
-  const { storage, rateLimit, logLevel, adminTokenSecretRef, retention } = registry.spec;
+  const { storage, rateLimit, logLevel, adminTokenSecretRef, retention, gc } = registry.spec;
   const creds = storage.credentialsSecretRef;
   const doc: Record<string, unknown> = {
     host: '0.0.0.0',
@@ -74,10 +83,21 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
       ...classes,
     };
   }
-  if (retention?.every !== undefined) doc.retention = { every: retention.every };
+  if (retention?.every !== undefined) doc.retention = { every: tomlDuration(retention.every) };
+  if (gc) doc.gc = gcTable(gc);
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
+}
+
+/** `[gc]` with only the fields the spec sets: the registry's defaults stay its own (design §6). */
+function gcTable(gc: RegistryGc): Record<string, unknown> {
+  return {
+    ...(gc.enabled !== undefined ? { enabled: gc.enabled } : {}),
+    ...(gc.every !== undefined ? { every: tomlDuration(gc.every) } : {}),
+    ...(gc.grace !== undefined ? { grace: tomlDuration(gc.grace) } : {}),
+    ...(gc.lease !== undefined ? { lease: tomlDuration(gc.lease) } : {}),
+  };
 }
 
 function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Record<string, unknown> {
@@ -111,11 +131,11 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       ...(p.maxFileSize !== undefined ? { 'max-file-size': p.maxFileSize } : {}),
       ...(p.denyProjects ? { 'deny-projects': p.denyProjects } : {}),
       ...(p.allowProjects ? { 'allow-projects': p.allowProjects } : {}),
-      ...(p.minReleaseAge !== undefined ? { 'min-release-age': p.minReleaseAge } : {}),
+      ...(p.minReleaseAge !== undefined ? { 'min-release-age': tomlDuration(p.minReleaseAge) } : {}),
     };
   }
   if (s.retention) {
-    if (s.retention.untaggedAfter !== undefined) table.untagged_after = s.retention.untaggedAfter;
+    if (s.retention.untaggedAfter !== undefined) table.untagged_after = tomlDuration(s.retention.untaggedAfter);
     if (s.retention.keepTags?.length) table.keep_tags = s.retention.keepTags.map((r) => ({ match: r.match, newest: r.newest }));
   }
   if (s.webhooks?.length) {

@@ -164,6 +164,16 @@ export interface PackageRegistrySpec {
   adminTokenSecretRef?: SecretKeyRef;
   /** When the retention rules of its indexes run by themselves (rendered as `[retention] every`). */
   retention?: { every?: string };
+  /** The garbage collection of blobs (rendered as `[gc]`; absent fields keep the registry's defaults). */
+  gc?: RegistryGc;
+}
+
+/** `[gc]` of the registry (docs/storage-lifecycle.md); durations are seconds or like "6h", "1d". */
+export interface RegistryGc {
+  enabled?: boolean;
+  every?: string;
+  grace?: string;
+  lease?: string;
 }
 
 export interface PackageRegistryStatus {
