@@ -105,8 +105,10 @@ export class CachedBlobs {
       return true;
     }, repo);
     if (!known) return 'unknown';
-    await this.holder.hold(hex);
-    return 'stored';
+    // Held, then looked at again: a collection may have deleted the unheld bytes since the stat
+    // above (lifecycle/collect.ts); then they are fetched like any missing blob.
+    const gone = await this.holder.touchStored([hex]);
+    return gone.length > 0 ? 'absent' : 'stored';
   }
 
   /**
