@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { testBackend, s3StorageToml, sharedMinio } from '../support/backend.js';
-import { gc, hosted, oci, toml } from '../support/config.js';
+import { admin, gc, hosted, oci, toml } from '../support/config.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Image } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
@@ -37,6 +37,8 @@ let probe: StoreProbe;
 let work: string;
 let env: Record<string, string>;
 /** Every tag pushed and not deleted, and every Python release uploaded and not deleted. */
+/** The admin token: the admin action runs only with it. */
+const ADMIN = 'gc-admin-token-5d1e7a90';
 const tags = new Map<string, Image>();
 const releases: BuiltProject[] = [];
 
@@ -45,6 +47,7 @@ beforeAll(async () => {
     hosted('py', { token: TOKEN, volatile: true }),
     oci.hosted('images', { route: 'team/images', token: TOKEN }),
     gc({ enabled: false, grace: GRACE_SECS, lease: '3s' }),
+    admin(ADMIN),
   );
   if (testBackend() === 's3') {
     const storage = s3StorageToml(sharedMinio());
@@ -112,7 +115,7 @@ function parseReport(output: string): Reclaimed {
 
 /** A collection inside the running server (the admin action); null while another one runs. */
 async function gcAdmin(node: Velodex): Promise<{ blobsDeleted: number } | null> {
-  const res = await fetch(`${node.url}/+admin/gc`, { method: 'POST' });
+  const res = await fetch(`${node.url}/+admin/gc`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
   if (res.status === 409) return null;
   expect(res.status).toBe(200);
   return (await res.json()) as { blobsDeleted: number };

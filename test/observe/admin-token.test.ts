@@ -154,6 +154,24 @@ describe('the [admin] table', () => {
   });
 });
 
+describe('without [admin] token', () => {
+  let open: Velodex | undefined;
+
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  it('refuses the admin actions (403 naming the key), though the admin pages are open', async () => {
+    open = await startVelodex({ config: toml(hostedWithToken('hosted')) });
+    for (const action of ['/+admin/gc?dry_run=1', '/+admin/retention?dry_run=1']) {
+      const res = await fetch(`${open.url}${action}`, { method: 'POST' });
+      expect(res.status, action).toBe(403);
+      expect(await res.text(), action).toContain('[admin] token');
+    }
+    expect((await fetch(`${open.url}/+status?details=admin`)).status).toBe(200);
+  });
+});
+
 describe('a burst of admin requests', () => {
   let app: CountedApp | undefined;
 

@@ -171,6 +171,10 @@ describe('retention of a hosted OCI index', () => {
   it('the admin endpoint needs the admin token', async () => {
     expect((await adminRetention('?dry_run=1', null)).status).toBe(401);
     expect((await adminRetention('', 'not-the-admin-token')).status).toBe(401);
+    // A dry_run it cannot read is refused, not taken for a real run.
+    const unclear = await adminRetention('?dry_run=on');
+    expect(unclear.status).toBe(400);
+    expect(await unclear.text()).toContain('dry_run');
   });
 
   it('the run deletes them through the DELETE path: crane sees them gone, the rest pulls, the webhooks hear it', async () => {

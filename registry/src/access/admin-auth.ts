@@ -1,6 +1,7 @@
 /**
  * The admin surfaces (`/+status?details=admin`, the `/admin/status` page): open to anyone while
- * no `[admin] token` is configured, as before; with one, a request must carry it, either as
+ * no `[admin] token` is configured, as before (the admin actions, `POST /+admin/...`, are not:
+ * `requireForAction`); with one, a request must carry it, either as
  * `Authorization: Bearer <token>` (scripts, curl) or as HTTP Basic with the token as the password
  * and any user name (browsers: the challenge is Basic so that they prompt for it, without any
  * script, and send it again to the same realm). The comparison is constant-time (auth.ts); a
@@ -8,6 +9,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Secret } from '../config/secret.js';
+import { HttpError } from '../http/errors.js';
 import { logAuthFailed } from '../observe/security-log.js';
 import { parseBasic, sameSecret } from './auth.js';
 
@@ -48,5 +50,22 @@ export class AdminGate {
     // `index` names what was addressed: here the route (`/+status`), as the token realm's lines do.
     if (denial) logAuthFailed(request.log, { index: request.routeOptions.url ?? 'admin', method: request.method, client: this.clientAddress(request), reason: denial });
     return denial;
+  }
+
+  /** Throws the 401 (with the Basic challenge) of a request that may not see the admin surfaces. */
+  require(request: FastifyRequest): void {
+    const denial = this.refusal(request);
+    if (denial) throw new HttpError(401, ADMIN_DENIAL_MESSAGES[denial], { 'www-authenticate': ADMIN_CHALLENGE, 'cache-control': 'no-store' });
+  }
+
+  /**
+   * `require` for an admin action (`POST /+admin/...`: a collection, a retention run), which
+   * reads the whole store and changes it. Unlike the pages, an action is never open: with no
+   * `[admin] token` set it is refused (403), so an anonymous client cannot start store-wide work
+   * on demand; the schedule and the command line still run it.
+   */
+  requireForAction(request: FastifyRequest): void {
+    if (!this.token) throw new HttpError(403, 'admin actions need an admin token: set [admin] token in the server config (or run the velodex command, or let the schedule run it)', { 'cache-control': 'no-store' });
+    this.require(request);
   }
 }

@@ -4,11 +4,11 @@
  * it. The collection itself is lifecycle/'s.
  *
  *   POST /+admin/gc[?dry_run=1]   the report as JSON; 409 while another collection holds the
- *                                 lease; the admin token gate of `/+status?details=admin`
+ *                                 lease; needs the admin token (`AdminGate.requireForAction`)
  */
 import { hostname } from 'node:os';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../../access/admin-auth.js';
+import type { FastifyInstance } from 'fastify';
+import type { AdminGate } from '../../access/admin-auth.js';
 import type { Config } from '../../config/types.js';
 import type { EcosystemModule } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
@@ -16,6 +16,7 @@ import type { CollectionReport } from '../../lifecycle/collect.js';
 import { CollectionBusyError, GarbageCollector } from '../../lifecycle/collector.js';
 import type { CollectionTotals } from '../../lifecycle/totals.js';
 import type { Stores } from '../../storage/index.js';
+import { dryRunOf } from './admin-action.js';
 
 export interface CollectorBuild {
   /** Awaited after each deletion of bytes (`velodex gc`'s test hook), which judges one document at a time. */
@@ -58,16 +59,9 @@ export interface GcRouteOptions {
   admin: AdminGate;
 }
 
-function dryRunOf(request: FastifyRequest): boolean {
-  const url = request.raw.url ?? '';
-  const value = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '').get('dry_run');
-  return value !== null && value !== '0' && value !== 'false';
-}
-
 export async function gcRoute(app: FastifyInstance, opts: GcRouteOptions): Promise<void> {
   app.post('/+admin/gc', async (request, reply) => {
-    const denial = opts.admin.refusal(request);
-    if (denial) throw new HttpError(401, ADMIN_DENIAL_MESSAGES[denial], { 'www-authenticate': ADMIN_CHALLENGE, 'cache-control': 'no-store' });
+    opts.admin.requireForAction(request);
     const dryRun = dryRunOf(request);
     let report: CollectionReport;
     try {

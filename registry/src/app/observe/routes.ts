@@ -5,10 +5,9 @@
  * (access/admin-auth.ts); the plain document stays open (the operator and the dashboard read it).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ADMIN_CHALLENGE, ADMIN_DENIAL_MESSAGES, type AdminGate } from '../../access/admin-auth.js';
+import type { AdminGate } from '../../access/admin-auth.js';
 import type { Config } from '../../config/types.js';
 import type { Ecosystem } from '../../ecosystem/ecosystem.js';
-import { HttpError } from '../../http/errors.js';
 import type { IndexSummaries } from '../../observe/summary.js';
 import type { ServerCounters } from './server-counters.js';
 import { buildStats } from './stats.js';
@@ -41,8 +40,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
 
   app.get('/+status', async (request, reply) => {
     const query = parseStatusQuery(queryOf(request));
-    const denial = query.details ? opts.admin.refusal(request) : null;
-    if (denial) throw new HttpError(401, ADMIN_DENIAL_MESSAGES[denial], { 'www-authenticate': ADMIN_CHALLENGE, 'cache-control': 'no-store' });
+    if (query.details) opts.admin.require(request);
     const totals = await counters.totals();
     const doc = await buildStatus(
       {
