@@ -9,7 +9,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RetentionRules } from '../../registry/src/config/types.js';
-import { globToRegExp } from '../../registry/src/policy/glob.js';
+import { compileGlob } from '../../registry/src/policy/glob.js';
 import { planRepository, type ManifestState, type RepoState } from '../../registry/src/oci/model/retention-plan.js';
 
 const NOW = 1_800_000_000_000;
@@ -74,7 +74,7 @@ describe('the retention plan, for any repository and rules', () => {
       fc.property(repoState, retentionRules, (state, rules) => {
         const plan = planRepository(state, rules, NOW);
         const removed = new Set(plan.untag.map((u) => u.tag));
-        const globs = rules.keepTags.map((r) => ({ re: globToRegExp(r.match), newest: r.newest }));
+        const globs = rules.keepTags.map((r) => ({ re: compileGlob(r.match), newest: r.newest }));
         for (const t of state.tags) if (!globs.some((g) => g.re.test(t.tag))) expect(removed.has(t.tag)).toBe(false);
         for (const g of globs) {
           const matched = state.tags.filter((t) => g.re.test(t.tag));

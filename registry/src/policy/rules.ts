@@ -6,7 +6,7 @@
 import type { PolicyConfig } from '../config/types.js';
 import type { PolicyAction, PolicyDenial } from './denial.js';
 import { formatDuration } from '../config/duration.js';
-import { globToRegExp } from './glob.js';
+import { compileGlob, type Glob } from './glob.js';
 
 /** What a file-level rule looks at. */
 export interface FileFacts {
@@ -20,7 +20,7 @@ export interface FileFacts {
 
 interface NamedGlob {
   glob: string;
-  re: RegExp;
+  re: Glob;
 }
 
 export class Policy {
@@ -32,7 +32,7 @@ export class Policy {
 
   /** `normalize` is the ecosystem's name normalisation, applied to the patterns too. */
   constructor(configs: readonly PolicyConfig[], normalize: (name: string) => string = (n) => n) {
-    const compile = (glob: string): NamedGlob => ({ glob, re: globToRegExp(normalize(glob)) });
+    const compile = (glob: string): NamedGlob => ({ glob, re: compileGlob(normalize(glob)) });
     this.#deny = configs.flatMap((c) => c.denyProjects.map(compile));
     this.#allow = configs.filter((c) => c.allowProjects.length > 0).map((c) => c.allowProjects.map(compile));
     this.maxFileSize = strictest(configs.map((c) => c.maxFileSize), Math.min);

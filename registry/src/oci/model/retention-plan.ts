@@ -21,7 +21,7 @@
  */
 import type { RetentionRules } from '../../config/types.js';
 import { formatDuration } from '../../config/duration.js';
-import { globToRegExp } from '../../policy/glob.js';
+import { compileGlob } from '../../policy/glob.js';
 
 /** One tag of the repository: the manifest it names, and when it was pushed (epoch ms) if known. */
 export interface TagState {
@@ -88,7 +88,7 @@ function tagsToRemove(state: RepoState, rules: RetentionRules): PlannedUntag[] {
   const kept = new Set<string>();
   const firstMatch = new Map<string, string>();
   for (const rule of rules.keepTags) {
-    const glob = globToRegExp(rule.match);
+    const glob = compileGlob(rule.match);
     const matched = newestFirst.filter((t) => glob.test(t.tag));
     for (const t of matched.slice(0, rule.newest)) kept.add(t.tag);
     for (const t of matched) if (!firstMatch.has(t.tag)) firstMatch.set(t.tag, `keep_tags match = "${rule.match}", newest = ${rule.newest}`);
