@@ -7,6 +7,11 @@
  * a document names is stored ("referenced ⇒ present"). After every collection: a stored blob no
  * document names and no push in flight holds is gone once its hold (or, unheld, its bytes) is older
  * than the grace period ("unreferenced and old ⇒ gone").
+ *
+ * Accounting rides along (lifecycle/usage/): each holder is an index of its own. Before every
+ * collection the figures the writes kept (the ledger's deltas, flushed) equal what the holds
+ * say each index holds; after it, the collection's exact count does too, and its total is what
+ * the store lists.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -14,6 +19,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { collect } from '../../registry/src/lifecycle/collect.js';
 import type { HoldsMarker } from '../../registry/src/lifecycle/marks.js';
+import { UsageLedger, type UsageFigures } from '../../registry/src/lifecycle/usage/ledger.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { BlobHolds } from '../../registry/src/storage/holds.js';
@@ -56,15 +62,37 @@ async function world() {
   let offset = 0;
   const now = () => Date.now() + offset;
   const holds = new BlobHolds(meta, blobs, { now });
+  const ledger = new UsageLedger({ meta, blobs, indexOf: (h) => h });
+  holds.observe(ledger);
   // The documents of a pretend ecosystem: per holder, the digests it references.
   const marker: HoldsMarker = {
     owns: (h) => h.startsWith('t.'),
     async mark(marks) {
       for (const h of HOLDERS) for (const hex of (await meta.get<{ refs: string[] }>(docKey(h)))?.doc.refs ?? []) marks.add(h, hex);
     },
+    indexOf: (h) => h,
   };
-  return { blobs, meta, holds, marker, now, advance: (ms: number) => (offset += ms) };
+  return { blobs, meta, holds, ledger, marker, now, advance: (ms: number) => (offset += ms) };
 }
+
+/** What the holds and the store say: per holder the stored digests it holds, and every stored blob. */
+async function truth(w: Awaited<ReturnType<typeof world>>): Promise<{ indexes: Record<string, UsageFigures>; total: UsageFigures }> {
+  const indexes: Record<string, UsageFigures> = {};
+  const total = { bytes: 0, objects: 0 };
+  for await (const blob of w.blobs.list()) {
+    total.bytes += blob.size;
+    total.objects += 1;
+    const entry = await w.holds.entry(blob.digest);
+    if (!entry || entry.doc.releasing !== undefined) continue;
+    for (const h of entry.doc.holders) {
+      const cur = indexes[h] ?? { bytes: 0, objects: 0 };
+      indexes[h] = { bytes: cur.bytes + blob.size, objects: cur.objects + 1 };
+    }
+  }
+  return { indexes, total };
+}
+
+const figures = (f: UsageFigures | undefined): UsageFigures => f ?? { bytes: 0, objects: 0 };
 
 async function runModel(ops: Op[]): Promise<void> {
   const w = await world();
@@ -111,12 +139,23 @@ async function runModel(ops: Op[]): Promise<void> {
           const times = entry ? entry.doc.holders.map((h) => entry.doc.touched?.[h] ?? Infinity) : [blob.modifiedMs];
           if (times.every((t) => t < cutoff)) old.add(blob.digest);
         }
-        await collect({ blobs: w.blobs, holds: w.holds, sweep: async () => 0, sharedStages: null }, [w.marker], {
+        await w.ledger.flush();
+        const before = await truth(w);
+        for (const h of HOLDERS) expect(w.ledger.usage(h), `kept by the writes: ${h}`).toEqual(figures(before.indexes[h]));
+        const report = await collect({ blobs: w.blobs, holds: w.holds, sweep: async () => 0, sharedStages: null }, [w.marker], {
           graceMs: step.graceSecs * 1000,
           dryRun: false,
           now: w.now,
         });
         for (const hex of old) expect(await w.blobs.stat(hex), `unreferenced and old: ${hex}`).toBeNull();
+        const after = await truth(w);
+        for (const h of HOLDERS) expect(figures(report.stored.indexes[h]), `counted: ${h}`).toEqual(figures(after.indexes[h]));
+        expect(report.stored.total).toEqual(after.total);
+        // The collection's own releases, kept by the writes as any other.
+        await w.ledger.flush();
+        for (const h of HOLDERS) expect(w.ledger.usage(h), `kept by the writes after the collection: ${h}`).toEqual(figures(after.indexes[h]));
+        await w.ledger.recount(report.stored);
+        for (const h of HOLDERS) expect(w.ledger.usage(h), `recorded: ${h}`).toEqual(figures(after.indexes[h]));
         break;
       }
     }

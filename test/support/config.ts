@@ -65,6 +65,8 @@ export interface HostedOptions extends IndexOptions {
   untaggedAfter?: number | string;
   /** Retention (a hosted OCI index): `keep_tags`. */
   keepTags?: Array<{ match: string; newest: number }>;
+  /** `quota_bytes`: bytes or a size such as "10MiB". */
+  quota?: number | string;
 }
 
 export interface CachedOptions extends IndexOptions {
@@ -73,6 +75,9 @@ export interface CachedOptions extends IndexOptions {
   /** Hosts that belong to the upstream besides its own (`upstream_hosts`). */
   upstreamHosts?: string[];
   credentials?: { username?: SecretValue; password?: SecretValue };
+  /** The cache's budget: `max_bytes` (bytes or a size) and `evict_unused_after` (seconds or a duration). */
+  maxBytes?: number | string;
+  evictUnusedAfter?: number | string;
 }
 
 export interface VirtualOptions extends IndexOptions {
@@ -93,7 +98,7 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
 
 /** A hosted index. */
 export function hosted(name: string, o: HostedOptions = {}): ConfigPart {
-  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token), untagged_after: o.untaggedAfter, keep_tags: o.keepTags }, o);
+  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token), untagged_after: o.untaggedAfter, keep_tags: o.keepTags, quota_bytes: o.quota }, o);
 }
 
 /** A cached index of the upstream at `upstream` (a Python index's Simple URL, a registry's base URL). */
@@ -105,6 +110,8 @@ export function cached(name: string, upstream: string, o: CachedOptions = {}): C
       cache_ttl_secs: o.ttlSecs,
       upstream_concurrency: o.upstreamConcurrency,
       upstream_hosts: o.upstreamHosts,
+      max_bytes: o.maxBytes,
+      evict_unused_after: o.evictUnusedAfter,
       ...secret('upstream_username', o.credentials?.username),
       ...secret('upstream_password', o.credentials?.password),
     },

@@ -36,7 +36,8 @@ import { SoloLink, type WorkerLink } from '../workers/link.js';
 import { guardConnections, serverTimeouts } from './connection-guard.js';
 import { registerDiscovery } from './discovery/routes.js';
 import { answerError } from './error-handler.js';
-import { garbageCollector, gcRoute } from './lifecycle/gc.js';
+import { garbageCollector, gcRoute, holdsMarkers, usageLedger } from './lifecycle/gc.js';
+import type { UsageLedger } from '../lifecycle/usage/ledger.js';
 import { indexNamespace } from './namespace/index-namespace.js';
 import { classifyRequest } from './namespace/request-class.js';
 import { metricsRoute, observeRequests } from './observe/metrics-route.js';
@@ -57,6 +58,8 @@ export interface BuiltApp {
   /** The garbage collector (`POST /+admin/gc`; the server runs it on the `[gc]` schedule) and what it reclaimed. */
   gc: GarbageCollector;
   gcTotals: CollectionTotals;
+  /** What each index holds, kept by this process's writes; the server starts and stops its flushing. */
+  usage: UsageLedger;
 }
 
 export interface BuildOptions {
@@ -135,12 +138,14 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await mkdir(scratchDir, { recursive: true });
   // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
   const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
+  const markers = holdsMarkers(config, stores, modules);
+  const usage = usageLedger(stores, markers);
   const ctx: ServerContext = {
-    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries,
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage,
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
-  const gc = garbageCollector(config, stores, modules);
+  const gc = garbageCollector(config, stores, modules, { usage });
   const gcTotals = new CollectionTotals();
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   const retentionCounters = new RetentionCounters();
@@ -172,6 +177,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       rateLimit: () => limiter.snapshot(),
       retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),
       collections: () => gcTotals,
+      stored: (ix) => (ix.role === 'virtual' ? undefined : usage.usage(ix.name)),
+      storedTotal: () => usage.total(),
     }, link);
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
@@ -183,7 +190,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   const admin = new AdminGate(config.admin.token, clientAddress);
-  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin });
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage });
   await app.register(uiRoutes, { config, ecosystems, admin });
   await app.register(retentionRoute, { runner: retention, admin });
   await app.register(gcRoute, { gc, totals: gcTotals, admin });
@@ -191,7 +198,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
-  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals };
+  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

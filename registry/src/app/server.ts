@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { openStores } from '../storage/index.js';
 import { startSweeper } from '../storage/sweeper.js';
 import { scheduleRetention } from '../lifecycle/retention-schedule.js';
-import { scheduleCollections } from '../lifecycle/schedule.js';
+import { scheduleCollections, scheduleFirstCount } from '../lifecycle/schedule.js';
 import { reportFields } from './lifecycle/gc.js';
 import { ClusterLink, SoloLink } from '../workers/link.js';
 
@@ -26,7 +26,9 @@ export interface RunningServer {
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events, retention, gc, gcTotals } = await buildApp(config, stores, ecosystems, { link });
+  const { app, ecosystems: running, events, retention, gc, gcTotals, usage } = await buildApp(config, stores, ecosystems, { link });
+  usage.start();
+  const stopCounts = scheduleFirstCount(gc, usage, app.log);
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {
       if (removed > 0) app.log.info({ event: 'staging_swept', removed }, 'removed stale staged writes left by stopped processes');
@@ -72,7 +74,9 @@ export async function startServer(config: Config, notes: Record<string, string> 
       stopSweeper();
       stopRetention();
       stopCollections();
+      stopCounts();
       await app.close();
+      await usage.stop();
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.
       await events.close();

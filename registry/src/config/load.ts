@@ -11,7 +11,7 @@ import { ConfigError } from './errors.js';
 import { fileSchema, type FileConfig, type IndexFileConfig } from './schema.js';
 import type { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
-import type { Config, IndexConfig, RetentionRules, RetentionSchedule, StorageConfig } from './types.js';
+import type { CacheBudget, Config, IndexConfig, RetentionRules, RetentionSchedule, StorageConfig } from './types.js';
 import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
 import { resolveWebhook } from './webhook.js';
@@ -19,6 +19,7 @@ import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
 import { checkRoute } from './routes.js';
 import { parseDuration } from './duration.js';
+import { parseSize } from './size.js';
 import { resolveGc } from './gc.js';
 
 export interface Overrides {
@@ -227,6 +228,9 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   for (const key of secretSpellings('upstream_username', 'upstream_password')) onlyFor(key, 'cached');
   onlyFor('upload_target', 'virtual');
   onlyFor('volatile', 'hosted');
+  onlyFor('quota_bytes', 'hosted');
+  onlyFor('max_bytes', 'cached');
+  onlyFor('evict_unused_after', 'cached');
   for (const key of secretSpellings('upload_token')) onlyFor(key, 'hosted');
   const retention = retentionRules(ix, where, role, ecosystem, ecosystems);
 
@@ -251,6 +255,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
         uploadToken: resolveSecret(ix, 'upload_token', where, secrets),
         volatile: ix.volatile ?? false,
         ...(retention ? { retention } : {}),
+        ...(ix.quota_bytes !== undefined ? { quotaBytes: sizeOf(ix.quota_bytes, `${where}.quota_bytes`) } : {}),
       };
     case 'cached':
       return {
@@ -262,6 +267,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
         upstreamConcurrency: ix.upstream_concurrency,
         cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
         upstreamHosts: ix.upstream_hosts ?? [],
+        ...cacheBudget(ix, where),
       };
     case 'virtual':
       return { ...base, role, members: ix.members!, uploadTarget: ix.upload_target };
@@ -300,6 +306,26 @@ function retentionRules(
     rules.untaggedAfterSecs = secs;
   }
   return rules;
+}
+
+/** A size key's bytes; the schema let only sizes through, so this refuses what rounds to nothing. */
+function sizeOf(value: number | string, where: string): number {
+  const bytes = parseSize(value);
+  if (bytes === null) throw new ConfigError(where, 'must be a size above zero', 'use bytes or a size like "500MiB", "10Gi", "1.5GB"');
+  return bytes;
+}
+
+/** `max_bytes` and `evict_unused_after` of a cached index, when either is set. */
+function cacheBudget(ix: IndexFileConfig, where: string): { budget?: CacheBudget } {
+  if (ix.max_bytes === undefined && ix.evict_unused_after === undefined) return {};
+  const budget: CacheBudget = {};
+  if (ix.max_bytes !== undefined) budget.maxBytes = sizeOf(ix.max_bytes, `${where}.max_bytes`);
+  if (ix.evict_unused_after !== undefined) {
+    const secs = parseDuration(ix.evict_unused_after);
+    if (secs === null || secs === 0) throw new ConfigError(`${where}.evict_unused_after`, 'must be a duration of at least 1s', 'use seconds or a duration like "12h", "30d"');
+    budget.evictUnusedAfterSecs = secs;
+  }
+  return { budget };
 }
 
 /** `[retention]`: `every`, at least a second apart. */

@@ -6,12 +6,16 @@
 import { z } from 'zod';
 import { DURATION_PATTERN } from './duration.js';
 import { HOST_PATTERN } from './hosts.js';
+import { SIZE_PATTERN } from './size.js';
 import { MAX_WORKERS } from './workers.js';
 
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().positive();
 
 /** A duration as the config spells them (config/duration.ts): seconds, or a string like "7d". */
+/** A size as the config spells them (config/size.ts): bytes, or a string like "10GiB", "500Mi". */
+const size = z.union([z.number().int().positive(), z.string().regex(SIZE_PATTERN, 'must be bytes or a size like "500MiB", "10Gi", "1.5GB"')]);
+
 const duration = z.union([z.number().int().min(0), z.string().regex(DURATION_PATTERN, 'must be seconds or a duration like "7d", "12h", "1d12h"')]);
 
 /** One `keep_tags` rule of a hosted index's retention: of the tags `match` matches, the newest `newest` stay. */
@@ -65,6 +69,10 @@ export const indexSchema = z.strictObject({
   // Retention of a hosted index whose ecosystem has tags (config/load.ts refuses it elsewhere).
   untagged_after: duration.optional(),
   keep_tags: z.array(keepTagsSchema).optional(),
+  // Storage limits (config/load.ts): a quota on a hosted index, a budget on a cached one.
+  quota_bytes: size.optional(),
+  max_bytes: size.optional(),
+  evict_unused_after: duration.optional(),
 });
 
 /** `[retention]`: when the retention rules of the indexes run by themselves. */

@@ -49,6 +49,8 @@ export interface HostedIndex extends IndexBase {
   volatile: boolean;
   /** What the index lets go of by itself (`untagged_after`, `keep_tags`); absent: it keeps everything. */
   retention?: RetentionRules;
+  /** Bytes the index may hold (`quota_bytes`): an upload that would cross it is refused. Absent: no limit. */
+  quotaBytes?: number;
 }
 
 /**
@@ -82,6 +84,15 @@ export interface CachedIndex extends IndexBase {
    * upstream may send the cache to is the ecosystem's rule (roles/egress.ts).
    */
   upstreamHosts: string[];
+  /** What the cache may keep (`max_bytes`, `evict_unused_after`); absent: it keeps everything it fetched. */
+  budget?: CacheBudget;
+}
+
+/** A cached index's budget: least recently downloaded content is evicted past it. At least one is set. */
+export interface CacheBudget {
+  maxBytes?: number;
+  /** Content not downloaded for this long (seconds) is evicted whatever the size. */
+  evictUnusedAfterSecs?: number;
 }
 
 export interface VirtualIndex extends IndexBase {

@@ -4,6 +4,7 @@
  * owns the meaning of the paths under its indexes' routes, and may mount its own top-level tree
  * (the OCI API lives under `/v2/`).
  */
+import type { UsageLedger } from '../lifecycle/usage/ledger.js';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { EcosystemFacts } from '../config/ecosystem-facts.js';
@@ -60,6 +61,8 @@ export interface ServerContext {
   summaries: IndexSummaries;
   /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */
   fetches?: SharedFetches;
+  /** What each index holds (lifecycle/usage/): quotas read it. */
+  usage: Pick<UsageLedger, 'usage'>;
 }
 
 export type OriginOf = (request: FastifyRequest) => Origin | null;

@@ -50,7 +50,8 @@
 import type { BlobHolds, HoldsEntry } from '../storage/holds.js';
 import type { SharedStages } from '../storage/shared-stages.js';
 import type { BlobStore, Sha256Hex } from '../storage/types.js';
-import { Marks, type HoldsMarker } from './marks.js';
+import { indexOfHolder, Marks, type HoldsMarker } from './marks.js';
+import { UsageCounter, type UsageCount } from './usage/count.js';
 
 /** What a collection reads and changes: the stores (`Stores` has all of it). */
 export interface CollectionStores {
@@ -102,6 +103,8 @@ export interface CollectionReport {
   /** Stale staged writes and idle upload sessions removed (never in a dry run). */
   stagingSwept: number;
   uploadsSwept: number;
+  /** What each index and the store hold after the run (in a dry run: would hold), counted exactly. */
+  stored: UsageCount;
 }
 
 /** Holds documents judged at once. */
@@ -130,11 +133,15 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     staleFinished: 0,
     stagingSwept: 0,
     uploadsSwept: 0,
+    stored: { indexes: {}, total: { bytes: 0, objects: 0 } },
   };
+  const indexOf = indexOfHolder(markers);
 
   const marks = new Marks();
   for (const marker of markers) await marker.mark(marks);
   report.referenced = marks.size;
+  const counter = new UsageCounter(indexOf, marks);
+  const deletedHexes = new Set<Sha256Hex>();
 
   // The holds first, the blobs after: a blob put after its hold was listed is never an orphan
   // candidate without a document that `deleteUnheld` then finds.
@@ -149,6 +156,7 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   report.blobsScanned = sizes.size;
 
   const deletedBytes = async (hex: Sha256Hex): Promise<void> => {
+    deletedHexes.add(hex);
     report.blobsDeleted += 1;
     report.bytesDeleted += sizes.get(hex) ?? 0;
     if (!opts.dryRun) await opts.afterDelete?.(report.blobsDeleted);
@@ -173,6 +181,10 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
     const release: string[] = [];
     let untimed = false;
+    const size = sizes.get(hex);
+    const keeps = (holders: readonly string[]): void => {
+      if (size !== undefined && holders.length > 0) counter.held(hex, holders, size);
+    };
     for (const holder of doc.holders) {
       if (!markers.some((m) => m.owns(holder))) {
         report.holdsUnowned += 1;
@@ -185,16 +197,23 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
     if (release.length > 0) {
       const last = release.length === doc.holders.length;
+      const rest = doc.holders.filter((h) => !release.includes(h));
       if (opts.dryRun) {
         report.holdsReleased += release.length;
+        keeps(rest);
         if (last && sizes.has(hex)) await deletedBytes(hex);
         return;
       }
       check();
       const done = await holds.releaseJudged(entry, release);
       if (done.released) report.holdsReleased += release.length;
+      // Not released: the document changed meanwhile (a new hold), and it keeps at least what it had.
+      keeps(done.released ? rest : doc.holders);
       if (done.deleted) await deletedBytes(hex);
-    } else if (untimed) {
+      return;
+    }
+    keeps(doc.holders);
+    if (untimed) {
       if (opts.dryRun) report.holdsStamped += 1;
       else if (await holds.stampUntimed(entry)) report.holdsStamped += 1;
     }
@@ -224,6 +243,9 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     report.stagingSwept = await stores.sweep();
     report.uploadsSwept = (await stores.sharedStages?.sweep())?.stages ?? 0;
   }
+  let left = { bytes: 0, objects: 0 };
+  for (const [hex, size] of sizes) if (!deletedHexes.has(hex)) left = { bytes: left.bytes + size, objects: left.objects + 1 };
+  report.stored = counter.result(left);
   report.durationMs = now() - started;
   return report;
 }

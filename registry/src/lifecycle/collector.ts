@@ -10,6 +10,7 @@ import type { MetaStore } from '../storage/types.js';
 import { collect, type CollectionReport, type CollectionStores } from './collect.js';
 import { Lease, type LeaseDoc } from './lease.js';
 import type { HoldsMarker } from './marks.js';
+import type { LastCollection, UsageLedger } from './usage/ledger.js';
 
 export interface CollectorOptions {
   stores: CollectionStores & { meta: MetaStore };
@@ -23,6 +24,8 @@ export interface CollectorOptions {
   /** Awaited after each deletion of bytes (`collect`'s test hook), and how many documents are judged at once. */
   afterDelete?: (deleted: number) => Promise<void>;
   atOnce?: number;
+  /** Where a real run's exact count and its outcome are recorded (lifecycle/usage/). */
+  usage?: Pick<UsageLedger, 'recount' | 'recordCollection'>;
 }
 
 /** Another process holds the lease: a collection is running there. */
@@ -50,8 +53,38 @@ export class GarbageCollector {
 
   async run({ dryRun = false }: { dryRun?: boolean } = {}): Promise<CollectionReport> {
     const { stores, markers, graceMs, now } = this.opts;
+    if (dryRun) return collect(stores, markers, { graceMs, ...(now ? { now } : {}), dryRun: true });
+    const usage = this.opts.usage;
+    const ended = (): string => new Date((now ?? Date.now)()).toISOString();
+    let report: CollectionReport;
+    try {
+      report = await this.#leased(false);
+    } catch (err) {
+      if (!(err instanceof CollectionBusyError)) {
+        const error = err instanceof Error ? err.message : String(err);
+        await usage?.recordCollection({ endedAt: ended(), result: 'failed', blobsDeleted: 0, bytesDeleted: 0, error }).catch(() => undefined);
+      }
+      throw err;
+    }
+    const last: LastCollection = { endedAt: ended(), result: 'ok', blobsDeleted: report.blobsDeleted, bytesDeleted: report.bytesDeleted };
+    // Not recorded (the store away): the figures stay as the writes keep them until the next count.
+    await usage?.recount(report.stored, last).catch(() => undefined);
+    return report;
+  }
+
+  /**
+   * Counts what each index holds without changing anything (a dry run under the lease, so it does
+   * not run beside a collection) and records the figures: for a store no collection counted yet.
+   */
+  async count(): Promise<CollectionReport> {
+    const report = await this.#leased(true);
+    await this.opts.usage?.recount(report.stored);
+    return report;
+  }
+
+  async #leased(dryRun: boolean): Promise<CollectionReport> {
+    const { stores, markers, graceMs, now } = this.opts;
     const base = { graceMs, ...(now ? { now } : {}) };
-    if (dryRun) return collect(stores, markers, { ...base, dryRun: true });
     const lease = new Lease(stores.meta, 'gc', this.opts.owner, this.opts.leaseMs, now);
     const other = await lease.acquire();
     if (other) throw new CollectionBusyError(other);
@@ -67,7 +100,7 @@ export class GarbageCollector {
     try {
       return await collect(stores, markers, {
         ...base,
-        dryRun: false,
+        dryRun,
         check: () => {
           if (lost) throw new LeaseLostError();
         },

@@ -24,6 +24,13 @@ export class Marks {
     return this.#byHolder.get(holder)?.has(hex) ?? false;
   }
 
+  /** The holders whose documents reference `hex` (one pass over the holders: for the rare digest that needs it). */
+  holdersOf(hex: Sha256Hex): string[] {
+    const out: string[] = [];
+    for (const [holder, set] of this.#byHolder) if (set.has(hex)) out.push(holder);
+    return out;
+  }
+
   /** Referenced digests over every holder, each counted once. */
   get size(): number {
     const all = new Set<Sha256Hex>();
@@ -50,6 +57,17 @@ export interface HoldsMarker {
   owns(holder: string): boolean;
   /** Adds, for every holder it owns, each digest its stored documents reference now. */
   mark(marks: Marks): Promise<void>;
+  /**
+   * The index a holder it owns belongs to, for accounting (lifecycle/usage/); null for a holder
+   * shared by several indexes (an earlier version's), whose digests count for the indexes whose
+   * documents reference them.
+   */
+  indexOf(holder: string): string | null;
+}
+
+/** The index a holder is of, by the markers (null: no single index, or no marker owns it). */
+export function indexOfHolder(markers: readonly HoldsMarker[]): (holder: string) => string | null {
+  return (holder) => markers.find((m) => m.owns(holder))?.indexOf(holder) ?? null;
 }
 
 const HEX = /^(?:sha256:)?([0-9a-f]{64})$/;

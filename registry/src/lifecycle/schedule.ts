@@ -6,6 +6,7 @@
  */
 import type { CollectionReport } from './collect.js';
 import { CollectionBusyError, type GarbageCollector } from './collector.js';
+import type { UsageLedger } from './usage/ledger.js';
 
 export interface ScheduleHooks {
   onReport(report: CollectionReport): void;
@@ -35,4 +36,30 @@ export function scheduleCollections(gc: Pick<GarbageCollector, 'run'>, everyMs: 
     stopped = true;
     clearTimeout(timer);
   };
+}
+
+/**
+ * A store no collection has counted yet (new, or written by an earlier version) shows figures
+ * kept by the writes since this version started, not what it holds: shortly after start, one
+ * count (a dry run under the lease) records the exact figures. Every process asks once; the
+ * lease and the recorded count make the others skip.
+ */
+export function scheduleFirstCount(gc: Pick<GarbageCollector, 'count'>, usage: Pick<UsageLedger, 'flush' | 'countedAt'>, log: CountLog, delayMs = 5_000 + Math.random() * 10_000): () => void {
+  const timer = setTimeout(() => {
+    void (async () => {
+      await usage.flush();
+      if (usage.countedAt !== null) return;
+      const report = await gc.count();
+      log.info({ event: 'usage_counted', ...report.stored.total }, 'counted what each index holds');
+    })().catch((err: unknown) => {
+      if (!(err instanceof CollectionBusyError)) log.warn({ err }, 'counting what each index holds failed; the next collection counts');
+    });
+  }, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+}
+
+interface CountLog {
+  info(fields: Record<string, unknown>, msg: string): void;
+  warn(fields: Record<string, unknown>, msg: string): void;
 }

@@ -16,6 +16,9 @@ export const USAGE_COUNTERS = [
   'stale_served',
   'upstream_errors',
   'rejected',
+  'quota_refused',
+  'evicted',
+  'evicted_bytes',
 ] as const;
 
 export type UsageCounter = (typeof USAGE_COUNTERS)[number];

@@ -26,6 +26,9 @@ const INDEX_METRICS: ReadonlyArray<{ counter: UsageCounter; name: string; help: 
   { counter: 'stale_served', name: 'index_stale_served_total', help: 'Pages served from cache while the upstream was down.', scope: 'caching' },
   { counter: 'upstream_errors', name: 'index_upstream_errors_total', help: 'Upstream failures with nothing cached.', scope: 'caching' },
   { counter: 'uploads', name: 'index_uploads_total', help: 'Accepted uploads.', scope: 'writable' },
+  { counter: 'quota_refused', name: 'index_quota_refused_total', help: 'Uploads refused because they would cross the index quota (quota_bytes).', scope: 'writable' },
+  { counter: 'evicted', name: 'index_evicted_total', help: 'Files and blobs evicted from the cache to keep it within its budget.', scope: 'caching' },
+  { counter: 'evicted_bytes', name: 'index_evicted_bytes_total', help: 'Bytes of the files and blobs evicted from the cache.', scope: 'caching' },
   { counter: 'metadata', name: 'index_metadata_total', help: 'Core-metadata sibling hits (PEP 658/714).', scope: 'metadata' },
 ];
 
@@ -52,6 +55,10 @@ export interface MetricSources {
   retention?(index: IndexConfig): { deleted: number; untagged: number } | undefined;
   /** What this process's garbage collections reclaimed (lifecycle/totals.ts). */
   collections?(): CollectionCounts;
+  /** What an index holds (lifecycle/usage/); undefined for one that holds nothing of its own (virtual). */
+  stored?(index: IndexConfig): { bytes: number; objects: number } | undefined;
+  /** What the store holds in all (a blob several indexes hold counts once). */
+  storedTotal?(): { bytes: number; objects: number };
 }
 
 /** The garbage collections of one process, as the metrics read them. */
@@ -174,6 +181,58 @@ export class Metrics {
           for (const [cls, n] of Object.entries(sources.rateLimit()[decision])) this.inc({ class: cls }, n);
         },
       });
+    }
+
+    const stored = sources.stored;
+    if (stored) {
+      const holding = sources.indexes.filter((ix) => stored(ix) !== undefined);
+      for (const [field, name, help] of [
+        ['bytes', 'index_stored_bytes', 'Bytes of the blobs the index holds (a blob several indexes hold counts for each).'],
+        ['objects', 'index_stored_objects', 'Blobs the index holds.'],
+      ] as const) {
+        new Gauge({
+          name: `${METRICS_PREFIX}${name}`,
+          help,
+          labelNames: LABELS,
+          registers,
+          // Every worker reads the same shared figures: not added up.
+          aggregator: 'max',
+          collect() {
+            for (const ix of holding) this.set(labelsOf(ix), stored(ix)?.[field] ?? 0);
+          },
+        });
+      }
+      const limited = sources.indexes.flatMap((ix) => {
+        const limit = ix.role === 'hosted' ? ix.quotaBytes : ix.role === 'cached' ? ix.budget?.maxBytes : undefined;
+        return limit === undefined ? [] : [{ ix, limit }];
+      });
+      new Gauge({
+        name: `${METRICS_PREFIX}index_limit_bytes`,
+        help: 'The bytes an index may hold: quota_bytes of a hosted index, max_bytes of a cached one.',
+        labelNames: LABELS,
+        registers,
+        aggregator: 'max',
+        collect() {
+          for (const { ix, limit } of limited) this.set(labelsOf(ix), limit);
+        },
+      });
+    }
+    const storedTotal = sources.storedTotal;
+    if (storedTotal) {
+      for (const [field, name, help] of [
+        ['bytes', 'stored_bytes', 'Bytes of every blob in the store (each counted once).'],
+        ['objects', 'stored_objects', 'Blobs in the store.'],
+      ] as const) {
+        new Gauge({
+          name: `${METRICS_PREFIX}${name}`,
+          help,
+          registers,
+          aggregator: 'max',
+          collect() {
+            this.set(storedTotal()[field]);
+          },
+        });
+      }
     }
 
     const collections = sources.collections;

@@ -60,6 +60,8 @@ export function pythonHoldsMarker({ meta, blobs }: MarkServices): HoldsMarker {
   };
   return {
     owns: (holder) => holder === PYTHON_HOLDER,
+    // One holder for every Python index: its digests count for the indexes that reference them.
+    indexOf: () => null,
     async mark(marks) {
       const batch: Promise<void>[] = [];
       for await (const key of meta.list('python')) {

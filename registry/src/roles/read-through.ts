@@ -148,7 +148,7 @@ export class DocCache {
   async #store(body: Buffer): Promise<BlobInfo> {
     if (!this.#holder) return this.#blobs.put(Readable.from([body]));
     const digest = createHash('sha256').update(body).digest('hex');
-    await this.#holder.hold(digest);
+    await this.#holder.hold(digest, body.length);
     return this.#blobs.put(Readable.from([body]), digest);
   }
 

@@ -168,7 +168,7 @@ class Flight<M> {
       spool.complete();
       lead?.send({ type: 'progress', written: stage.size, verified: true });
       try {
-        await opts.holder?.hold(digest);
+        await opts.holder?.hold(digest, stage.size);
         const info = await stage.commit(digest);
         tell({ kind: 'published', info });
         return this.#settle({ kind: 'published', key, info });

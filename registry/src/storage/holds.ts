@@ -80,12 +80,26 @@ export interface ReleaseResult {
 /** One holder's view of the holds: what an ecosystem passes to the neutral roles. */
 export interface Holder {
   readonly name: string;
-  /** Records the hold; true when it is new. Call before storing the bytes. */
-  hold(hex: Sha256Hex): Promise<boolean>;
+  /** Records the hold; true when it is new. Call before storing the bytes; `size`, when known, is what accounting counts. */
+  hold(hex: Sha256Hex, size?: number): Promise<boolean>;
   isHeld(hex: Sha256Hex): Promise<boolean>;
   release(hex: Sha256Hex): Promise<ReleaseResult>;
   /** `touchStored` for this holder. */
   touchStored(hexes: readonly Sha256Hex[]): Promise<Sha256Hex[]>;
+}
+
+/**
+ * Told of every change of a digest's holders this process makes, after it is written: what
+ * accounting (lifecycle/usage/) counts. Called synchronously; it must not throw or block.
+ */
+export interface HoldsObserver {
+  /**
+   * The holders of `hex` went from `before` to `after` (a new holder, or holders let go); `size`
+   * when the writer knew the size of the bytes it holds them for.
+   */
+  changed(hex: Sha256Hex, before: readonly string[], after: readonly string[], size?: number): void;
+  /** The size of bytes about to be deleted (their last holder went), so they can be counted once gone. */
+  deleting(hex: Sha256Hex, size: number): void;
 }
 
 export interface BlobHoldsOptions {
@@ -117,6 +131,7 @@ export class BlobHolds {
   readonly #blobs: BlobStore;
   readonly #staleMs: number;
   readonly #now: () => number;
+  readonly #observers: HoldsObserver[] = [];
 
   constructor(meta: MetaStore, blobs: BlobStore, opts: BlobHoldsOptions = {}) {
     this.#meta = meta;
@@ -125,12 +140,21 @@ export class BlobHolds {
     this.#now = opts.now ?? Date.now;
   }
 
+  /** Tells `observer` of every change of holders from now on. */
+  observe(observer: HoldsObserver): void {
+    this.#observers.push(observer);
+  }
+
+  #changed(hex: Sha256Hex, before: readonly string[], after: readonly string[], size?: number): void {
+    for (const o of this.#observers) o.changed(hex, before, after, size);
+  }
+
   /** A holder bound to its name. */
   as(name: string): Holder {
     checkHolder(name);
     return {
       name,
-      hold: (hex) => this.hold(hex, name),
+      hold: (hex, size) => this.hold(hex, name, size),
       isHeld: (hex) => this.isHeldBy(hex, name),
       release: (hex) => this.release(hex, name),
       touchStored: (hexes) => this.touchStored(hexes, name),
@@ -175,7 +199,7 @@ export class BlobHolds {
    * (a touch); true when it was not there yet. One read and one write. Waits while the bytes are
    * being deleted by a release.
    */
-  async hold(hex: Sha256Hex, holder: string): Promise<boolean> {
+  async hold(hex: Sha256Hex, holder: string, size?: number): Promise<boolean> {
     checkHolder(holder);
     const key = keyOf(hex);
     let conflicts = 0;
@@ -195,7 +219,10 @@ export class BlobHolds {
       }
       try {
         await this.#meta.put<HoldsDoc>(key, next, current ? current.version : null);
-        return !doc || doc.releasing !== undefined || !doc.holders.includes(holder);
+        const before = !doc || doc.releasing !== undefined ? [] : doc.holders;
+        if (before.includes(holder)) return false;
+        this.#changed(hex, before, next.holders, size);
+        return true;
       } catch (err) {
         conflicts = await backOff(err, key, conflicts);
       }
@@ -220,9 +247,11 @@ export class BlobHolds {
       try {
         if (rest) {
           await this.#meta.put<HoldsDoc>(key, rest, current.version);
+          this.#changed(hex, doc.holders, rest.holders);
           return { released: true, last: false, deleted: false };
         }
         marked = await this.#meta.put<HoldsDoc>(key, { holders: [], releasing: this.#now() }, current.version);
+        this.#changed(hex, doc.holders, []);
         break;
       } catch (err) {
         conflicts = await backOff(err, key, conflicts);
@@ -278,7 +307,11 @@ export class BlobHolds {
     const key = keyOf(entry.hex);
     const rest = without(entry.doc, holders);
     if (entry.doc.releasing !== undefined) return { released: false, last: false, deleted: false };
-    if (rest) return { released: await this.#putIf(key, rest, entry.version), last: false, deleted: false };
+    if (rest) {
+      const released = await this.#putIf(key, rest, entry.version);
+      if (released) this.#changed(entry.hex, entry.doc.holders, rest.holders);
+      return { released, last: false, deleted: false };
+    }
     let marked: string;
     try {
       marked = await this.#meta.put<HoldsDoc>(key, { holders: [], releasing: this.#now() }, entry.version);
@@ -286,6 +319,7 @@ export class BlobHolds {
       if (err instanceof ConflictError) return { released: false, last: false, deleted: false };
       throw err;
     }
+    this.#changed(entry.hex, entry.doc.holders, []);
     const deleted = await this.#deleteMarked(entry.hex, marked, entry.doc);
     return { released: true, last: true, deleted };
   }
@@ -337,6 +371,10 @@ export class BlobHolds {
     const key = keyOf(hex);
     let deleted: boolean;
     try {
+      if (this.#observers.length > 0) {
+        const size = (await this.#blobs.stat(hex))?.size;
+        if (size !== undefined) for (const o of this.#observers) o.deleting(hex, size);
+      }
       deleted = await this.#blobs.delete(hex);
     } catch (err) {
       const restore = undo ? this.#meta.put<HoldsDoc>(key, undo, marked) : this.#meta.delete(key, marked);

@@ -73,7 +73,7 @@ export interface CommitOptions {
   /** Bytes to append first (an upload's last chunk); the commit then covers them too. */
   last?: Readable;
   /** Runs once the digest verified, before any byte is published (a hold on the digest). */
-  beforePublish?: () => Promise<void>;
+  beforePublish?: (size: number) => Promise<void>;
 }
 
 export class SharedStages {
@@ -194,7 +194,7 @@ export class SharedStages {
       const doc: StageDoc<T> = { ...current.doc, committing: expected, lastUsed: this.#now() };
       current = { id: current.id, version: await this.meta.put(keyOf(current.id), doc, current.version), doc };
     }
-    await opts.beforePublish?.();
+    await opts.beforePublish?.(current.doc.size);
     await this.#publish(current.doc.chunks, expected);
     await this.#end(current.id, current.doc.chunks);
     return { digest: expected, size: current.doc.size };

@@ -15,19 +15,36 @@ import { HttpError } from '../../http/errors.js';
 import type { CollectionReport } from '../../lifecycle/collect.js';
 import { CollectionBusyError, GarbageCollector } from '../../lifecycle/collector.js';
 import type { CollectionTotals } from '../../lifecycle/totals.js';
+import { indexOfHolder, type HoldsMarker } from '../../lifecycle/marks.js';
+import { UsageLedger } from '../../lifecycle/usage/ledger.js';
 import type { Stores } from '../../storage/index.js';
 import { dryRunOf } from './admin-action.js';
 
 export interface CollectorBuild {
   /** Awaited after each deletion of bytes (`velodex gc`'s test hook), which judges one document at a time. */
   afterDelete?: (deleted: number) => Promise<void>;
+  /** Where a real run records its exact count. */
+  usage?: UsageLedger;
+}
+
+/** Every ecosystem's marker: what its documents reference, and which index a holder is of. */
+export function holdsMarkers(config: Pick<Config, 'indexes'>, stores: Stores, modules: readonly EcosystemModule[]): HoldsMarker[] {
+  const services = { meta: stores.meta, blobs: stores.blobs, indexes: config.indexes };
+  return modules.flatMap((m) => (m.holdsMarker ? [m.holdsMarker(services)] : []));
+}
+
+/** The ledger of what each index holds, told of every change of holds this process makes. */
+export function usageLedger(stores: Stores, markers: readonly HoldsMarker[]): UsageLedger {
+  const usage = new UsageLedger({ meta: stores.meta, blobs: stores.blobs, indexOf: indexOfHolder(markers) });
+  stores.holds.observe(usage);
+  return usage;
 }
 
 export function garbageCollector(config: Pick<Config, 'gc' | 'indexes'>, stores: Stores, modules: readonly EcosystemModule[], build: CollectorBuild = {}): GarbageCollector {
-  const services = { meta: stores.meta, blobs: stores.blobs, indexes: config.indexes };
   return new GarbageCollector({
     stores,
-    markers: modules.flatMap((m) => (m.holdsMarker ? [m.holdsMarker(services)] : [])),
+    markers: holdsMarkers(config, stores, modules),
+    ...(build.usage ? { usage: build.usage } : {}),
     graceMs: config.gc.graceSecs * 1000,
     leaseMs: config.gc.leaseSecs * 1000,
     owner: `${hostname()}/${process.pid}`,

@@ -12,7 +12,7 @@ import type { IndexSummaries } from '../../observe/summary.js';
 import type { ServerCounters } from './server-counters.js';
 import { buildStats } from './stats.js';
 import { parseStatsQuery } from './stats-query.js';
-import { buildStatus, parseStatusQuery } from './status.js';
+import { buildStatus, parseStatusQuery, type StatusSources } from './status.js';
 import { SummaryScans } from './summary-scans.js';
 
 export interface ObserveOptions {
@@ -24,6 +24,8 @@ export interface ObserveOptions {
   counters: ServerCounters;
   startedAt: Date;
   admin: AdminGate;
+  /** What each index and the store hold (lifecycle/usage/). */
+  usage: StatusSources['usage'];
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -54,6 +56,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
         rateLimit: { enabled: config.rateLimit.enabled, counters: totals.rateLimit },
         workers: config.workers.count,
         startedAt,
+        usage: opts.usage,
       },
       query,
     );
@@ -62,7 +65,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
 
   app.get('/+stats', async (request, reply) => {
     const query = parseStatsQuery(queryOf(request));
-    const doc = buildStats({ indexes, ecosystems, counters: (await counters.totals()).usage, startedAt }, query);
+    const doc = buildStats({ indexes, ecosystems, counters: (await counters.totals()).usage, startedAt, usage: opts.usage }, query);
     return reply.header('cache-control', 'no-store').type('application/json').send(doc);
   });
 }

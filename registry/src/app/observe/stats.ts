@@ -10,12 +10,15 @@ import { HttpError } from '../../http/errors.js';
 import { USAGE_COUNTERS, zeroes, type CounterValues, type UsageCounters } from '../../observe/counters.js';
 import { MAX_FILES_PER_PROJECT, MAX_PROJECTS } from '../../observe/project-counters.js';
 import type { StatsQuery } from './stats-query.js';
+import type { UsageLedger } from '../../lifecycle/usage/ledger.js';
 
 export interface StatsSources {
   indexes: readonly IndexConfig[];
   ecosystems: ReadonlyMap<string, Ecosystem>;
   counters: UsageCounters;
   startedAt: Date;
+  /** What each index holds now (lifecycle/usage/): a figure, not a counter, so it survives restarts. */
+  usage: Pick<UsageLedger, 'usage'>;
 }
 
 function sum(into: CounterValues, add: CounterValues): void {
@@ -26,6 +29,11 @@ function byName<T>(entries: Iterable<[string, T]>): Record<string, T> {
   return Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
+/** `stored` (bytes and objects the index holds) for an index that holds any of its own. */
+function storedOf(src: StatsSources, ix: IndexConfig): { stored?: { bytes: number; objects: number } } {
+  return ix.role === 'virtual' ? {} : { stored: src.usage.usage(ix.name) };
+}
+
 export function buildStats(src: StatsSources, query: StatsQuery): Record<string, unknown> {
   const since = src.startedAt.toISOString();
   if (query.depth === 'server') {
@@ -34,7 +42,7 @@ export function buildStats(src: StatsSources, query: StatsQuery): Record<string,
     for (const ix of src.indexes) {
       const values = src.counters.index(ix.route).snapshot();
       sum(totals, values);
-      indexes[ix.route] = { name: ix.name, ecosystem: ix.ecosystem, role: ix.role, counters: values };
+      indexes[ix.route] = { name: ix.name, ecosystem: ix.ecosystem, role: ix.role, counters: values, ...storedOf(src, ix) };
     }
     return { since, totals, indexes };
   }
@@ -49,6 +57,7 @@ export function buildStats(src: StatsSources, query: StatsQuery): Record<string,
     return {
       ...head,
       totals: counters.snapshot(),
+      ...storedOf(src, ix),
       projects,
       // Projects evicted to stay under the cap (observe/project-counters.ts): projects + evicted = totals.
       evicted: { ...counters.projects.evicted },

@@ -21,6 +21,7 @@ import type { RequestSnapshot } from '../../observe/requests.js';
 import { secretInfo } from '../../observe/redact.js';
 import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from '../../observe/summary.js';
 import type { SummaryScans } from './summary-scans.js';
+import type { LastCollection, UsageFigures, UsageLedger } from '../../lifecycle/usage/ledger.js';
 
 /** The registry workspace's package.json version (read once; dist/app/observe/ is three levels down). */
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -42,6 +43,8 @@ export interface StatusSources {
   /** Worker processes serving (1: one process). */
   workers: number;
   startedAt: Date;
+  /** What each index and the store hold (lifecycle/usage/), and how the last collection ended. */
+  usage: Pick<UsageLedger, 'usage' | 'total' | 'countedAt' | 'lastCollection'>;
 }
 
 export interface StatusQuery {
@@ -66,6 +69,9 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
     members: ix.role === 'virtual' ? ix.members : [],
     upload_target: ix.role === 'virtual' ? (ix.uploadTarget ?? null) : null,
     volatile: ix.role === 'hosted' ? ix.volatile : false,
+    quota_bytes: ix.role === 'hosted' ? (ix.quotaBytes ?? null) : null,
+    max_bytes: ix.role === 'cached' ? (ix.budget?.maxBytes ?? null) : null,
+    evict_unused_after_secs: ix.role === 'cached' ? (ix.budget?.evictUnusedAfterSecs ?? null) : null,
     ...(ix.role === 'cached'
       ? {
           upstream: {
@@ -82,7 +88,7 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
   };
 }
 
-function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null): Record<string, unknown> {
+function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null, stored: UsageFigures): Record<string, unknown> {
   const extra = eco?.describe?.(ix) ?? {};
   return {
     name: ix.name,
@@ -91,6 +97,8 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
     role: ix.role,
     ...roleFields(ix, extra.upstreamOffline),
     serial: summary?.serial ?? 0,
+    // A virtual index holds nothing of its own: its members do.
+    stored: ix.role === 'virtual' ? null : stored,
     policy: {
       max_file_size: ix.policy.maxFileSize ?? null,
       deny_projects: ix.policy.denyProjects,
@@ -108,6 +116,17 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
   };
 }
 
+function lastRun(last: LastCollection | undefined): Record<string, unknown> | null {
+  if (!last) return null;
+  return {
+    ended_at: last.endedAt,
+    result: last.result,
+    blobs_deleted: last.blobsDeleted,
+    bytes_deleted: last.bytesDeleted,
+    ...(last.error !== undefined ? { error: last.error } : {}),
+  };
+}
+
 /** The summary of a hosted index for the admin details, scanned and stored once if never scanned. */
 async function adminSummary(src: StatusSources, ix: IndexConfig, summary: IndexSummaryDoc | null): Promise<{ doc: IndexSummaryDoc | null; scanned: boolean }> {
   if (summary?.scannedAt !== undefined) return { doc: summary, scanned: false };
@@ -121,7 +140,7 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
   const indexes: Record<string, unknown>[] = [];
   const recent: RecentUpload[] = [];
   for (const [i, ix] of src.indexes.entries()) {
-    const entry = describeIndex(ix, src.ecosystems.get(ix.ecosystem), summaries[i] ?? null);
+    const entry = describeIndex(ix, src.ecosystems.get(ix.ecosystem), summaries[i] ?? null, src.usage.usage(ix.name));
     if (query.details && ix.role === 'hosted') {
       const { doc, scanned } = await adminSummary(src, ix, summaries[i] ?? null);
       const counts = Object.values(doc?.projects ?? {});
@@ -146,6 +165,9 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     workers: src.workers,
     requests: src.requests,
     rate_limit: { enabled: src.rateLimit.enabled, ...src.rateLimit.counters },
+    // The store in all: a blob several indexes hold counts once here.
+    stored: { ...src.usage.total(), counted_at: src.usage.countedAt },
+    gc: { last_run: lastRun(src.usage.lastCollection) },
     indexes,
     ...(query.details ? { recent_uploads: capRecent(recent) } : {}),
   };

@@ -50,6 +50,11 @@ export function ociHoldsMarker({ meta, blobs, indexes }: MarkServices): HoldsMar
       const slash = holder.indexOf('/');
       return names.has(holder.slice('oci.'.length, slash < 0 ? undefined : slash));
     },
+    indexOf(holder) {
+      if (!holder.startsWith('oci.')) return null;
+      const slash = holder.indexOf('/');
+      return holder.slice('oci.'.length, slash < 0 ? undefined : slash);
+    },
     async mark(marks) {
       // Repository (`<index>\n<repo>`) -> the manifests it keeps.
       const kept = new Map<string, { index: string; repo: string[]; manifests: Set<string> }>();

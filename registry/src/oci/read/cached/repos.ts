@@ -303,7 +303,7 @@ export class CachedRepos implements MemberReader {
     }
     const record = manifestRecord(checked, hex, body.length);
     // The hold, then the bytes, then the documents that point at them.
-    await this.#holder.hold(hex);
+    await this.#holder.hold(hex, body.length);
     await this.#store.put(Readable.from([body]), hex);
     await this.#stored.putManifest(repo, hex, record, want.tag);
     const stored = await this.#stored.manifest(repo, hex);

@@ -68,7 +68,7 @@ export class MemoryUploadSessions implements UploadSessions {
     });
   }
 
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: () => Promise<void>): Promise<void> {
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void> {
     return this.#exclusive(s, async (m) => {
       if (last !== null) {
         // A mismatch undoes this append: the session stays as it was, so the client may retry.
@@ -78,7 +78,7 @@ export class MemoryUploadSessions implements UploadSessions {
         const actual = m.stage.digest();
         if (actual !== expected) throw new DigestMismatchError(expected, actual);
       }
-      await beforePublish();
+      await beforePublish(m.size);
       await m.stage.commit(expected);
       await this.#discard(m);
     });

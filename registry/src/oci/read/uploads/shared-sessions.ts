@@ -44,7 +44,7 @@ export class SharedUploadSessions implements UploadSessions {
     return this.#changing(s, async (stage) => sessionOf(await this.stages.append(stage, source)));
   }
 
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: () => Promise<void>): Promise<void> {
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void> {
     return this.#changing(s, async (stage) => {
       await this.stages.commit(stage, expected, { ...(last === null ? {} : { last }), beforePublish });
     });

@@ -35,7 +35,7 @@ export interface UploadSessions {
    * otherwise, the session as before), runs `beforePublish` (the index's hold on the digest),
    * publishes the blob and ends the session.
    */
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: () => Promise<void>): Promise<void>;
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void>;
   /** Ends the session and discards its bytes. */
   cancel(s: UploadSession): Promise<void>;
   close(): Promise<void>;

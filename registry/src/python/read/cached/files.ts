@@ -279,7 +279,7 @@ export class CachedFiles {
 
   /** Hashed by the caller, not the store: the hold must be taken before the bytes are stored. */
   async #storeBytes(bytes: Buffer, digest: string): Promise<string> {
-    await this.#o.holder.hold(digest);
+    await this.#o.holder.hold(digest, bytes.length);
     return (await this.#o.blobs.put(Readable.from([bytes]), digest)).digest;
   }
 

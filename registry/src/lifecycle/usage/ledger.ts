@@ -1,0 +1,248 @@
+/**
+ * How many bytes and objects each index holds, and the store in all: one document every process
+ * reads and adds to,
+ *
+ *   lifecycle/usage   { indexes: { <index>: { bytes, objects } }, total: { bytes, objects },
+ *                       countedAt, lastCollection }
+ *
+ * Kept by the writes, never by listing the store on a request:
+ * - Each change of a digest's holders this process makes (storage/holds.ts `HoldsObserver`) is
+ *   turned into deltas: an index whose holders gain the digest adds its size and one object, an
+ *   index that loses its last holder of it subtracts them; the store's total grows when a digest
+ *   gets its first holder and shrinks when its bytes are deleted. Sizes are read at flush time
+ *   (`stat`; bytes are stored just after their hold), or learnt from the deletion itself.
+ * - The deltas are summed in memory and added to the document by compare-and-swap every
+ *   `flushMs` (2 s): one store write per process per interval, never one per request.
+ * - Every collection counts exactly (lifecycle/usage/count.ts) and replaces the figures
+ *   (`recount`), correcting any drift: a change that raced the count's reading can be counted
+ *   twice until the next one, and a delta whose bytes never appeared is dropped.
+ *
+ * What a reader sees (`/+status`, metrics, quotas) is the document as this process last read or
+ * wrote it (at most `flushMs` old) plus its own deltas not yet flushed.
+ */
+import type { Sha256Hex, BlobStore, MetaStore } from '../../storage/types.js';
+import type { HoldsObserver } from '../../storage/holds.js';
+import { updateDoc } from '../../storage/update.js';
+
+export interface UsageFigures {
+  bytes: number;
+  objects: number;
+}
+
+export interface LastCollection {
+  /** ISO 8601. */
+  endedAt: string;
+  result: 'ok' | 'failed';
+  blobsDeleted: number;
+  bytesDeleted: number;
+  /** Why it failed (never a credential: store errors name the store and the cause). */
+  error?: string;
+}
+
+export interface UsageDoc {
+  indexes: Record<string, UsageFigures>;
+  total: UsageFigures;
+  /** When the figures were last counted exactly (ISO 8601); null: only ever kept by writes. */
+  countedAt: string | null;
+  lastCollection?: LastCollection;
+}
+
+export const USAGE_KEY = 'lifecycle/usage';
+const DEFAULT_FLUSH_MS = 2_000;
+/** Flushes a digest whose bytes have not appeared waits through before its delta is dropped. */
+const MAX_SIZE_TRIES = 30;
+/** Sizes learnt from deletions, kept until the next flush reads them. */
+const MAX_LEARNT = 10_000;
+
+/** One pending change of a digest: per index (and the total, key `TOTAL`) the objects gained or lost. */
+interface Pending {
+  counts: Map<string, number>;
+  tries: number;
+}
+
+const TOTAL = '\n';
+
+export interface UsageLedgerOptions {
+  meta: MetaStore;
+  blobs: BlobStore;
+  /** The index a holder belongs to; null for a holder of no single index (an earlier version's). */
+  indexOf: (holder: string) => string | null;
+  flushMs?: number;
+  now?: () => number;
+}
+
+export class UsageLedger implements HoldsObserver {
+  readonly #o: UsageLedgerOptions;
+  readonly #pending = new Map<Sha256Hex, Pending>();
+  readonly #learnt = new Map<Sha256Hex, number>();
+  /** Deltas whose size is known but not yet in the document, per index. */
+  readonly #unflushed = new Map<string, UsageFigures>();
+  #doc: UsageDoc = emptyDoc();
+  #timer: NodeJS.Timeout | null = null;
+  #flushing: Promise<void> | null = null;
+
+  constructor(opts: UsageLedgerOptions) {
+    this.#o = opts;
+  }
+
+  changed(hex: Sha256Hex, before: readonly string[], after: readonly string[], size?: number): void {
+    const had = this.#indexes(before);
+    const has = this.#indexes(after);
+    const delta = (key: string, by: number): void => {
+      let p = this.#pending.get(hex);
+      if (!p) this.#pending.set(hex, (p = { counts: new Map(), tries: 0 }));
+      p.counts.set(key, (p.counts.get(key) ?? 0) + by);
+    };
+    for (const ix of has) if (!had.has(ix)) delta(ix, 1);
+    for (const ix of had) if (!has.has(ix)) delta(ix, -1);
+    if (before.length === 0 && after.length > 0) delta(TOTAL, 1);
+    // A size the writer knew counts at once (a quota checked next sees it), not at the flush.
+    if (size !== undefined) this.#resolve(hex, size);
+  }
+
+  deleting(hex: Sha256Hex, size: number): void {
+    if (this.#learnt.size >= MAX_LEARNT) this.#learnt.clear();
+    this.#learnt.set(hex, size);
+    // The store's total shrinks with every deletion of bytes, held or not (an orphan).
+    this.#add(TOTAL, -size, -1);
+  }
+
+  /** An index's figures as this process knows them; zero for one that holds nothing (yet). */
+  usage(index: string): UsageFigures {
+    return plus(this.#doc.indexes[index], this.#unflushed.get(index));
+  }
+
+  total(): UsageFigures {
+    return plus(this.#doc.total, this.#unflushed.get(TOTAL));
+  }
+
+  get countedAt(): string | null {
+    return this.#doc.countedAt;
+  }
+
+  get lastCollection(): LastCollection | undefined {
+    return this.#doc.lastCollection;
+  }
+
+  /** Starts flushing (and reading what other processes flushed) every `flushMs`. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.flush().catch(() => undefined), this.#o.flushMs ?? DEFAULT_FLUSH_MS);
+    this.#timer.unref();
+    void this.flush().catch(() => undefined);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.flush().catch(() => undefined);
+  }
+
+  /** Adds this process's deltas to the document, and reads what the others added. One at a time. */
+  flush(): Promise<void> {
+    this.#flushing ??= this.#flushOnce().finally(() => (this.#flushing = null));
+    return this.#flushing;
+  }
+
+  /**
+   * Replaces the figures with an exact count (a collection's), after flushing what this process
+   * changed before it; `lastCollection` is kept unless given.
+   */
+  async recount(counted: { indexes: Record<string, UsageFigures>; total: UsageFigures }, lastCollection?: LastCollection): Promise<void> {
+    await this.flush();
+    const countedAt = new Date((this.#o.now ?? Date.now)()).toISOString();
+    const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => ({
+      indexes: counted.indexes,
+      total: counted.total,
+      countedAt,
+      ...((lastCollection ?? current?.lastCollection) ? { lastCollection: lastCollection ?? current?.lastCollection } : {}),
+    }));
+    if (doc) this.#doc = doc;
+  }
+
+  /** Records how the last collection ended (a failed one changes no figures). */
+  async recordCollection(last: LastCollection): Promise<void> {
+    const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => ({ ...(current ?? emptyDoc()), lastCollection: last }));
+    if (doc) this.#doc = doc;
+  }
+
+  async #flushOnce(): Promise<void> {
+    await this.#resolveSizes();
+    if (this.#unflushed.size === 0) {
+      const got = await this.#o.meta.get<UsageDoc>(USAGE_KEY);
+      this.#doc = got?.doc ?? emptyDoc();
+      return;
+    }
+    const deltas = new Map(this.#unflushed);
+    this.#unflushed.clear();
+    try {
+      const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => applyDeltas(current ?? emptyDoc(), deltas));
+      if (doc) this.#doc = doc;
+    } catch (err) {
+      // Not written: kept for the next flush.
+      for (const [key, d] of deltas) this.#add(key, d.bytes, d.objects);
+      throw err;
+    }
+  }
+
+  /** Turns pending changes into byte deltas where the size is known now. */
+  async #resolveSizes(): Promise<void> {
+    const hexes = [...this.#pending.keys()];
+    for (const hex of hexes) {
+      const p = this.#pending.get(hex);
+      if (!p) continue;
+      let size = this.#learnt.get(hex);
+      size ??= (await this.#o.blobs.stat(hex).catch(() => null))?.size;
+      if (size === undefined) {
+        // Gains wait for their bytes; losses whose bytes went without a size learnt are dropped.
+        const gains = [...p.counts.values()].some((n) => n > 0);
+        p.tries += 1;
+        if (gains && p.tries < MAX_SIZE_TRIES) continue;
+        this.#pending.delete(hex);
+        continue;
+      }
+      this.#resolve(hex, size);
+    }
+    this.#learnt.clear();
+  }
+
+  /** The pending changes of `hex`, counted with its size. */
+  #resolve(hex: Sha256Hex, size: number): void {
+    const p = this.#pending.get(hex);
+    if (!p) return;
+    this.#pending.delete(hex);
+    for (const [key, n] of p.counts) if (n !== 0) this.#add(key, n * size, n);
+  }
+
+  #add(key: string, bytes: number, objects: number): void {
+    const cur = this.#unflushed.get(key) ?? { bytes: 0, objects: 0 };
+    this.#unflushed.set(key, { bytes: cur.bytes + bytes, objects: cur.objects + objects });
+  }
+
+  #indexes(holders: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (const h of holders) {
+      const ix = this.#o.indexOf(h);
+      if (ix !== null) out.add(ix);
+    }
+    return out;
+  }
+}
+
+export function emptyDoc(): UsageDoc {
+  return { indexes: {}, total: { bytes: 0, objects: 0 }, countedAt: null };
+}
+
+function plus(a: UsageFigures | undefined, b: UsageFigures | undefined): UsageFigures {
+  return { bytes: Math.max(0, (a?.bytes ?? 0) + (b?.bytes ?? 0)), objects: Math.max(0, (a?.objects ?? 0) + (b?.objects ?? 0)) };
+}
+
+function applyDeltas(doc: UsageDoc, deltas: ReadonlyMap<string, UsageFigures>): UsageDoc {
+  const indexes = { ...doc.indexes };
+  let total = doc.total;
+  for (const [key, d] of deltas) {
+    if (key === TOTAL) total = plus(total, d);
+    else indexes[key] = plus(indexes[key], d);
+  }
+  return { ...doc, indexes, total };
+}
