@@ -53,6 +53,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     archiveWalks: ctx.archiveWalks,
     clientAddress: ctx.clientAddress,
     originOf: ctx.originOf,
+    usage: ctx.usage,
   };
   const retention = new OciRetention(deps.ociIndexes, deps, deps.blobBytes, ctx.log);
   return {

@@ -10,6 +10,7 @@ import type { OriginOf } from '../../ecosystem/ecosystem.js';
 import type { EventSink } from '../../events/types.js';
 import type { UsageCounters } from '../../observe/counters.js';
 import type { IndexSummaries } from '../../observe/summary.js';
+import type { QuotaUsage } from '../../roles/quota.js';
 import type { BlobRedirect, BlobStore } from '../../storage/types.js';
 import type { BlobBytes } from '../read/blob-bytes.js';
 import type { BlobSizes } from '../read/blob-sizes.js';
@@ -49,4 +50,6 @@ export interface OciDeps {
   clientAddress: (request: FastifyRequest) => string;
   /** The origin the client reached the server at: where a challenge sends it for a token. */
   originOf: OriginOf;
+  /** What each index holds: the quotas of hosted indexes (quota.ts). */
+  usage: QuotaUsage;
 }

@@ -16,6 +16,7 @@ import { checkManifest, MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 import { manifestRecord } from '../model/manifest-record.js';
 import { parseReference, type Reference } from '../model/names.js';
 import { viewOf } from '../read/index-holds.js';
+import { ensureQuota } from './quota.js';
 import { parseBasic } from '../../access/auth.js';
 import { authorizeWrite } from './access.js';
 import type { OciCall } from './exchange.js';
@@ -133,9 +134,10 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   if (lost !== undefined) throw unknown(lost);
 
   const record = manifestRecord(checked, hex, body.length);
+  await ensureQuota(call, hosted, hex, body.length);
 
   // The hold, then the bytes, then the documents that point at them.
-  await holder.hold(hex);
+  await holder.hold(hex, body.length);
   await deps.blobs.put(Readable.from([body]), hex);
   const repos = deps.members.hosted(hosted);
   await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);

@@ -19,10 +19,17 @@ import { authorizeWrite, resolveName } from './access.js';
 import { parseContentRange } from './content-range.js';
 import type { OciCall, Target } from './exchange.js';
 import { blobLocation, uploadLocation } from './locations.js';
+import { ensureQuota, ensureRoom } from './quota.js';
 
 /** The `Range` header of an upload: the inclusive span received so far (`0-0` when empty, as distribution does). */
 function uploadRange(size: number): string {
   return `0-${Math.max(size - 1, 0)}`;
+}
+
+/** The request's Content-Length, 0 when absent or unreadable (chunked: checked once the bytes are staged). */
+function declaredLength(request: FastifyRequest): number {
+  const n = Number(request.headers['content-length'] ?? 0);
+  return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
 /** True when the request carries a body (a length above zero, or chunked transfer). */
@@ -48,11 +55,13 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
+    await ensureQuota(call, hosted, hex, declaredLength(call.request));
     await monolithic(call, hosted, hex);
     await blobCreated(call, hex);
     return;
   }
 
+  ensureRoom(call, hosted);
   const session = await deps.sessions.open(hosted.name, target.name);
   await reply
     .code(202)
@@ -84,10 +93,12 @@ async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promi
     allowed = from !== null && (await deps.holds.visible(from.index, from.repo, hex));
   }
   if (!allowed) return false;
+  const size = (await deps.blobs.stat(hex))?.size;
+  if (size !== undefined) await ensureQuota(call, hosted, hex, size);
   // Held before the bytes are checked (storage/holds.ts): a release racing the mount either leaves
   // the bytes to this hold or has deleted them before the check, and the session opens. The hold
   // then left without bytes reveals nothing: the caller could read those bytes a moment ago.
-  await holder.hold(hex);
+  await holder.hold(hex, size);
   return (await deps.blobs.stat(hex)) !== null;
 }
 
@@ -115,7 +126,8 @@ async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Prom
   const stage = await call.deps.blobs.stage();
   try {
     await stage.append(call.request.raw, { expect: hex });
-    await call.deps.holds.ofRepo(hosted.name, call.target.repo).hold(hex);
+    await ensureQuota(call, hosted, hex, stage.size);
+    await call.deps.holds.ofRepo(hosted.name, call.target.repo).hold(hex, stage.size);
     await stage.commit(hex);
   } catch (err) {
     if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);
@@ -186,6 +198,8 @@ function checkContentRange(call: OciCall, s: UploadSession): void {
 export async function patchUpload(call: OciCall, id: string): Promise<void> {
   await changing(call, id, async (s) => {
     checkContentRange(call, s);
+    const hosted = call.deps.indexByName.get(s.indexName);
+    if (hosted) await ensureQuota(call, hosted, null, s.size + declaredLength(call.request));
     const after = await call.deps.sessions.append(s, call.request.raw);
     await call.reply.code(202).headers(progressHeaders(call, after)).header('Content-Length', '0').send();
   });
@@ -218,8 +232,10 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     try {
       // Verified first; the repository holds the digest before the bytes are published
       // (storage/holds.ts). The session belongs to this very name (`sessionOf`), so to this repository.
-      await deps.sessions.commit(s, hex, last, async () => {
-        await deps.holds.ofRepo(s.indexName, target.repo).hold(hex);
+      await deps.sessions.commit(s, hex, last, async (size) => {
+        const hosted = deps.indexByName.get(s.indexName);
+        if (hosted) await ensureQuota(call, hosted, hex, size);
+        await deps.holds.ofRepo(s.indexName, target.repo).hold(hex, size);
       });
     } catch (err) {
       // The session stays open as it was before this request, so the client can retry the PUT.

@@ -24,6 +24,7 @@ import { FileTooLargeError, readUploadForm, type StagedFile, type UploadForm } f
 import { validateSdist } from './sdist.js';
 import { validateWheel, type ValidatedArchive } from './wheel.js';
 import { recordProjectWrite } from '../../status.js';
+import { ensureQuota, ensureRoom } from './quota.js';
 
 const DENIAL_STATUS: Record<WriteDenial, number> = {
   'read-only': 405,
@@ -36,7 +37,7 @@ const DENIAL_STATUS: Record<WriteDenial, number> = {
  * What an upload uses of the server's services: the write check's (indexes, client address), the
  * stores, the usage counters, the summaries and the webhook events.
  */
-export type UploadServices = Pick<ServerContext, 'indexByName' | 'clientAddress' | 'stores' | 'counters' | 'summaries' | 'events'>;
+export type UploadServices = Pick<ServerContext, 'indexByName' | 'clientAddress' | 'stores' | 'counters' | 'summaries' | 'events' | 'usage'>;
 
 export async function handleUpload(services: UploadServices, req: IndexRequest, checkStatus: WriteStatusCheck): Promise<void> {
   const { request, reply } = req;
@@ -78,6 +79,7 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
   }
 
+  ensureRoom(services, target, request);
   const policy = writePolicy(index, target);
   const maxFileSize = policy.maxFileSize;
   let form: UploadForm;
@@ -101,6 +103,7 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
     const archive = form.file.name.kind === 'wheel'
       ? await validateWheel(stage, form.file.name)
       : await validateSdist(stage, form.file.name);
+    await ensureQuota(services, target, request, archive.meta.project, form.file.name.filename, form.file.size + archive.metadata.length);
     const duplicate = await publish(services.stores, target, form.file, archive);
     request.log.info(
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
