@@ -59,6 +59,7 @@ async function world() {
   // The documents of a pretend ecosystem: per holder, the digests it references.
   const marker: HoldsMarker = {
     owns: (h) => h.startsWith('t.'),
+    indexOf: (h) => (h.startsWith('t.') ? h.slice(2) : null),
     async mark(marks) {
       for (const h of HOLDERS) for (const hex of (await meta.get<{ refs: string[] }>(docKey(h)))?.doc.refs ?? []) marks.add(h, hex);
     },
