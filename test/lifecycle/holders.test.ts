@@ -2,9 +2,11 @@
  * Which index a holder belongs to, and which holders' documents reference a digest: the markers'
  * `owns`/`indexOf` for Python (`python.<index>`, the legacy `python`) and OCI (`oci.<index>`,
  * `oci.<index>/<repo>`, the plain `oci`), `Marks.holdersOf`, and the Python mark on fs stores:
- * a digest a document of index B names is marked for `python.B` and for the legacy `python`.
+ * a digest a document of index B names is marked for `python.B` and for the legacy `python`, and
+ * a file a cached index's stored page lists for that cached index.
  */
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { buildConfig } from '../../registry/src/config/load.js';
@@ -94,5 +96,18 @@ describe('holders per index', () => {
     await pythonHoldsMarker(svc).mark(marks);
     expect([...marks.holdersOf(shared)].sort()).toEqual(['python', 'python.a', 'python.b']);
     expect([...marks.holdersOf(onlyA)].sort()).toEqual(['python', 'python.a']);
+  });
+
+  it('the Python mark names the files a cached page lists for its cached index', async () => {
+    const svc = await services();
+    const wheel = sha('cached wheel');
+    const page = Buffer.from(`<html><body><a href="https://files.example/lib-1.0-py3-none-any.whl#sha256=${wheel}">lib-1.0-py3-none-any.whl</a></body></html>`);
+    const pageHex = sha(page.toString());
+    await svc.blobs.put(Readable.from([page]), pageHex);
+    await svc.meta.put('python/mirror/cache/pages/lib', { fetchedAt: Date.now(), ttlSecs: 600, digest: pageHex, size: page.length, contentType: 'text/html' });
+    const marks = new Marks();
+    await pythonHoldsMarker(svc).mark(marks);
+    expect([...marks.holdersOf(pageHex)].sort()).toEqual(['python', 'python.mirror']);
+    expect([...marks.holdersOf(wheel)].sort()).toEqual(['python', 'python.mirror']);
   });
 });
