@@ -7,6 +7,9 @@
  * grace period and not before; crane pushes go on while collections run on the other process,
  * and afterwards every tag pulls whole and every version pip-installs; a `velodex gc` killed
  * (kill -9) after its first and second deletion leaves nothing the next run does not finish.
+ * Python holds per index: a release promoted from one index to another and deleted in the first
+ * is held by the second alone after a collection and still installs from it; a hold written by
+ * an earlier version (the one legacy holder `python`) stays while a document references it.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -18,7 +21,8 @@ import { admin, gc, hosted, oci, toml } from '../support/config.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Image } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
-import { storeProbe, type StoreProbe } from '../support/store-probe.js';
+import { serverStores, storeProbe, type StoreProbe } from '../support/store-probe.js';
+import type { HoldsDoc } from '../../registry/src/storage/holds.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
 const TOKEN = 'gc-token-51c0';
@@ -45,6 +49,7 @@ const releases: BuiltProject[] = [];
 beforeAll(async () => {
   const config = toml(
     hosted('py', { token: TOKEN, volatile: true }),
+    hosted('py-b', { token: TOKEN, volatile: true }),
     oci.hosted('images', { route: 'team/images', token: TOKEN }),
     gc({ enabled: false, grace: GRACE_SECS, lease: '3s' }),
     admin(ADMIN),
@@ -121,6 +126,15 @@ async function gcAdmin(node: Velodex): Promise<{ blobsDeleted: number } | null> 
   return (await res.json()) as { blobsDeleted: number };
 }
 
+/** A collection through the admin action that did run (waits out one already running elsewhere). */
+async function gcAdminRun(node: Velodex): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    if (await gcAdmin(node)) return;
+    await wait(200);
+  }
+  throw new Error('no collection ran: another one held the lease throughout');
+}
+
 /** An aborted push: one blob uploaded (monolithic POST), no manifest naming it. */
 async function uploadLoneBlob(node: Velodex, bytes: Buffer): Promise<string> {
   const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
@@ -133,8 +147,8 @@ async function uploadLoneBlob(node: Velodex, bytes: Buffer): Promise<string> {
   return hex(digest);
 }
 
-async function pythonDigests(project: string): Promise<string[]> {
-  const record = await probe.doc<RecordDoc>(`python/py/projects/${project}`);
+async function pythonDigests(project: string, index = 'py'): Promise<string[]> {
+  const record = await probe.doc<RecordDoc>(`python/${index}/projects/${project}`);
   return Object.values(record?.files ?? {}).flatMap((f) => [f.sha256, ...(f.metadataSha256 ? [f.metadataSha256] : [])]);
 }
 
@@ -147,15 +161,22 @@ async function pullEveryTag(node: Velodex): Promise<void> {
 }
 
 async function installEveryVersion(node: Velodex): Promise<void> {
-  for (const release of releases) {
-    const target = tempDir('velodex-gc-pip-');
-    const res = await run(
-      tool('pip'),
-      ['install', '--no-deps', '--no-cache-dir', '--target', target, '--index-url', `${node.url}/root/py/simple/`, `${release.name}==${release.version}`],
-      { env: CLEAN_ENV },
-    );
-    expect(res.stdout).toContain(`Successfully installed ${release.name}-${release.version}`);
-  }
+  for (const release of releases) await pipInstall(node, 'root/py', release);
+}
+
+async function pipInstall(node: Velodex, route: string, release: BuiltProject): Promise<void> {
+  const target = tempDir('velodex-gc-pip-');
+  const res = await run(
+    tool('pip'),
+    ['install', '--no-deps', '--no-cache-dir', '--target', target, '--index-url', `${node.url}/${route}/simple/`, `${release.name}==${release.version}`],
+    { env: CLEAN_ENV },
+  );
+  expect(res.stdout).toContain(`Successfully installed ${release.name}-${release.version}`);
+}
+
+/** The holders of `hex` as its holds document lists them (sorted), or null without one. */
+async function holdersOf(hex: string): Promise<string[] | null> {
+  return (await probe.doc<HoldsDoc>(`holds/${hex.slice(0, 2)}/${hex}`))?.holders ?? null;
 }
 
 describe('online garbage collection', () => {
@@ -293,4 +314,51 @@ describe('online garbage collection', () => {
       await pullEveryTag(a);
     }, 180_000);
   }
+
+  it('Python holds per index: promoted to py-b and deleted in py, a release is held by py-b alone and installs from it; a legacy hold stays while referenced', async () => {
+    const promoted = await buildProject('gc-promo', '1.0');
+    const legacy = await buildProject('gc-legacy', '1.0');
+    await twine(a, [promoted.wheel, promoted.sdist]);
+    await twine(b, [legacy.wheel, legacy.sdist]);
+    const promote = await fetch(`${b.url}/root/py-b/gc-promo/1.0/promote?from=root/py`, { method: 'PUT', headers: { authorization: basicAuth(TOKEN) } });
+    expect(promote.status).toBe(200);
+    const promotedDigests = await pythonDigests('gc-promo', 'py-b');
+    expect(promotedDigests.length).toBeGreaterThanOrEqual(3);
+    // The upload held for py, the promotion for its target py-b.
+    for (const d of promotedDigests) expect(await holdersOf(d), d).toEqual(['python.py', 'python.py-b']);
+
+    // An earlier version's hold: only the legacy holder, taken long ago.
+    const legacyDigests = await pythonDigests('gc-legacy');
+    const stores = await serverStores(a.dataDir);
+    for (const d of legacyDigests) {
+      const key = `holds/${d.slice(0, 2)}/${d}`;
+      const current = await stores.meta.get<HoldsDoc>(key);
+      const doc: HoldsDoc = { holders: ['python'], touched: { python: Date.now() - 3600_000 } };
+      await stores.meta.put<HoldsDoc>(key, doc, current?.version ?? null);
+    }
+
+    const del = await fetch(`${a.url}/root/py/gc-promo/1.0/`, { method: 'DELETE', headers: { authorization: basicAuth(TOKEN) } });
+    expect(del.status).toBe(200);
+    await pastGrace();
+    await gcAdminRun(b);
+    for (const d of promotedDigests) {
+      expect(await holdersOf(d), d).toEqual(['python.py-b']);
+      expect(await probe.has(d), d).toBe(true);
+    }
+    for (const d of legacyDigests) {
+      expect(await holdersOf(d), d).toEqual(['python']);
+      expect(await probe.has(d), d).toBe(true);
+    }
+    await pipInstall(a, 'root/py-b', promoted);
+    await pipInstall(b, 'root/py', legacy);
+
+    // Unreferenced, the legacy hold goes like any other.
+    const gone = await fetch(`${a.url}/root/py/gc-legacy/1.0/`, { method: 'DELETE', headers: { authorization: basicAuth(TOKEN) } });
+    expect(gone.status).toBe(200);
+    await gcAdminRun(a);
+    for (const d of legacyDigests) {
+      expect(await holdersOf(d), d).toBeNull();
+      expect(await probe.has(d), d).toBe(false);
+    }
+  }, 180_000);
 });

@@ -8,36 +8,43 @@
 import type { IndexConfig } from '../config/types.js';
 import type { BlobStore, MetaStore, Sha256Hex } from '../storage/types.js';
 
-/** The referenced digests per holder name, as the markers report them. */
+/**
+ * The referenced digests and, for each, the holders whose documents reference it, as the
+ * markers report them. Kept by digest (one small set of holder names each, the names shared),
+ * so "does this holder's mark name it" and "which holders' marks name it" are one lookup each:
+ * the mark may hold 100k digests, and accounting asks per digest.
+ */
 export class Marks {
-  readonly #byHolder = new Map<string, Set<Sha256Hex>>();
+  readonly #byHex = new Map<Sha256Hex, Set<string>>();
+  /** One string per holder name, so 100k sets share a few names instead of copying them. */
+  readonly #names = new Map<string, string>();
 
   /** `holder`'s documents reference `hex` (64 lowercase hex characters; anything else is ignored). */
   add(holder: string, hex: string): void {
     if (!/^[0-9a-f]{64}$/.test(hex)) return;
-    let set = this.#byHolder.get(holder);
-    if (!set) this.#byHolder.set(holder, (set = new Set()));
-    set.add(hex);
+    let name = this.#names.get(holder);
+    if (name === undefined) this.#names.set(holder, (name = holder));
+    let set = this.#byHex.get(hex);
+    if (!set) this.#byHex.set(hex, (set = new Set()));
+    set.add(name);
   }
 
   has(holder: string, hex: Sha256Hex): boolean {
-    return this.#byHolder.get(holder)?.has(hex) ?? false;
+    return this.#byHex.get(hex)?.has(holder) ?? false;
   }
 
-  /** The holders whose documents reference `hex` (one pass over the holders: for the rare digest that needs it). */
-  holdersOf(hex: Sha256Hex): string[] {
-    const out: string[] = [];
-    for (const [holder, set] of this.#byHolder) if (set.has(hex)) out.push(holder);
-    return out;
+  /** The holders whose documents reference `hex` (empty when none does). */
+  holdersOf(hex: Sha256Hex): ReadonlySet<string> {
+    return this.#byHex.get(hex) ?? NONE;
   }
 
   /** Referenced digests over every holder, each counted once. */
   get size(): number {
-    const all = new Set<Sha256Hex>();
-    for (const set of this.#byHolder.values()) for (const hex of set) all.add(hex);
-    return all.size;
+    return this.#byHex.size;
   }
 }
+
+const NONE: ReadonlySet<string> = new Set();
 
 /** What a marker may read: the stores and the indexes of the config. */
 export interface MarkServices {
@@ -55,14 +62,16 @@ export interface MarkServices {
 export interface HoldsMarker {
   /** Whether `holder` is one of this ecosystem's holder names that `mark` accounts for. */
   owns(holder: string): boolean;
-  /** Adds, for every holder it owns, each digest its stored documents reference now. */
-  mark(marks: Marks): Promise<void>;
   /**
-   * The index a holder it owns belongs to, for accounting (lifecycle/usage/); null for a holder
-   * shared by several indexes (an earlier version's), whose digests count for the indexes whose
-   * documents reference them.
+   * The index `holder` belongs to, by name (read from the name alone: the caller matches it
+   * against its config): what an index holds is what its holders hold (accounting, quotas).
+   * Null for a holder several indexes share (an earlier version's ecosystem-wide holder), whose
+   * digests belong to the indexes whose documents reference them (`Marks.holdersOf`), and for a
+   * name that is not one of this ecosystem's holders.
    */
   indexOf(holder: string): string | null;
+  /** Adds, for every holder it owns, each digest its stored documents reference now. */
+  mark(marks: Marks): Promise<void>;
 }
 
 /** The index a holder is of, by the markers (null: no single index, or no marker owns it). */

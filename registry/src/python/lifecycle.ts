@@ -1,8 +1,15 @@
 /**
  * What Python's documents reference, for the garbage collector (lifecycle/): its `HoldsMarker`.
  * Every blob Python stores (uploads and their core metadata, cached pages, files, metadata and
- * signature siblings) is held under the one holder `python` (model/records.ts), so its mark is
- * one set, the union over every Python index found in the store (configured or not):
+ * signature siblings) is held by the index it was stored for, `python.<index>` (model/records.ts
+ * `pythonHolder`); earlier versions held all of them under the one legacy holder `python`.
+ * Every Python document lives under its index's folder, `python/<index>/...`, so a digest a
+ * document names is marked for `python.<index>` of that folder, and for the legacy `python` too
+ * (the union over every index: a legacy hold stays while any index references its bytes). Every
+ * Python index found in the store is marked, configured or not, so every `python.<anything>` is
+ * owned. A document directly under `python/` (none is written today) belongs to no index: it
+ * marks the legacy holder only, since a per-index hold is only ever taken by a write whose
+ * documents are in that index's folder. What is marked:
  *
  * - each document under `python/`, read whole: every sha256 it names as a value (project records'
  *   files and metadata, the cached pages' and project list's digests, metadata and signature
@@ -18,15 +25,17 @@ import { buffer } from 'node:stream/consumers';
 import { digestsIn, type HoldsMarker, type Marks, type MarkServices } from '../lifecycle/marks.js';
 import type { CachedDoc } from '../roles/freshness.js';
 import { DigestMismatchError } from '../storage/types.js';
-import { PYTHON_HOLDER } from './model/records.js';
+import { PYTHON_HOLDER, pythonHolder, pythonHolderIndex } from './model/records.js';
 import { parseUpstreamPage } from './read/cached/upstream-page.js';
 
 const CACHED_PAGE = /^python\/[^/]+\/cache\/pages\/([^/]+)$/;
+/** `python/<index>/<anything>`: the index a document belongs to. */
+const INDEX_FOLDER = /^python\/([^/]+)\/./;
 /** Documents read at once. */
 const AT_ONCE = 8;
 
 export function pythonHoldsMarker({ meta, blobs }: MarkServices): HoldsMarker {
-  const markPage = async (marks: Marks, project: string, record: CachedDoc): Promise<void> => {
+  const markPage = async (add: (hex: string) => void, project: string, record: CachedDoc): Promise<void> => {
     const stream = await blobs.get(record.digest);
     if (!stream) return;
     let bytes: Buffer;
@@ -47,21 +56,26 @@ export function pythonHoldsMarker({ meta, blobs }: MarkServices): HoldsMarker {
       return;
     }
     for (const file of page.files) {
-      if (file.sha256) marks.add(PYTHON_HOLDER, file.sha256);
-      if (typeof file.metadata === 'object') marks.add(PYTHON_HOLDER, file.metadata.sha256);
+      if (file.sha256) add(file.sha256);
+      if (typeof file.metadata === 'object') add(file.metadata.sha256);
     }
   };
   const markDoc = async (marks: Marks, key: string): Promise<void> => {
     const doc = (await meta.get<unknown>(key))?.doc;
     if (doc === undefined) return;
-    for (const hex of digestsIn(doc)) marks.add(PYTHON_HOLDER, hex);
+    const index = INDEX_FOLDER.exec(key)?.[1];
+    const holder = index === undefined ? null : pythonHolder(index);
+    const add = (hex: string): void => {
+      marks.add(PYTHON_HOLDER, hex);
+      if (holder) marks.add(holder, hex);
+    };
+    for (const hex of digestsIn(doc)) add(hex);
     const page = CACHED_PAGE.exec(key);
-    if (page?.[1] && isCachedDoc(doc)) await markPage(marks, page[1], doc);
+    if (page?.[1] && isCachedDoc(doc)) await markPage(add, page[1], doc);
   };
   return {
-    owns: (holder) => holder === PYTHON_HOLDER,
-    // One holder for every Python index: its digests count for the indexes that reference them.
-    indexOf: () => null,
+    owns: (holder) => holder === PYTHON_HOLDER || pythonHolderIndex(holder) !== null,
+    indexOf: pythonHolderIndex,
     async mark(marks) {
       const batch: Promise<void>[] = [];
       for await (const key of meta.list('python')) {

@@ -19,13 +19,14 @@
  * changed behind its back) fail the mark, and the collection judges nothing.
  *
  * Owned holders are those of the OCI indexes of this config: a hold of an index the config does
- * not name (removed, or added on another replica first) is kept.
+ * not name (removed, or added on another replica first) is kept. `indexOf` reads the index from
+ * the holder's name (`oci.<index>` and `oci.<index>/<repo>` -> `<index>`; `oci` -> null).
  */
 import { buffer } from 'node:stream/consumers';
 import { digestsIn, type HoldsMarker, type Marks, type MarkServices } from '../../lifecycle/marks.js';
 import type { BlobStore } from '../../storage/types.js';
 import { isObject, MAX_MANIFEST_BYTES, referencedHexes } from '../model/manifest-check.js';
-import { holderName, repoHolderName } from '../read/index-holds.js';
+import { holderName, indexOfHolder, repoHolderName } from '../read/index-holds.js';
 
 /** The holder of a still earlier version, owned by no index (read/index-holds.ts). */
 const LEGACY_HOLDER = 'oci';
@@ -46,15 +47,11 @@ export function ociHoldsMarker({ meta, blobs, indexes }: MarkServices): HoldsMar
   return {
     owns(holder) {
       if (holder === LEGACY_HOLDER) return true;
-      if (!holder.startsWith('oci.')) return false;
-      const slash = holder.indexOf('/');
-      return names.has(holder.slice('oci.'.length, slash < 0 ? undefined : slash));
+      const index = indexOfHolder(holder);
+      return index !== null && names.has(index);
     },
-    indexOf(holder) {
-      if (!holder.startsWith('oci.')) return null;
-      const slash = holder.indexOf('/');
-      return holder.slice('oci.'.length, slash < 0 ? undefined : slash);
-    },
+    // A repository's holder belongs to its index; the plain `oci` to none.
+    indexOf: indexOfHolder,
     async mark(marks) {
       // Repository (`<index>\n<repo>`) -> the manifests it keeps.
       const kept = new Map<string, { index: string; repo: string[]; manifests: Set<string> }>();

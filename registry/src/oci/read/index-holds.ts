@@ -35,6 +35,18 @@ export function repoHolderName(indexName: string, repo: readonly string[]): stri
 }
 
 /**
+ * The index a holder of `holderName` or `repoHolderName` belongs to; null for the plain `oci`
+ * (no index's) and for any other name.
+ */
+export function indexOfHolder(holder: string): string | null {
+  const prefix = holderName('');
+  if (!holder.startsWith(prefix)) return null;
+  const slash = holder.indexOf('/');
+  const index = holder.slice(prefix.length, slash < 0 ? undefined : slash);
+  return index === '' ? null : index;
+}
+
+/**
  * Whether `holders` (of one digest) show the bytes in repository `repo` of `index`, which is a
  * hosted or a cached index: its index-wide hold (cached, or a hosted index's legacy one), or for
  * a hosted index the repository's own.

@@ -9,7 +9,7 @@ import type { IndexRequest, ServerContext } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
 import { allowOf, selectRoute, type Methods } from '../../http/route-table.js';
 import { isSha256Hex } from '../../storage/types.js';
-import { isValidProjectName, PYTHON_HOLDER } from '../model/records.js';
+import { isValidProjectName, pythonHolder } from '../model/records.js';
 import { storeListedFile } from '../read/store-listed.js';
 import { findServableFile, serveFile } from './files/handler.js';
 import { handleInspect, type InspectServices } from './inspect/handler.js';
@@ -131,7 +131,7 @@ export function pythonRoutes(ctx: PythonServices, source: ProjectSource, layers:
       summaries: ctx.summaries,
       events: ctx.events,
       records: source.records,
-      holder: ctx.stores.holds.as(PYTHON_HOLDER),
+      holderOf: (indexName) => ctx.stores.holds.as(pythonHolder(indexName)),
       ...layers,
     }),
   ];

@@ -2,8 +2,8 @@
  * What a hosted Python index stores about its projects, and the one place that reads and writes
  * it. One MetaStore document per project at `python/<index name>/projects/<normalized name>`;
  * artifact bytes and core-metadata bytes are blobs in the shared BlobStore, addressed by sha256,
- * held by `PYTHON_HOLDER`. The document's store version changes on every write, so it doubles as the cache key of
- * rendered pages.
+ * held by the index's holder (`pythonHolder`). The document's store version changes on every
+ * write, so it doubles as the cache key of rendered pages.
  *
  * The project names of an index are also kept in one document, `python/<index name>/names`
  * (storage/name-set.ts), so the project list (`/simple/`) reads one document instead of listing
@@ -15,11 +15,29 @@ import { ConflictError, type MetaStore } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
 
 /**
- * Python's name among the holders of shared blobs (storage/holds.ts). Every blob Python stores
- * (uploads, cached files, metadata and pages) is held under it, and Python never releases a
- * hold, so no other ecosystem's DELETE can take bytes an index serves.
+ * The LEGACY holder: earlier versions held every Python blob under this one name, for every
+ * index. Nothing writes it any more; its holds stay while any Python document references their
+ * digest (python/lifecycle.ts), and it belongs to no single index.
  */
 export const PYTHON_HOLDER = 'python';
+
+/**
+ * The holder (storage/holds.ts) under which a Python index holds the shared blobs it stores:
+ * `python.<index name>` (an index name is a valid holder segment). Every write holds for the
+ * index it writes to (an upload and a promotion for the target, a cached file for its cached
+ * index), so the holds say which indexes hold a digest (accounting, quotas). Python never
+ * releases a hold itself; the garbage collector does, once no document of the index names it.
+ */
+export function pythonHolder(indexName: string): string {
+  return `${PYTHON_HOLDER}.${indexName}`;
+}
+
+/** `python.<index>` -> `<index>`; null for the legacy `python` (every index's) and for any other name. */
+export function pythonHolderIndex(holder: string): string | null {
+  if (!holder.startsWith(`${PYTHON_HOLDER}.`)) return null;
+  const index = holder.slice(PYTHON_HOLDER.length + 1);
+  return index === '' || index.includes('/') ? null : index;
+}
 
 export type DistributionKind = 'wheel' | 'sdist';
 

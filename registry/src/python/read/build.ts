@@ -8,7 +8,7 @@ import type { ServerContext } from '../../ecosystem/ecosystem.js';
 import type { CounterSink } from '../../observe/counters.js';
 import { CachedSource } from './cached/source.js';
 import type { ProjectOverrides } from '../model/overrides.js';
-import { PYTHON_HOLDER, type ProjectRecords } from '../model/records.js';
+import { pythonHolder, type ProjectRecords } from '../model/records.js';
 import { VirtualSource, type Member } from './virtual/source.js';
 import { HostedSource } from './hosted/source.js';
 import type { CachedLayer, IndexSource, SourceLookup } from './source/types.js';
@@ -32,7 +32,6 @@ export function buildSources(
   const cached: CachedSource[] = [];
   // In config order (the map is built from it).
   const python = [...ctx.indexByName.values()].filter((ix) => ix.ecosystem === 'python');
-  const holder = ctx.stores.holds.as(PYTHON_HOLDER);
   for (const index of python) {
     if (index.role === 'hosted') {
       byName.set(index.name, new HostedSource(index.name, records, ctx.stores.blobs));
@@ -42,7 +41,7 @@ export function buildSources(
         slots: ctx.upstreamSlots.for(index),
         meta: ctx.stores.meta,
         blobs: ctx.stores.blobs,
-        holder,
+        holder: ctx.stores.holds.as(pythonHolder(index.name)),
         scratchDir: ctx.scratchDir,
         counters: countersFor(index),
         overrides,

@@ -25,8 +25,11 @@ export type MutationAction = 'yank' | 'unyank' | 'delete' | 'restore' | 'promote
 export interface MutationDeps extends WriteAccess, Pick<ServerContext, 'summaries' | 'events'> {
   records: ProjectRecords;
   overrides: ProjectOverrides;
-  /** Python's hold on the blobs: a promotion touches what it copies (lifecycle/collect.ts). */
-  holder: Holder;
+  /**
+   * The holder of the index a write goes to (model/records.ts `pythonHolder`): a promotion
+   * touches what it copies for its target (lifecycle/collect.ts), so the target holds it.
+   */
+  holderOf(indexName: string): Holder;
   /** Absent until the cached roles provide one: then only uploaded files are mutated. */
   cachedLayer?: CachedLayer;
   /** Refuses writes that add files to a project whose status (PEP 792) rejects them. */

@@ -40,7 +40,7 @@ export async function handlePromote(deps: MutationDeps, req: IndexRequest, proje
   // The copies name bytes held long ago: touched before the records are written, and checked
   // after (lifecycle/collect.ts), so a collection racing a delete of the source never leaves a
   // record naming deleted bytes.
-  const gone = await deps.holder.touchStored(files.flatMap((f) => (f.metadataSha256 ? [f.sha256, f.metadataSha256] : [f.sha256])));
+  const gone = await deps.holderOf(target.name).touchStored(files.flatMap((f) => (f.metadataSha256 ? [f.sha256, f.metadataSha256] : [f.sha256])));
   const lost = files.find((f) => gone.includes(f.sha256) || (f.metadataSha256 !== undefined && gone.includes(f.metadataSha256)));
   if (lost) throw new HttpError(409, `the bytes of ${lost.filename} are no longer stored (deleted meanwhile); nothing was promoted`);
 

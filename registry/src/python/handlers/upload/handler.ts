@@ -15,7 +15,7 @@ import { writeTarget } from '../../../roles/write-target.js';
 import { normalizeVersion } from '../../model/pep440.js';
 import type { WriteStatusCheck } from '../../read/write-status.js';
 import { writePolicy } from '../../read/policy/effective.js';
-import { normalizeName, ProjectRecords, PYTHON_HOLDER, type FileRecord } from '../../model/records.js';
+import { normalizeName, ProjectRecords, pythonHolder, type FileRecord } from '../../model/records.js';
 import { discardRest } from './body.js';
 import { checkClaimedDigests } from './digests.js';
 import { badUpload, PolicyDenialError, reasonPhraseOf } from './errors.js';
@@ -177,20 +177,21 @@ async function publish(stores: UploadServices['stores'], target: IndexConfig, fi
   const records = new ProjectRecords(stores.meta);
   const { blobs, holds } = stores;
   const { meta } = archive;
+  const holder = pythonHolder(target.name);
   const filename = file.name.filename;
   const before = (await records.get(target.name, meta.project))?.record.files[filename];
   if (before) {
     if (before.sha256 !== file.sha256) throw alreadyExists(filename, before.sha256);
     // The same bytes again: also the way to restore a file whose blob went missing.
-    await holds.hold(file.sha256, PYTHON_HOLDER);
+    await holds.hold(file.sha256, holder, file.size);
     if (!(await blobs.stat(file.sha256))) await file.stage.commit(file.sha256);
     return true;
   }
 
   // Held before stored, so a concurrent release by another ecosystem cannot delete them.
   const metadataSha256 = createHash('sha256').update(archive.metadata).digest('hex');
-  await holds.hold(file.sha256, PYTHON_HOLDER);
-  await holds.hold(metadataSha256, PYTHON_HOLDER);
+  await holds.hold(file.sha256, holder, file.size);
+  await holds.hold(metadataSha256, holder, archive.metadata.length);
   await file.stage.commit(file.sha256);
   const metadataBlob = await blobs.put(Readable.from([archive.metadata]), metadataSha256);
   const record: FileRecord = {

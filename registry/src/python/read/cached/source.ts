@@ -40,7 +40,7 @@ export interface CachedSourceOptions {
   slots: UpstreamSlots;
   meta: MetaStore;
   blobs: BlobStore;
-  /** Python's hold on the blobs this source stores (pages, files, metadata). */
+  /** The cached index's hold (`python.<index>`) on the blobs this source stores (pages, files, metadata). */
   holder: Holder;
   /** Local scratch (the data dir's, never the store's) for reading archives that are not being stored. */
   scratchDir: string;
