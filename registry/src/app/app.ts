@@ -37,6 +37,7 @@ import { guardConnections, serverTimeouts } from './connection-guard.js';
 import { registerDiscovery } from './discovery/routes.js';
 import { answerError } from './error-handler.js';
 import { garbageCollector, gcRoute, holdsMarkers, usageLedger } from './lifecycle/gc.js';
+import { cacheBudgets, type Budgets } from './lifecycle/budgets.js';
 import type { UsageLedger } from '../lifecycle/usage/ledger.js';
 import { indexNamespace } from './namespace/index-namespace.js';
 import { classifyRequest } from './namespace/request-class.js';
@@ -60,6 +61,10 @@ export interface BuiltApp {
   gcTotals: CollectionTotals;
   /** What each index holds, kept by this process's writes; the server starts and stops its flushing. */
   usage: UsageLedger;
+  /** Cached indexes with a budget: when their content was last downloaded, and what evicts past the budget. */
+  budgets: Budgets;
+  /** This process's usage counters (`/+stats`), which eviction adds to. */
+  counters: UsageCounters;
 }
 
 export interface BuildOptions {
@@ -140,8 +145,9 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
   const markers = holdsMarkers(config, stores, modules);
   const usage = usageLedger(stores, markers);
+  const budgets = cacheBudgets(config, stores, usage, markers);
   const ctx: ServerContext = {
-    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage,
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage, recentUse: budgets.recentUse,
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
@@ -198,7 +204,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
 
-  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage };
+  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

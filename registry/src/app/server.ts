@@ -26,8 +26,9 @@ export interface RunningServer {
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events, retention, gc, gcTotals, usage } = await buildApp(config, stores, ecosystems, { link });
+  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters } = await buildApp(config, stores, ecosystems, { link });
   usage.start();
+  const stopBudgets = budgets.start(counters, app.log);
   const stopCounts = scheduleFirstCount(gc, usage, app.log);
   const stopSweeper = startSweeper(stores, {
     onSwept: (removed) => {
@@ -76,6 +77,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
       stopCollections();
       stopCounts();
       await app.close();
+      await stopBudgets();
       await usage.stop();
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.

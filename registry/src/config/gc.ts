@@ -1,7 +1,8 @@
 /**
  * `[gc]`: the online garbage collection of blobs (lifecycle/, docs/storage-lifecycle.md): whether
  * every process runs it on a schedule, how often, how old an unreferenced hold or an unheld blob
- * must be before it goes, and how long a collector's lease lasts without renewal.
+ * must be before it goes, how long a collector's lease lasts without renewal, and how often cached
+ * indexes with a budget are brought within it.
  */
 import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
@@ -15,15 +16,18 @@ export interface GcConfig {
   graceSecs: number;
   /** A running collection renews its lease every third of this; a killed one blocks the next this long. */
   leaseSecs: number;
+  /** How often cached indexes with a budget (`max_bytes`, `evict_unused_after`) are brought within it. */
+  evictEverySecs: number;
 }
 
 export const DEFAULT_GC_EVERY_SECS = 6 * 3600;
 export const DEFAULT_GC_GRACE_SECS = 24 * 3600;
 export const DEFAULT_GC_LEASE_SECS = 60;
+export const DEFAULT_EVICT_EVERY_SECS = 60;
 
 export function resolveGc(table: FileConfig['gc']): GcConfig {
   const t = table ?? {};
-  const secs = (key: 'every' | 'grace' | 'lease', fallback: number, min: number): number => {
+  const secs = (key: 'every' | 'grace' | 'lease' | 'evict_every', fallback: number, min: number): number => {
     const value = t[key];
     if (value === undefined) return fallback;
     const parsed = parseDuration(value);
@@ -37,5 +41,6 @@ export function resolveGc(table: FileConfig['gc']): GcConfig {
     everySecs: secs('every', DEFAULT_GC_EVERY_SECS, 1),
     graceSecs: secs('grace', DEFAULT_GC_GRACE_SECS, 0),
     leaseSecs: secs('lease', DEFAULT_GC_LEASE_SECS, 1),
+    evictEverySecs: secs('evict_every', DEFAULT_EVICT_EVERY_SECS, 1),
   };
 }

@@ -136,6 +136,8 @@ export const gcSchema = z.strictObject({
   every: duration.optional(),
   grace: duration.optional(),
   lease: duration.optional(),
+  // How often cached indexes with a budget are brought within it (lifecycle/budget/).
+  evict_every: duration.optional(),
 });
 
 export const fileSchema = z.strictObject({

@@ -5,6 +5,7 @@
  * (the OCI API lives under `/v2/`).
  */
 import type { UsageLedger } from '../lifecycle/usage/ledger.js';
+import type { RecentUse } from '../lifecycle/budget/recent-use.js';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ArchiveWalks } from '../archive/walks.js';
 import type { EcosystemFacts } from '../config/ecosystem-facts.js';
@@ -63,6 +64,8 @@ export interface ServerContext {
   fetches?: SharedFetches;
   /** What each index holds (lifecycle/usage/): quotas read it. */
   usage: Pick<UsageLedger, 'usage'>;
+  /** When a cached index's content was last downloaded (lifecycle/budget/): a download of a file or blob tells it. */
+  recentUse: Pick<RecentUse, 'downloaded'>;
 }
 
 export type OriginOf = (request: FastifyRequest) => Origin | null;

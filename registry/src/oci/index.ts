@@ -54,6 +54,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     clientAddress: ctx.clientAddress,
     originOf: ctx.originOf,
     usage: ctx.usage,
+    recentUse: ctx.recentUse,
   };
   const retention = new OciRetention(deps.ociIndexes, deps, deps.blobBytes, ctx.log);
   return {

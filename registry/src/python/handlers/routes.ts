@@ -72,7 +72,7 @@ export async function dispatch(routes: readonly Route[], req: IndexRequest): Pro
 }
 
 /** What the Python endpoints use of the server's services, together. */
-export type PythonServices = UploadServices & InspectServices & Pick<ServerContext, 'originOf'>;
+export type PythonServices = UploadServices & InspectServices & Pick<ServerContext, 'originOf' | 'recentUse'>;
 
 export function pythonRoutes(ctx: PythonServices, source: ProjectSource, layers: RouteLayers): Route[] {
   return [
@@ -87,7 +87,7 @@ export function pythonRoutes(ctx: PythonServices, source: ProjectSource, layers:
     },
     {
       match: (rest) => (rest.length === 3 && rest[0] === 'files' && isSha256Hex(rest[1] ?? '') ? [rest[1]!, rest[2]!] : null),
-      methods: { GET: (req, params) => serveFile(source, ctx.stores, req, params[0]!, params[1]!) },
+      methods: { GET: (req, params) => serveFile(source, ctx.stores, req, params[0]!, params[1]!, ctx.recentUse) },
     },
     {
       // inspect/{sha256}/{filename}[/{member...}]: members of an archive this index serves.

@@ -4,6 +4,7 @@
  * sha256 (whatever its role: see `read/source/types.ts`); stored bytes stream from the blob store,
  * with single-range support; bytes still arriving from an upstream stream as they come.
  */
+import type { RecentUse } from '../../../lifecycle/budget/recent-use.js';
 import type { IndexConfig } from '../../../config/types.js';
 import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
@@ -29,7 +30,7 @@ export interface FileStore {
   redirect: BlobRedirect | null;
 }
 
-export async function serveFile(source: ProjectSource, store: FileStore, req: IndexRequest, sha256: string, filename: string): Promise<void> {
+export async function serveFile(source: ProjectSource, store: FileStore, req: IndexRequest, sha256: string, filename: string, recentUse: Pick<RecentUse, 'downloaded'>): Promise<void> {
   const notFound = () => new HttpError(404, `no file ${sha256}/${filename} in index ${req.index.name}`);
   if (!isSha256Hex(sha256)) throw notFound();
   const wanted = SIBLINGS.find((s) => filename.endsWith(s.suffix)) ?? ARTIFACT;
@@ -45,6 +46,11 @@ export async function serveFile(source: ProjectSource, store: FileStore, req: In
   // Per project and per file too (`/+stats`); a sibling counts for its artifact.
   const { project } = listed;
   if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
+  // For the budget of the cached index holding it (itself, or a virtual index's members).
+  if (wanted.part === 'file') {
+    const size = body.kind === 'blob' ? body.size : (body.size ?? 0);
+    for (const name of req.index.role === 'virtual' ? req.index.members : [req.index.name]) recentUse.downloaded(name, sha256, size);
+  }
   if (body.kind === 'blob') {
     const sent = await sendBlob(store, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
     source.count(req.index.name, 'bytes', sent, project, artifact);
