@@ -4,7 +4,7 @@
  * fields: `storedBytes`, `size` (the SIZE column) and `lastCollection`.
  *
  * Every pod counts the same bucket, but each refreshes its count on its own: the pod whose count
- * is the newest (`stored.counted_at`) is believed, the first that answered when none says when.
+ * is the newest (`stored.counted_at`) is believed; without one, the first pod listed that answered.
  * A pod on an older image reports no `stored` at all; the fields are then left out, and the
  * caller keeps what an earlier reconcile found (a count does not vanish while pods roll).
  */
@@ -17,7 +17,7 @@ export interface StoredState {
   lastCollection?: LastCollection;
 }
 
-/** The answering pods' documents, the newest count first (stable: the first to answer wins a tie). */
+/** The answering pods' documents, the newest count first (stable: on a tie, the first pod listed). */
 function newestCountFirst(reports: readonly PodReport[]): PodStatusDoc[] {
   const docs = reports.flatMap((r) => (r.doc ? [r.doc] : []));
   const countedAt = (d: PodStatusDoc) => Date.parse(d.stored?.counted_at ?? '') || 0;
