@@ -129,6 +129,18 @@ describe('the CRDs at kubectl apply time', () => {
     ['a keep_tags rule without newest', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { keepTags: [{ match: "v*" }] }\n', 'spec.retention.keepTags[0].newest: Required value'],
     ['an untaggedAfter that is no duration', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { untaggedAfter: "a week" }\n', 'spec.retention.untaggedAfter'],
     ['an untaggedAfter of zero', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  retention: { untaggedAfter: "0s" }\n', 'spec.retention.untaggedAfter must be at least 1s'],
+    ['a quota on a cached index', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  quotaBytes: 10Gi\n', 'spec.quotaBytes is only for a hosted index'],
+    ['a cache budget on a hosted index', '  route: team/a\n  ecosystem: oci\n  role: hosted\n  maxBytes: 10Gi\n', 'spec.maxBytes is only for a cached index'],
+    ['evictUnusedAfter on a virtual index', '  route: team/a\n  ecosystem: python\n  role: virtual\n  members: [b]\n  evictUnusedAfter: 30d\n', 'spec.evictUnusedAfter is only for a cached index'],
+    ['a quota of "0"', '  route: team/a\n  ecosystem: python\n  role: hosted\n  quotaBytes: "0"\n', 'spec.quotaBytes must be more than 0 bytes'],
+    ['a quota of "0.0Gi"', '  route: team/a\n  ecosystem: python\n  role: hosted\n  quotaBytes: "0.0Gi"\n', 'spec.quotaBytes must be more than 0 bytes'],
+    ['a quota of 0 bytes as an integer', '  route: team/a\n  ecosystem: python\n  role: hosted\n  quotaBytes: 0\n', 'spec.quotaBytes'],
+    ['a quota of -5', '  route: team/a\n  ecosystem: python\n  role: hosted\n  quotaBytes: -5\n', 'spec.quotaBytes'],
+    ['a quota of "-5"', '  route: team/a\n  ecosystem: python\n  role: hosted\n  quotaBytes: "-5"\n', 'spec.quotaBytes'],
+    ['a budget of "10 parsecs"', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  maxBytes: 10 parsecs\n', 'spec.maxBytes'],
+    ['a budget in a unit the grammar lacks', '  route: team/a\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  maxBytes: 10Pi\n', 'spec.maxBytes'],
+    ['an evictUnusedAfter that is no duration', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  evictUnusedAfter: a month\n', 'spec.evictUnusedAfter'],
+    ['an evictUnusedAfter of zero', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  evictUnusedAfter: "0"\n', 'spec.evictUnusedAfter must be at least 1s'],
   ])('refuses %s', async (_what, spec, message) => {
     const res = await kubectl(['apply', '-f', '-'], indexYaml('bad', spec), true);
     expect(res.code).not.toBe(0);
@@ -142,6 +154,16 @@ describe('the CRDs at kubectl apply time', () => {
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('scheduled', '  retention: { every: hourly }\n'), true);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('spec.retention.every');
+  });
+
+  it.each([
+    ['a quota in Kubernetes quantity spelling', '  route: team/q\n  ecosystem: python\n  role: hosted\n  quotaBytes: 10Gi\n'],
+    ['a quota in bytes as an integer', '  route: team/q\n  ecosystem: oci\n  role: hosted\n  quotaBytes: 1048576\n'],
+    ['a quota in bytes as a string', '  route: team/q\n  ecosystem: python\n  role: hosted\n  quotaBytes: "1048576"\n'],
+    ['a budget with a fraction', '  route: team/q\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  maxBytes: 1.5G\n  evictUnusedAfter: 30d\n'],
+    ['a budget in KiB-style units and eviction after seconds', '  route: team/q\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  maxBytes: 500MiB\n  evictUnusedAfter: "86400"\n'],
+  ])('accepts %s', async (_what, spec) => {
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], indexYaml('sized', spec));
   });
 
   it.each([
@@ -210,7 +232,9 @@ describe('the operator', () => {
     expect(await until('nosecret status', () => readyOf('nosecret'))).toMatchObject({ status: 'False', reason: 'SecretNotFound' });
     expect(await until('elsewhere status', () => readyOf('elsewhere'))).toMatchObject({ status: 'False', reason: 'RegistryNotFound' });
     const table = (await kubectl(['get', 'packageindex', '-n', NS])).stdout;
-    expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+AGE$/);
+    expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+SIZE\s+AGE$/);
+    // The registry's total beside its readiness; empty, as an index's SIZE, until pods have counted.
+    expect((await kubectl(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/^NAME\s+REPLICAS\s+READY-PODS\s+INDEXES\s+READY\s+SIZE\s+AGE$/);
     // No pod has reported on the upstream yet.
     expect(table).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+False\s+\d+s/);
     const wide = (await kubectl(['get', 'pidx', 'clash', '-n', NS, '-o', 'wide'])).stdout;

@@ -3,7 +3,7 @@
  * chart installs the operator and a trial MinIO, a PackageRegistry and four PackageIndexes are
  * applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
  * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane work through the
- * registry's Service. Then the things a platform team does and breaks: an index edited while a
+ * registry's Service, after which SIZE shows what each index stores. Then the things a platform team does and breaks: an index edited while a
  * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
  * taken; an invalid spec refused at apply time), two operators with the leader killed
@@ -148,6 +148,20 @@ describe('a platform team on a real cluster', () => {
     await crane(['auth', 'login', service, '-u', '__token__', '--password-stdin'], TOKEN_ONE);
     await crane(['push', layout, `${service}/team/images/app:v1`]);
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
+  });
+
+  // Needs the registry side of issue 25: pods whose /+status counts stored bytes (`stored`).
+  it('shows what each index stores in the SIZE column once the pods have counted the pushes, and the registry total', async () => {
+    const sizeOf = async (kind: string, name: string) => (await k(['get', kind, name, '-n', NS, '-o', 'jsonpath={.status.size}'])).stdout.trim() || undefined;
+    for (const name of ['hosted', 'images']) expect(await until(`the size of ${name}`, () => sizeOf('pidx', name), 120_000)).toMatch(/^\d+(\.\d)? (B|KiB|MiB|GiB)$/);
+    const stored = JSON.parse((await k(['get', 'pidx', 'images', '-n', NS, '-o', 'jsonpath={.status.storedBytes}'])).stdout) as number;
+    // At least the image's config and layer went in.
+    expect(stored).toBeGreaterThan(0);
+    const table = (await k(['get', 'pidx', '-n', NS])).stdout;
+    expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+SIZE\s+AGE$/);
+    expect(table).toMatch(/^images\s+team\/images\s+oci\s+hosted\s+default\s+True\s+\d+(\.\d)? (B|KiB|MiB|GiB)\s+\d+/m);
+    expect(await until('the registry size', () => sizeOf('packageregistry', 'default'), 120_000)).toMatch(/^\d+(\.\d)? (B|KiB|MiB|GiB)$/);
+    expect((await k(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/\bREADY\s+SIZE\s+AGE$/);
   });
 
   it('rolls the pods for an index edit while a polling client sees no failed request', async () => {

@@ -196,4 +196,14 @@ describe("the registry's config check, as the plan reads it", () => {
     // The check of the registry agrees: the rendered keys reach the registry's config.
     expect(check(stanza('py', 'hosted = true\nkeep_tags = [{ match = "v*", newest = 2 }]')).index).toBe('py');
   });
+
+  it('refuses a quota on an index that is not hosted and a cache budget on one that is not cached (a CRD without the rules), naming the index', () => {
+    const cache = index('cache', { route: 'team/cache', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', quotaBytes: '1Gi' });
+    const uploads = index('uploads', { route: 'team/uploads', ecosystem: 'oci', role: 'hosted', maxBytes: 1024 });
+    const aged = index('aged', { route: 'team/aged', ecosystem: 'python', role: 'virtual', members: ['cache'], evictUnusedAfter: '30d' });
+    const plan = planNamespace([registry('default')], [cache, uploads, aged], input());
+    expect(plan.refused.get('cache')).toEqual({ reason: 'InvalidSpec', message: 'spec.quotaBytes is only for a hosted index; PackageIndex "cache" is a cached python index' });
+    expect(plan.refused.get('uploads')).toEqual({ reason: 'InvalidSpec', message: 'spec.maxBytes is only for a cached index; PackageIndex "uploads" is a hosted oci index' });
+    expect(plan.refused.get('aged')).toEqual({ reason: 'InvalidSpec', message: 'spec.evictUnusedAfter is only for a cached index; PackageIndex "aged" is a virtual python index' });
+  });
 });

@@ -127,6 +127,43 @@ describe('registry config rendering', () => {
     expect(parsed(none).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: DEFAULT_GC_GRACE_SECS, leaseSecs: DEFAULT_GC_LEASE_SECS });
   });
 
+  describe('quotas and cache budgets', () => {
+    const budgeted = [
+      index('uploads', { route: 'team/uploads', ecosystem: 'python', role: 'hosted', quotaBytes: '10Gi' }),
+      index('builds', { route: 'team/builds', ecosystem: 'oci', role: 'hosted', quotaBytes: 1_048_576 }),
+      index('pypi', { route: 'team/pypi', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', maxBytes: '500Mi', evictUnusedAfter: '30d' }),
+      index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', maxBytes: '2147483648', evictUnusedAfter: '86400' }),
+      index('plain', { route: 'team/plain', ecosystem: 'python', role: 'hosted' }),
+    ];
+    const tables = () => {
+      const doc = parse(renderRegistryConfig(registry, budgeted).toml) as { index: Record<string, unknown>[] };
+      return new Map(doc.index.map((t) => [t.name, t]));
+    };
+
+    it('renders quotaBytes as quota_bytes of a hosted index, maxBytes and evictUnusedAfter as max_bytes and evict_unused_after of a cached one', () => {
+      const t = tables();
+      expect(t.get('uploads')).toMatchObject({ hosted: true, quota_bytes: '10Gi' });
+      expect(t.get('builds')).toMatchObject({ hosted: true, quota_bytes: 1_048_576 });
+      expect(t.get('pypi')).toMatchObject({ max_bytes: '500Mi', evict_unused_after: '30d' });
+      expect(t.get('pypi')).not.toHaveProperty('quota_bytes');
+    });
+
+    it('renders plain digits given as a string as TOML integers: bytes for a size, seconds for a duration', () => {
+      expect(tables().get('hub')).toMatchObject({ max_bytes: 2_147_483_648, evict_unused_after: 86_400 });
+    });
+
+    it('renders none of the keys for an index that sets none', () => {
+      const plain = tables().get('plain');
+      for (const key of ['quota_bytes', 'max_bytes', 'evict_unused_after']) expect(plain).not.toHaveProperty(key);
+    });
+
+    // Needs the registry side of issue 25 (its TOML keys quota_bytes, max_bytes, evict_unused_after):
+    // until then the registry's strict schema refuses them as unknown keys.
+    it("is accepted by the registry's own config check", () => {
+      expect(() => parsed(renderRegistryConfig(registry, budgeted))).not.toThrow();
+    });
+  });
+
   it('gives the same bytes whatever order the resources come in', () => {
     const a = renderRegistryConfig(registry, indexes).toml;
     const b = renderRegistryConfig(registry, [...indexes].reverse()).toml;

@@ -3,11 +3,15 @@
  * `/+status` (the API-server suite has no pods, so the served paths are checked here): Ready once
  * every ready pod serves it, RollingOut while some still run an older config, Degraded with
  * UpstreamOffline when a cached index's upstream is down, NoReadyPods without an answering pod.
- * Conditions keep their transition time while their status holds.
+ * Conditions keep their transition time while their status holds. Stored bytes, the SIZE column
+ * and the last collection come from the pod with the newest count; a pod that reports none leaves
+ * the last count standing.
  */
 import { describe, expect, it } from 'vitest';
 import { nextConditions } from '../../operator/src/status/conditions.js';
-import { servedState, type PodReport } from '../../operator/src/status/merge.js';
+import { servedState } from '../../operator/src/status/merge.js';
+import type { PodReport, PodStatusDoc } from '../../operator/src/status/pod-status.js';
+import { humanSize, registryStored } from '../../operator/src/status/stored.js';
 import { API_VERSION, type PackageIndex } from '../../operator/src/resources/types.js';
 
 const pypi: PackageIndex = {
@@ -52,6 +56,58 @@ describe('servedState', () => {
     expect(cond(servedState(pypi, 'default', URL, []), 'Ready')).toMatchObject({ status: 'False', reason: 'NoReadyPods', message: 'PackageRegistry "default" has no ready pods' });
     const silent = servedState(pypi, 'default', URL, [{ pod: 'a', doc: null, error: 'connect ECONNREFUSED' }]);
     expect(cond(silent, 'Ready')?.message).toContain('connect ECONNREFUSED');
+  });
+});
+
+/** A pod's answer with the storage fields of the registry's /+status contract. */
+const counted = (name: string, countedAt: string | null, total: number | null, perIndex: Record<string, number | null>, lastRun?: NonNullable<PodStatusDoc['gc']>['last_run']): PodReport => ({
+  pod: name,
+  doc: {
+    instance: name,
+    indexes: Object.entries(perIndex).map(([n, bytes]) => ({ name: n, serial: 1, upstream: { offline: false }, stored: bytes === null ? null : { bytes, objects: 3 } })),
+    stored: total === null ? null : { bytes: total, objects: 9, counted_at: countedAt },
+    gc: { last_run: lastRun ?? null },
+  },
+});
+
+describe('stored bytes and the last collection', () => {
+  it('takes the index count of the pod that counted last, with a human size and the latest collection of any pod', () => {
+    const s = servedState(pypi, 'default', URL, [
+      counted('a', '2026-03-01T10:00:00Z', 5_000, { pypi: 1_000 }, { ended_at: '2026-03-01T09:00:00.123Z', result: 'ok', bytes_deleted: 4096, blobs_deleted: 2 }),
+      counted('b', '2026-03-01T10:05:00Z', 6_000, { pypi: 12_897_485 }, { ended_at: '2026-03-01T08:00:00Z', result: 'failed', bytes_deleted: 0, blobs_deleted: 0, error: 'store unavailable' }),
+    ]);
+    expect(s.status).toMatchObject({ storedBytes: 12_897_485, size: '12.3 MiB', lastCollection: { time: '2026-03-01T09:00:00Z', result: 'ok', reclaimedBytes: 4096 } });
+  });
+
+  it('takes the first answering pod when none says when it counted, and skips a pod that has not counted the index yet', () => {
+    const s = servedState(pypi, 'default', URL, [{ pod: 'down', doc: null, error: 'timeout' }, counted('a', null, null, { pypi: null }), counted('b', null, 10, { pypi: 700 }), counted('c', null, 10, { pypi: 900 })]);
+    expect(s.status).toMatchObject({ storedBytes: 700, size: '700 B' });
+    expect(s.status).not.toHaveProperty('lastCollection');
+  });
+
+  it('keeps the previous count, size and collection while no pod reports one (an older image, pods rolling)', () => {
+    const previous = { storedBytes: 2048, size: '2.0 KiB', lastCollection: { time: '2026-03-01T09:00:00Z', result: 'ok' as const, reclaimedBytes: 1 } };
+    const s = servedState({ ...pypi, status: previous }, 'default', URL, [pod('old-image', [{ name: 'pypi' }])]);
+    expect(s.status).toMatchObject(previous);
+    const none = servedState(pypi, 'default', URL, [pod('old-image', [{ name: 'pypi' }])]);
+    for (const key of ['storedBytes', 'size', 'lastCollection']) expect(none.status).not.toHaveProperty(key);
+  });
+
+  it("reads the registry's total (a blob two indexes hold counted once) from the newest count", () => {
+    const total = registryStored([counted('a', '2026-03-01T10:00:00Z', 5_000, {}), counted('b', '2026-03-01T11:00:00Z', 3 * 1024 ** 3, {})]);
+    expect(total).toEqual({ storedBytes: 3 * 1024 ** 3, size: '3.0 GiB' });
+  });
+
+  it.each([
+    [0, '0 B'],
+    [1023, '1023 B'],
+    [1024, '1.0 KiB'],
+    [1536, '1.5 KiB'],
+    [1024 * 1024 - 1, '1.0 MiB'],
+    [10 * 1024 ** 3, '10.0 GiB'],
+    [1.5 * 1024 ** 4, '1.5 TiB'],
+  ])('writes %i bytes as %s', (bytes, text) => {
+    expect(humanSize(bytes)).toBe(text);
   });
 });
 

@@ -3,7 +3,8 @@
  * compiler: field names both ways, required fields against non-optional properties, enums against
  * unions of string literals, and the basic types (string, integer or number, boolean, array,
  * object; an object that keeps unknown fields against a type with an index signature). What a
- * type cannot say (patterns, lengths, CEL rules, descriptions) is not compared.
+ * type cannot say (patterns, lengths, CEL rules, descriptions) is not compared. A field marked
+ * `x-kubernetes-int-or-string` (no type of its own) matches `number | string`.
  */
 import ts from 'typescript';
 
@@ -15,6 +16,7 @@ export interface SchemaNode {
   items?: SchemaNode;
   enum?: unknown[];
   'x-kubernetes-preserve-unknown-fields'?: boolean;
+  'x-kubernetes-int-or-string'?: boolean;
 }
 
 /** A program of one file, optionally with `text` instead of what is on disk (to prove a test fails). */
@@ -58,6 +60,10 @@ export function differences(schema: SchemaNode, type: ts.Type, checker: ts.TypeC
   const shown = checker.typeToString(t);
   const at = path || '(root)';
   const literals = t.isUnion() ? t.types : [t];
+  if (schema['x-kubernetes-int-or-string']) {
+    const numberAndString = literals.length === 2 && literals.some((m) => m.flags & ts.TypeFlags.Number) && literals.some((m) => m.flags & ts.TypeFlags.String);
+    return numberAndString ? [] : [`${at}: the schema says integer or string, the type is ${shown}`];
+  }
   switch (schema.type) {
     case 'string': {
       if (schema.enum) {

@@ -110,8 +110,11 @@ function hasUserInfo(url: string): boolean {
 
 /** What the CRD refuses at apply time, checked again (a CRD installed before the rule, say). */
 function specRefusal(ix: PackageIndex): Refusal | null {
-  if (ix.spec.retention && (ix.spec.ecosystem !== 'oci' || ix.spec.role !== 'hosted')) {
-    return { reason: 'InvalidSpec', message: `spec.retention applies to hosted oci indexes only; PackageIndex "${ix.metadata.name}" is a ${ix.spec.role} ${ix.spec.ecosystem} index` };
+  const kind = `PackageIndex "${ix.metadata.name}" is a ${ix.spec.role} ${ix.spec.ecosystem} index`;
+  if (ix.spec.retention && (ix.spec.ecosystem !== 'oci' || ix.spec.role !== 'hosted')) return { reason: 'InvalidSpec', message: `spec.retention applies to hosted oci indexes only; ${kind}` };
+  if (ix.spec.quotaBytes !== undefined && ix.spec.role !== 'hosted') return { reason: 'InvalidSpec', message: `spec.quotaBytes is only for a hosted index; ${kind}` };
+  for (const field of ['maxBytes', 'evictUnusedAfter'] as const) {
+    if (ix.spec[field] !== undefined && ix.spec.role !== 'cached') return { reason: 'InvalidSpec', message: `spec.${field} is only for a cached index; ${kind}` };
   }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
     const where = `spec.webhooks[${i}]`;

@@ -19,7 +19,9 @@ import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, renderObject
 import { REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
-import { refusedState, servedState, type PodReport, type PodStatusDoc } from '../status/merge.js';
+import { refusedState, servedState } from '../status/merge.js';
+import type { PodReport, PodStatusDoc } from '../status/pod-status.js';
+import { overPrevious, registryStored } from '../status/stored.js';
 import { splitKey } from './keys.js';
 
 export interface ReconcileDeps {
@@ -155,6 +157,7 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
     indexes: rp.served.length,
     url: registryUrl(registry),
     ...(checksum ? { configChecksum: checksum } : {}),
+    ...overPrevious(registry.status, registryStored(reports)),
   };
   await writeStatus(deps, 'PackageRegistry', registry, { status, conditions }, now);
 }

@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
+import { upstreamCredentialKeys, type ByteSize, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -26,7 +26,19 @@ export function secretPath(ref: SecretKeyRef): string {
  * those become a TOML integer. Anything else is passed on for the registry's check to judge.
  */
 function tomlDuration(value: string): number | string {
+  return digitsAsInteger(value);
+}
+
+function digitsAsInteger(value: string): number | string {
   return /^[0-9]+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : value;
+}
+
+/**
+ * A CRD size as the registry's TOML takes it: an integer stays one, and so do plain digits given
+ * as a string ("1048576"); a size with a unit ("10Gi") is passed on for the registry to read.
+ */
+function tomlSize(value: ByteSize): number | string {
+  return typeof value === 'number' ? value : digitsAsInteger(value);
 }
 
 export interface RenderedConfig {
@@ -106,12 +118,15 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
   switch (s.role) {
     case 'hosted':
       table.hosted = true;
+      if (s.quotaBytes !== undefined) table.quota_bytes = tomlSize(s.quotaBytes);
       break;
     case 'cached':
       table.cached = s.upstream;
       if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
       if (s.upstreamHosts !== undefined && s.upstreamHosts.length > 0) table.upstream_hosts = s.upstreamHosts;
       if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;
+      if (s.maxBytes !== undefined) table.max_bytes = tomlSize(s.maxBytes);
+      if (s.evictUnusedAfter !== undefined) table.evict_unused_after = tomlDuration(s.evictUnusedAfter);
       if (s.upstreamCredentialsSecretRef) {
         const { username, password } = upstreamCredentialKeys(s.upstreamCredentialsSecretRef);
         table.upstream_username_file = file(username);

@@ -106,6 +106,29 @@ export interface PackageIndexSpec {
   webhooks?: IndexWebhook[];
   /** Hosted OCI only. */
   retention?: IndexRetention;
+  /**
+   * Hosted only: the most the index may store (rendered as `quota_bytes`); an upload that would
+   * cross it is refused. Bytes as an integer, or a size like "500Mi", "10GiB", "1.5G".
+   */
+  quotaBytes?: ByteSize;
+  /** Cached only: the cache budget (rendered as `max_bytes`); least recently downloaded content is evicted past it. */
+  maxBytes?: ByteSize;
+  /** Cached only: content not downloaded for this long is evicted (rendered as `evict_unused_after`). */
+  evictUnusedAfter?: string;
+}
+
+/**
+ * A size as the CRD takes it (`x-kubernetes-int-or-string`): bytes, or digits with an optional
+ * fraction and a unit (B, k/K/KB, M/MB, G/GB, T/TB decimal; Ki/KiB, Mi/MiB, Gi/GiB, Ti/TiB binary).
+ */
+export type ByteSize = number | string;
+
+/** The registry's last garbage collection as its pods report it (it runs over every index at once). */
+export interface LastCollection {
+  /** When it ended. */
+  time: string;
+  result: 'ok' | 'failed';
+  reclaimedBytes: number;
 }
 
 export interface PackageIndexStatus {
@@ -120,6 +143,11 @@ export interface PackageIndexStatus {
   /** Ready pods of the registry, and how many of them serve this index. */
   pods?: number;
   servingPods?: number;
+  /** What the index stores, as its pods count it (a blob it shares with another index counts in both). */
+  storedBytes?: number;
+  /** `storedBytes` for people (the SIZE column): binary units, one decimal, like "12.3 MiB". */
+  size?: string;
+  lastCollection?: LastCollection;
   conditions?: Condition[];
 }
 
@@ -183,6 +211,11 @@ export interface PackageRegistryStatus {
   indexes?: number;
   url?: string;
   configChecksum?: string;
+  /** What the registry stores in all (a blob two indexes hold counts once). */
+  storedBytes?: number;
+  /** `storedBytes` for people (the SIZE column). */
+  size?: string;
+  lastCollection?: LastCollection;
   conditions?: Condition[];
 }
 

@@ -6,19 +6,8 @@
 import type { Refusal } from '../plan/plan.js';
 import type { PackageIndex, PackageIndexStatus } from '../resources/types.js';
 import type { ConditionInput } from './conditions.js';
-
-/** The part of a pod's `/+status` document the operator reads. */
-export interface PodStatusDoc {
-  instance?: string;
-  indexes?: Array<{ name: string; route?: string; serial?: number; upstream?: { offline?: boolean } }>;
-}
-
-export interface PodReport {
-  pod: string;
-  /** null when the pod did not answer (its message says why). */
-  doc: PodStatusDoc | null;
-  error?: string;
-}
+import type { PodReport } from './pod-status.js';
+import { indexStored, overPrevious } from './stored.js';
 
 export interface IndexState {
   status: Omit<PackageIndexStatus, 'conditions' | 'observedGeneration'>;
@@ -56,6 +45,7 @@ export function servedState(ix: PackageIndex, registry: string, url: string, rep
     serial,
     pods: reports.length,
     servingPods: serving,
+    ...overPrevious(ix.status, indexStored(reports, name)),
   };
   const notReady = (reason: string, message: string): IndexState => ({
     status,
