@@ -156,11 +156,13 @@ export interface GcOptions {
   every?: number | string;
   grace?: number | string;
   lease?: number | string;
+  /** How often cached indexes with a budget are brought within it (`evict_every`). */
+  evictEvery?: number | string;
 }
 
 /** `[gc]`: the garbage collection of blobs (docs/storage-lifecycle.md). */
 export function gc(o: GcOptions): ConfigPart {
-  return { gc: { enabled: o.enabled, every: o.every, grace: o.grace, lease: o.lease } };
+  return { gc: { enabled: o.enabled, every: o.every, grace: o.grace, lease: o.lease, evict_every: o.evictEvery } };
 }
 
 /** The top-level `trusted_proxies`: addresses and networks whose `X-Forwarded-*` headers are believed. */

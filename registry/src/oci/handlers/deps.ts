@@ -11,7 +11,6 @@ import type { EventSink } from '../../events/types.js';
 import type { UsageCounters } from '../../observe/counters.js';
 import type { IndexSummaries } from '../../observe/summary.js';
 import type { QuotaUsage } from '../../roles/quota.js';
-import type { RecentUse } from '../../lifecycle/budget/recent-use.js';
 import type { BlobRedirect, BlobStore } from '../../storage/types.js';
 import type { BlobBytes } from '../read/blob-bytes.js';
 import type { BlobSizes } from '../read/blob-sizes.js';
@@ -54,5 +53,5 @@ export interface OciDeps {
   /** What each index holds: the quotas of hosted indexes (quota.ts). */
   usage: QuotaUsage;
   /** When a cached index's blobs were last downloaded: its budget evicts the least recent. */
-  recentUse: Pick<RecentUse, 'downloaded'>;
+  recentUse: { downloaded(index: string, hex: string, size: number): void };
 }
