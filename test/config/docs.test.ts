@@ -18,4 +18,5 @@ it('accepts the complete example of docs/configuration.md', async () => {
   const res = await run(process.execPath, [CLI, 'check-config', path]);
   expect(res.stdout).toContain('index hosted: /root/hosted/ python hosted');
   expect(res.stdout).toContain('index images: /root/images/ oci hosted');
+  expect(res.stdout).toContain('index pypi: /root/pypi/ python cached');
 });
