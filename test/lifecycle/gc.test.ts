@@ -179,6 +179,25 @@ async function holdersOf(hex: string): Promise<string[] | null> {
   return (await probe.doc<HoldsDoc>(`holds/${hex.slice(0, 2)}/${hex}`))?.holders ?? null;
 }
 
+/** The bytes and blobs of the store whose holds list a holder `which` accepts. */
+async function heldBy(which: (holder: string) => boolean): Promise<{ bytes: number; objects: number }> {
+  let bytes = 0;
+  let objects = 0;
+  for (const d of await probe.blobs()) {
+    if (!((await holdersOf(d)) ?? []).some(which)) continue;
+    const body = await probe.blob(d);
+    for await (const chunk of body ?? []) bytes += (chunk as Buffer).length;
+    objects += 1;
+  }
+  return { bytes, objects };
+}
+
+/** What `/+status` of `node` says index `name` holds. */
+async function storedOf(node: Velodex, name: string): Promise<{ bytes: number; objects: number } | undefined> {
+  const doc = (await (await fetch(`${node.url}/+status`)).json()) as { indexes: Array<{ name: string; stored: { bytes: number; objects: number } }> };
+  return doc.indexes.find((ix) => ix.name === name)?.stored;
+}
+
 describe('online garbage collection', () => {
   it('reclaims exactly the unreferenced blobs; a dry run reports the same and deletes nothing', async () => {
     const base = buildImage({ seed: 'gc-keep', layers: 2, bigFileSize: 64 * 1024 });
@@ -223,6 +242,14 @@ describe('online garbage collection', () => {
     expect(after.filter((d) => !before.includes(d))).toEqual([]);
     // A second collection finds nothing more.
     expect((await gcCli(a, false)).blobs).toBe(0);
+
+    // The collection counted what each index holds: every process shows it (within its 2 s refresh).
+    const held = await heldBy((holder) => holder.startsWith('oci.images/'));
+    const heldPy = await heldBy((holder) => holder === 'python.py');
+    for (const node of servers) {
+      await expect.poll(() => storedOf(node, 'images'), { timeout: 10_000 }).toEqual(held);
+      await expect.poll(() => storedOf(node, 'py'), { timeout: 10_000 }).toEqual(heldPy);
+    }
 
     await pullEveryTag(b);
     await installEveryVersion(a);

@@ -17,7 +17,7 @@ import type { Config } from '../../config/types.js';
 import type { EcosystemModule } from '../../ecosystem/ecosystem.js';
 import { CollectionBusyError } from '../../lifecycle/collector.js';
 import { openStores } from '../../storage/index.js';
-import { garbageCollector, reportLines } from './gc.js';
+import { garbageCollector, holdsMarkers, reportLines, usageLedger } from './gc.js';
 
 export const EX_TEMPFAIL = 75;
 
@@ -33,7 +33,9 @@ export async function gcCommand(config: Config, modules: readonly EcosystemModul
           await new Promise(() => setInterval(() => undefined, 60_000));
         }
       : undefined;
-  const gc = garbageCollector(config, stores, modules, afterDelete ? { afterDelete } : {});
+  // The run's exact count is recorded as a server's would be (lifecycle/usage/).
+  const usage = usageLedger(stores, holdsMarkers(config, stores, modules));
+  const gc = garbageCollector(config, stores, modules, { usage, ...(afterDelete ? { afterDelete } : {}) });
   try {
     const report = await gc.run({ dryRun });
     for (const line of reportLines(report)) out(line);
