@@ -9,10 +9,11 @@ export function bytes(n: number): string {
   return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
 
-/** A share in percent: one decimal below 10 % (so a little is not shown as 0 %), whole above. */
+/** A share in percent: one decimal below 10 %, whole above; a little is "<0.1%", never "0%". */
 export function percent(part: number, whole: number): string {
   const p = (100 * part) / whole;
-  return `${p > 0 && p < 10 ? p.toFixed(1) : Math.round(p)}%`;
+  if (p > 0 && p < 0.05) return '<0.1%';
+  return `${p < 10 ? p.toFixed(1) : Math.round(p)}%`;
 }
 
 /** The two largest units, the smaller left out when zero: "30 d", "2 d 5 h", "3 min 4 s". */
