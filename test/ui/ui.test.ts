@@ -10,7 +10,9 @@
  * (versions, files, hashes, METADATA, archive contents and a text preview) and the repository
  * (tag, manifest, layers, a file in a layer); a denied project never shows; the usage page draws
  * its chart and drills down from an index to a project to its files. Keyboard alone gets from the
- * search box to a project. With the upstream stopped, the dashboard and status say so. A project
+ * search box to a project. The dashboard and the status page show what each index stores, as
+ * /+status says, how full the quota and the budget are, the store's total, whether it was counted
+ * exactly, and the last garbage collection. With the upstream stopped, the dashboard and status say so. A project
  * whose metadata, member names and contents carry markup and script is shown as text, and nothing
  * of it runs. Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
  * UPDATE_SCREENSHOTS=1).
@@ -43,12 +45,12 @@ const adminToken = `admin_${randomBytes(16).toString('hex')}`;
 let project: BuiltProject;
 let xssWheel: string;
 
-/** The indexes a platform team would start with: hosted, a cache of an upstream, both behind one virtual route whose policy denies `evil-*`, and images. */
+/** The indexes a platform team would start with: hosted (with a quota), a cache of an upstream (with a budget), both behind one virtual route whose policy denies `evil-*`, and images. */
 function uiConfig(upstreamUrl: string): string {
   return toml(
     admin(adminToken),
-    hosted('hosted', { token }),
-    cached('pypi', `${upstreamUrl}/simple/`, { ttlSecs: 1 }),
+    hosted('hosted', { token, quota: '1MiB' }),
+    cached('pypi', `${upstreamUrl}/simple/`, { ttlSecs: 1, maxBytes: '20MiB', evictUnusedAfter: '30d' }),
     virtual('dev', ['hosted', 'pypi'], { uploadTarget: 'hosted', policy: { denyProjects: ['evil-*'] } }),
     oci.hosted('oci', { token }),
   );
@@ -129,6 +131,25 @@ function authFailures(): Array<{ index?: string; reason?: string }> {
 
 function problemsOf(page: Page): string[] {
   return (page as Page & { problems: string[] }).problems;
+}
+
+interface StatusDoc {
+  stored: { bytes: number; objects: number; counted_at: string | null };
+  gc: { last_run: null | { result: string; blobs_deleted: number; bytes_deleted: number } };
+  indexes: Array<{ name: string; stored: { bytes: number; objects: number } | null }>;
+}
+
+async function statusDoc(): Promise<StatusDoc> {
+  return (await (await fetch(`${server.url}/+status`)).json()) as StatusDoc;
+}
+
+/** A size as the pages write it: binary units, one decimal. */
+function size(n: number): string {
+  return n < 1024 ? `${n} B` : n < 1024 ** 2 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 ** 2).toFixed(1)} MiB`;
+}
+
+function storedWords(s: { bytes: number; objects: number }): string {
+  return `${size(s.bytes)} in ${s.objects} object${s.objects === 1 ? '' : 's'}`;
 }
 
 /** Saves a screenshot and checks that it shows more than a blank page. */
@@ -445,6 +466,78 @@ describe('the web UI in Chromium', () => {
       if (path.startsWith('/browse')) await shoot(page, 'xss-as-text');
       await page.context().close();
     }
+  });
+
+  it('the dashboard shows what each index stores as /+status says, how full the quota and the budget are, and the total', async () => {
+    const page = await open('/');
+    const row = (route: string) => page.locator('table.indexes tbody tr').filter({ hasText: route }).locator('td.stored');
+    // The figures reach /+status within a flush (2 s): reload until the page and the document agree.
+    let status = await statusDoc();
+    await expect
+      .poll(
+        async () => {
+          status = await statusDoc();
+          await page.reload();
+          await row('root/hosted').waitFor();
+          const hosted = status.indexes.find((i) => i.name === 'hosted')!.stored!;
+          const shown = (await row('root/hosted').textContent())!;
+          const want = storedWords(hosted);
+          return hosted.bytes > 0 && shown.includes(want) ? 'agree' : `shown "${shown}", /+status says "${want}"`;
+        },
+        { timeout: 15_000, interval: 1_000 },
+      )
+      .toBe('agree');
+    const hosted = status.indexes.find((i) => i.name === 'hosted')!.stored!;
+    // Four uploads and their pages: more than the files alone, far under the quota.
+    expect(hosted.objects).toBeGreaterThanOrEqual(4);
+    const quota = page.getByRole('meter', { name: 'hosted quota' });
+    const pct = (100 * hosted.bytes) / 1024 ** 2;
+    const words = `${pct < 10 ? pct.toFixed(1) : Math.round(pct)}% of 1.0 MiB quota`;
+    expect(await quota.getAttribute('max')).toBe(String(1024 ** 2));
+    expect(await quota.getAttribute('value')).toBe(String(hosted.bytes));
+    expect(await quota.getAttribute('aria-valuetext')).toBe(words);
+    expect(await row('root/hosted').textContent()).toContain(words);
+    // The cache's budget and its idle limit; the virtual index holds nothing of its own; the OCI index has no limit.
+    // A few KiB of a 20 MiB budget: a little, not nothing.
+    expect(await row('root/pypi').textContent()).toContain('<0.1% of 20.0 MiB budget');
+    expect(await page.getByRole('meter', { name: 'pypi budget' }).count()).toBe(1);
+    expect(await row('root/pypi').textContent()).toContain('evicts what is not downloaded for 30 d');
+    expect(await row('root/dev').textContent()).toBe('held by its members');
+    expect(await row('root/oci').textContent()).toBe(storedWords(status.indexes.find((i) => i.name === 'oci')!.stored!));
+    expect(await page.locator('meter').count()).toBe(2);
+    expect(await page.locator('p.total').textContent()).toContain(`The store holds ${storedWords(status.stored)} in all`);
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('the status page shows the total, whether it was counted exactly, and the last collection with what it reclaimed', async () => {
+    const storage = async (page: Page) => {
+      await page.getByRole('heading', { name: 'Storage' }).waitFor();
+      return (await page.locator('dl.storage').textContent())!;
+    };
+    const page = await open('/admin/status', { admin: true });
+    const before = await statusDoc();
+    const text = await storage(page);
+    expect(text).toContain(`stored in all${storedWords(before.stored)}`);
+    // A store never counted is counted once a few seconds after start: either is right, as /+status says.
+    expect(text).toContain(before.stored.counted_at === null ? 'kept by the writes; not counted yet' : 'counted exactly at ');
+    if (before.gc.last_run === null) expect(text).toContain('last collectionnone yet');
+    await page.context().close();
+
+    // A collection on demand counts exactly and is shown with what it reclaimed.
+    const gc = await fetch(`${server.url}/+admin/gc`, { method: 'POST', headers: { authorization: `Bearer ${adminToken}` } });
+    expect(gc.status).toBe(200);
+    const after = await statusDoc();
+    expect(after.stored.counted_at).not.toBeNull();
+    const run = after.gc.last_run!;
+    const again = await open('/admin/status', { admin: true });
+    const counted = await storage(again);
+    const when = await again.evaluate((iso) => new Date(iso).toLocaleString(), after.stored.counted_at!);
+    expect(counted).toContain(`counted exactly at ${when}`);
+    expect(counted).toContain(`: ok, reclaimed ${size(run.bytes_deleted)} in ${run.blobs_deleted} blob`);
+    expect(await again.locator('table.indexes tbody tr').filter({ hasText: 'root/hosted' }).locator('td.stored').textContent()).toContain('of 1.0 MiB quota');
+    expect(problemsOf(again)).toEqual([]);
+    await again.context().close();
   });
 
   it('with the upstream stopped, the dashboard and status say the cached index serves what it stored', async () => {

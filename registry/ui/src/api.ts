@@ -56,7 +56,28 @@ export interface StatusIndex {
   upload_token?: { configured: boolean; source?: string };
   members: string[];
   details?: { projects: number; files: number };
+  /** What the index holds; null for a virtual index (its members hold the bytes). */
+  stored: Stored | null;
+  /** A hosted index's quota; null when none or not hosted. */
+  quota_bytes: number | null;
+  /** A cached index's budget; null when none or not cached. */
+  max_bytes: number | null;
+  evict_unused_after_secs: number | null;
   [key: string]: unknown;
+}
+
+export interface Stored {
+  bytes: number;
+  objects: number;
+}
+
+/** The last garbage collection, as any process that ran it recorded it. */
+export interface LastCollection {
+  ended_at: string;
+  result: 'ok' | 'failed';
+  blobs_deleted: number;
+  bytes_deleted: number;
+  error?: string;
 }
 
 export interface Status {
@@ -69,6 +90,9 @@ export interface Status {
   storage: { backend: string };
   requests: { total: number; by_status: Record<string, number> };
   indexes: StatusIndex[];
+  /** The store in all (a blob several indexes hold counts once); counted_at: null until a collection counted it exactly. */
+  stored: Stored & { counted_at: string | null };
+  gc: { last_run: LastCollection | null };
   recent_uploads?: { time: string; index: string; project: string; version?: string; filename: string }[];
 }
 

@@ -11,7 +11,8 @@
  * Policy-denied projects never show: the lists are the ones the index serves to pip and docker.
  */
 import { getJson, getText, type Discovery, type IndexEntry } from './api.js';
-import { bytes, fill, h, message } from './dom.js';
+import { fill, h, message } from './dom.js';
+import { bytes } from './format.js';
 
 const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
 const MANIFEST_TYPES = [

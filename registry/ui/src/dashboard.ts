@@ -1,16 +1,19 @@
 /**
  * `/`: the server's table of indexes (already on the page, so it works without JavaScript) gains
- * each index's health and counters since start, and below it the copy-paste client configuration
+ * each index's health, counters since start and what it stores (how full its quota or budget is),
+ * above it the store's total, and below it the copy-paste client configuration
  * of `/+api` for each index (placeholders, never a secret: discovery holds none).
  */
 import { getJson, type Discovery, type Stats, type Status } from './api.js';
 import { append, fill, h, message } from './dom.js';
+import { storedCell, storedText } from './stored.js';
 
 export async function dashboard(): Promise<void> {
   const details = document.getElementById('details')!;
   const [api, status, stats] = await Promise.all([getJson<Discovery>('/+api'), getJson<Status>('/+status'), getJson<Stats>('/+stats')]);
   const table = document.querySelector('table.indexes')!;
-  append(table.querySelector('thead tr')!, [h('th', { scope: 'col' }, 'health'), h('th', { scope: 'col' }, 'served since start')]);
+  table.before(h('p', { class: 'total' }, `The store holds ${storedText(status.stored)} in all (a blob several indexes hold counts once).`));
+  append(table.querySelector('thead tr')!, [h('th', { scope: 'col' }, 'health'), h('th', { scope: 'col' }, 'served since start'), h('th', { scope: 'col' }, 'stored')]);
   for (const row of table.querySelectorAll<HTMLTableRowElement>('tbody tr')) {
     const name = row.dataset.index!;
     const st = status.indexes.find((i) => i.name === name);
@@ -19,7 +22,7 @@ export async function dashboard(): Promise<void> {
     const offline = st?.upstream?.offline === true;
     const stale = (counters.stale_served ?? 0) > 0;
     const health = offline ? h('span', { class: 'bad' }, 'upstream offline: serving cached data') : stale ? h('span', { class: 'warn' }, `served ${counters.stale_served} stale pages`) : h('span', { class: 'good' }, 'healthy');
-    append(row, [h('td', {}, health), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`)]);
+    append(row, [h('td', {}, health), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`), h('td', { class: 'stored' }, st ? storedCell(st) : '')]);
   }
   fill(
     details,

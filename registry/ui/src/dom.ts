@@ -43,16 +43,6 @@ export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<
   return el;
 }
 
-export function bytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
-}
-
 export function message(text: string, kind: 'error' | 'note' = 'note'): HTMLElement {
   return h('p', { class: kind, role: kind === 'error' ? 'alert' : 'status' }, text);
 }

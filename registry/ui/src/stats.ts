@@ -7,7 +7,8 @@
  * page is open), and a table of the counters with a bar per row, each row a link one level down.
  */
 import { getJson, type Counters, type Stats } from './api.js';
-import { bytes, fill, h, svg, type Child } from './dom.js';
+import { fill, h, svg, type Child } from './dom.js';
+import { bytes } from './format.js';
 
 const EVERY_MS = 2_000;
 const KEEP = 150;

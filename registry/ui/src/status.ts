@@ -1,10 +1,12 @@
 /** `/admin/status`: `/+status?details=admin`, made readable. Read-only: nothing here writes. */
 import { getJson, type Status } from './api.js';
-import { fill, h } from './dom.js';
+import { fill, h, type Child } from './dom.js';
+import { duration } from './format.js';
+import { countedText, lastCollection, storedCell, storedText } from './stored.js';
 
 export async function statusPage(app: HTMLElement): Promise<void> {
   const s = await getJson<Status>('/+status?details=admin');
-  const row = (k: string, v: string | number) => [h('dt', {}, k), h('dd', {}, String(v))];
+  const row = (k: string, ...v: Child[]) => [h('dt', {}, k), h('dd', {}, ...v)];
   fill(
     app,
     h(
@@ -19,11 +21,13 @@ export async function statusPage(app: HTMLElement): Promise<void> {
       row('uptime', duration(s.uptime_secs)),
       row('requests', `${s.requests.total} (${Object.entries(s.requests.by_status).map(([k, v]) => `${k} ${v}`).join(', ')})`),
     ),
+    h('h2', {}, 'Storage'),
+    h('dl', { class: 'facts storage' }, row('stored in all', storedText(s.stored), h('small', {}, ' (a blob several indexes hold counts once)')), row('counted', countedText(s.stored.counted_at)), row('last collection', ...lastCollection(s.gc.last_run))),
     h('h2', {}, 'Indexes'),
     h(
       'table',
       { class: 'indexes' },
-      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'upload token'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'stored', 'upload token'].map((c) => h('th', { scope: 'col' }, c)))),
       h(
         'tbody',
         {},
@@ -38,6 +42,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
             h('td', {}, ix.serial),
             h('td', {}, ix.details?.projects ?? '—'),
             h('td', {}, ix.details?.files ?? '—'),
+            h('td', { class: 'stored' }, storedCell(ix)),
             h('td', {}, ix.upload_token ? (ix.upload_token.configured ? `configured (${ix.upload_token.source ?? 'set'})` : 'none: uploads off') : '—'),
           ),
         ),
@@ -53,11 +58,4 @@ export async function statusPage(app: HTMLElement): Promise<void> {
         )
       : h('p', {}, 'No uploads yet.'),
   );
-}
-
-function duration(secs: number): string {
-  const d = Math.floor(secs / 86400);
-  const hh = Math.floor((secs % 86400) / 3600);
-  const m = Math.floor((secs % 3600) / 60);
-  return d ? `${d} d ${hh} h` : hh ? `${hh} h ${m} min` : `${m} min ${secs % 60} s`;
 }
