@@ -27,6 +27,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ecosystems } from '../../registry/src/app/ecosystems.js';
@@ -37,6 +38,7 @@ import { startMinio } from '../support/minio.js';
 import { buildImage, MT, writeLayout } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { busyCores, machineTicks } from './process-stats.js';
 import { DISTRIBUTION, distributionMissing, startVelodexBench, type Server } from './servers.js';
 
 const MiB = 1024 * 1024;
@@ -252,6 +254,8 @@ interface PushRate {
   perSec: number;
   /** Collections that finished during the pushes (one was running all along). */
   collections: number;
+  /** Cores of the whole machine busy during the pushes, on average. */
+  busyCores: number;
 }
 
 /** `PUSHERS` loops of crane pushes, each of a new small image, for `seconds`; pushes per second. */
@@ -259,6 +263,7 @@ async function pushLoad(work: string, server: Server, label: string, seconds: nu
   const env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
   const host = new URL(server.url).host;
   const t0 = performance.now();
+  const machine0 = machineTicks();
   const deadline = t0 + seconds * 1000;
   let next = 0;
   const pusher = async () => {
@@ -271,7 +276,7 @@ async function pushLoad(work: string, server: Server, label: string, seconds: nu
   };
   await Promise.all(Array.from({ length: PUSHERS }, pusher));
   const elapsed = (performance.now() - t0) / 1000;
-  return { pushes: next, seconds: elapsed, perSec: next / elapsed, collections: 0 };
+  return { pushes: next, seconds: elapsed, perSec: next / elapsed, collections: 0, busyCores: busyCores(machine0, machineTicks(), cpus().length) };
 }
 
 /** Runs `collect` again and again until `during` settles, then aborts the one in flight; how many finished. */
@@ -409,12 +414,12 @@ function table(results: BackendResult[], s3Note: string): string {
     '',
     '### pushes with a collection running beside them (crane, 3 at once, each a new image of 2 layers, ~260 KiB)',
     '',
-    '| backend | seconds each | pushes alone | pushes/s alone | pushes beside | pushes/s beside a collection | collections finished meanwhile | beside / alone |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    '| backend | seconds each | pushes alone | pushes/s alone | pushes beside | pushes/s beside a collection | collections finished meanwhile | cores busy alone / beside | beside / alone |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   );
   for (const r of results) {
     lines.push(
-      `| ${r.backend} | ${fmt(r.alone.seconds, 0)} / ${fmt(r.beside.seconds, 0)} | ${r.alone.pushes} | ${fmt(r.alone.perSec, 2)} | ${r.beside.pushes} | ${fmt(r.beside.perSec, 2)} | ${r.beside.collections} | ${fmt(r.beside.perSec / r.alone.perSec, 2)}x |`,
+      `| ${r.backend} | ${fmt(r.alone.seconds, 0)} / ${fmt(r.beside.seconds, 0)} | ${r.alone.pushes} | ${fmt(r.alone.perSec, 2)} | ${r.beside.pushes} | ${fmt(r.beside.perSec, 2)} | ${r.beside.collections} | ${fmt(r.alone.busyCores, 1)} / ${fmt(r.beside.busyCores, 1)} of ${cpus().length} | ${fmt(r.beside.perSec / r.alone.perSec, 2)}x |`,
     );
   }
   lines.push(
@@ -422,7 +427,9 @@ function table(results: BackendResult[], s3Note: string): string {
     'fs: `POST /+admin/gc` in a loop to the very server that takes the pushes (one process: the collection shares its',
     'event loop and the machine\'s two cores); s3: `velodex gc` in a loop in another process on the same bucket. The store',
     'still holds the referenced half of the seeded blobs, so each collection lists and judges them all; a collection was',
-    'running during the whole second phase (the one in flight at its end is abandoned).',
+    'running during the whole second phase (the one in flight at its end is abandoned). cores busy: the whole machine\'s',
+    'CPU time over the phase (/proc/stat): where it nears every core, the collection and the pushes compete for CPU',
+    '(crane, the server, MinIO and the collecting process share this machine), not for the store.',
     '',
   );
   return lines.join('\n');
