@@ -1,12 +1,13 @@
 /**
  * The garbage collector in `make bench` (issue 25), on fs and on s3 (MinIO):
  *
- * 1. One collection over many blobs. The store is seeded directly through the storage layer
- *    (`openStores`: blobs, holds documents and OCI manifest records, no HTTP, so seeding takes
- *    seconds, not an hour of pushes): about half the blobs are referenced (images of a config,
- *    nine layers and their manifest, tagged in 64 repositories), a quarter are held by a
- *    repository none of whose manifests names them (what a manifest DELETE leaves), a quarter
- *    are held by nobody (an aborted push of an earlier version). Holds are timed two days back
+ * 1. One collection over many blobs. The store is seeded directly, without HTTP, so seeding takes
+ *    seconds, not an hour of pushes (s3: through the storage layer, `openStores`; fs: the store's
+ *    own files, `fsFilesTarget`): blobs, holds documents and OCI manifest records. About half
+ *    the blobs are referenced (images of a config, nine layers and their manifest, tagged in 64
+ *    repositories), a quarter are held by a repository none of whose manifests names them (what
+ *    a manifest DELETE leaves), a quarter are held by nobody (an aborted push of an earlier
+ *    version). Holds are timed two days back
  *    and the run waits out the grace period, so the collection must delete exactly the second
  *    and third parts (checked: a different count is a setup error). Then `velodex gc` runs as
  *    an operator runs it (registry/dist/cli.js), with a preload that counts its HTTP requests
@@ -334,7 +335,7 @@ async function measureBackend(backend: 'fs' | 's3', opts: GcBenchOptions, storag
   // The same config startVelodexBench writes for the server below.
   writeFileSync(configFile, toml(...parts, hosted('hosted', { token: { file: tokenFile } }), oci.hosted(INDEX, { token: { file: tokenFile } })));
 
-  progress(`gc ${backend}: seeding ${total} blobs (${shape.images} images) through the storage layer`);
+  progress(`gc ${backend}: seeding ${total} blobs (${shape.images} images) ${backend === 'fs' ? "as the fs store's files" : 'through the storage layer'}`);
   const t0 = performance.now();
   const config = loadConfigFile(configFile, { ecosystems, overrides: { dataDir } });
   const target = config.storage.backend === 'fs' ? fsFilesTarget(config.storage.path) : storesTarget(await openStores(config.storage, { scratchDir: join(dataDir, 'scratch') }));
@@ -356,6 +357,7 @@ async function measureBackend(backend: 'fs' | 's3', opts: GcBenchOptions, storag
     await seedDistribution(root, shape);
     progress('gc fs: registry garbage-collect');
     distribution = await distributionGc(root, join(work, 'gc-distribution.yml'), join(logs, 'distribution-gc.log'));
+    if (distribution.deleted !== expected) throw new Error(`registry garbage-collect deleted ${distribution.deleted} blobs, not the ${expected} seeded unreferenced ones`);
   }
 
   progress(`gc ${backend}: crane pushes for ${opts.pushSecs} s alone, then ${opts.pushSecs} s beside collections`);
