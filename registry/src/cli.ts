@@ -4,7 +4,9 @@
  *   velodex serve [--config FILE] [--host H] [--port P] [--data-dir DIR] [--workers N|auto]
  *   velodex check-config FILE
  *   velodex retention [--config FILE] [--dry-run] [--json]
+ *   velodex retention --url URL [--token-file F] [--dry-run] [--json]
  *   velodex gc [--config FILE] [--dry-run]
+ *   velodex gc --url URL [--token-file F] [--dry-run]
  */
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
@@ -18,9 +20,10 @@ import { displayUrl } from './config/sanitize.js';
 import { formatDuration } from './config/duration.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
-import { retentionCommand } from './app/lifecycle/retention-command.js';
+import { retentionAtServer, retentionCommand } from './app/lifecycle/retention-command.js';
 import { retentionText } from './lifecycle/retention-text.js';
-import { gcCommand } from './app/lifecycle/gc-command.js';
+import { gcAtServer, gcCommand } from './app/lifecycle/gc-command.js';
+import { AdminActionError, adminToken, ADMIN_TOKEN_ENV } from './app/lifecycle/admin-client.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
 
@@ -28,7 +31,9 @@ const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
   velodex check-config FILE
   velodex retention [--config FILE] [--data-dir DIR] [--dry-run] [--json]
+  velodex retention --url URL [--token-file FILE] [--dry-run] [--json]
   velodex gc [--config FILE] [--dry-run]
+  velodex gc --url URL [--token-file FILE] [--dry-run]
 
 Without --config (or VELODEX_CONFIG) velodex serves the embedded default: a hosted Python index
 at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data dir.
@@ -36,9 +41,12 @@ at /root/hosted/ and a hosted OCI index at /v2/root/oci/, stored under the data 
 auto is one per core, and one in a Kubernetes pod.
 retention applies the retention rules of the hosted indexes once (untagged_after, keep_tags) and
 prints what it did; --dry-run prints what it would do and changes nothing; --json prints the
-report as JSON. On the fs backend run it while the server is stopped (or POST /+admin/retention).
+report as JSON.
 gc: one garbage collection of the configured store (docs/storage-lifecycle.md); --dry-run
-reports what it would reclaim and changes nothing.`;
+reports what it would reclaim and changes nothing.
+With --url the running server at URL does the run (POST /+admin/gc or /+admin/retention, with
+its admin token from --token-file or ${ADMIN_TOKEN_ENV}); nothing is opened here. On the fs
+backend with a server running, use --url: the store's locks hold only within one server.`;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -66,6 +74,8 @@ async function main(argv: string[]): Promise<void> {
       workers: { type: 'string' },
       'dry-run': { type: 'boolean' },
       json: { type: 'boolean' },
+      url: { type: 'string' },
+      'token-file': { type: 'string' },
     },
   });
   const overrides: Overrides = {};
@@ -129,22 +139,39 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     case 'retention': {
-      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
-      const report = await retentionCommand(config, values['dry-run'] === true);
+      const dryRun = values['dry-run'] === true;
+      const url = values.url;
+      const report = url !== undefined
+        ? await atServer(() => retentionAtServer(url, adminToken(values['token-file']), dryRun))
+        : await retentionCommand(load(values.config ?? process.env.VELODEX_CONFIG, overrides), dryRun);
       if (report === 'busy') fail('velodex retention: a retention run is under way in another process; try again once it has finished', 75);
       // Then exit: the store's client may keep idle connections (and the process) alive.
       process.stdout.write(values.json ? `${JSON.stringify(report, null, 2)}\n` : retentionText(report), () => process.exit(0));
       return;
     }
     case 'gc': {
-      const config = load(values.config ?? process.env.VELODEX_CONFIG, overrides);
-      const code = await gcCommand(config, ecosystems, values['dry-run'] === true, (line) => process.stdout.write(`${line}\n`));
+      const dryRun = values['dry-run'] === true;
+      const out = (line: string) => process.stdout.write(`${line}\n`);
+      const url = values.url;
+      const code = url !== undefined
+        ? await atServer(() => gcAtServer(url, adminToken(values['token-file']), dryRun, out))
+        : await gcCommand(load(values.config ?? process.env.VELODEX_CONFIG, overrides), ecosystems, dryRun, out);
       // Exits once stdout has taken every line (the store's client may keep sockets open).
       process.stdout.write('', () => process.exit(code));
       return;
     }
     default:
       fail(`unknown command "${command}"\n${USAGE}`);
+  }
+}
+
+/** A `--url` run: a refusal or an unreachable server ends the command with its message and exit code 1. */
+async function atServer<T>(action: () => Promise<T>): Promise<T> {
+  try {
+    return await action();
+  } catch (err) {
+    if (err instanceof AdminActionError) fail(`velodex: ${err.message}`, 1);
+    throw err;
   }
 }
 

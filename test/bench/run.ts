@@ -16,6 +16,9 @@
  *   Warm:   manifest GET and cached Simple page with the store on disk and on a RAM disk, with the
  *           file system calls per request counted by strace (warm-reads.ts).
  *   UI:     the compressed script and stylesheet each web UI page's first load moves (ui-weight.ts).
+ *   GC:     one `velodex gc` over a seeded store of 100k blobs on fs (beside the Distribution
+ *           registry's `garbage-collect`) and 10k on s3, and crane pushes alone vs beside
+ *           collections (gc.ts).
  *
  * Every server logs nothing per request during the comparison; a last section shows what
  * velodex's default `log_level = "info"` (a log line per request) costs.
@@ -25,10 +28,12 @@
  * same bytes). Knobs (bounded): BENCH_DURATION (s per measured run, default 5), BENCH_WARMUP (s of
  * unrecorded load before each, default 1), BENCH_CONNECTIONS (default 10), BENCH_DOWNLOAD_CONNECTIONS
  * (for the large downloads, default 4), BENCH_PAGE_TRAFFIC (s of page traffic before the large-file
- * section, default 60), BENCH_ROUNDS (alternating rounds of the large-file section, default 3).
+ * section, default 60), BENCH_ROUNDS (alternating rounds of the large-file section, default 3),
+ * BENCH_GC_BLOBS / BENCH_GC_BLOBS_S3 / BENCH_GC_PUSH_SECS (gc.ts). VELODEX_BENCH_ONLY=gc runs only
+ * the GC section (with its own servers and MinIO).
  * Needs curl, strace and wrk (hack/tools.sh installs them).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -43,6 +48,7 @@ import { measurePullThrough } from './pull-through.js';
 import { measureUiWeight } from './ui-weight.js';
 import { measureWarmReads } from './warm-reads.js';
 import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
+import { measureGc } from './gc.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
   distributionMissing,
@@ -70,6 +76,12 @@ const ROUNDS = knob('BENCH_ROUNDS', 3, 1, 9);
 const WARMUP = knob('BENCH_WARMUP', 1, 0, 10);
 const PAGE_LOAD: Load = { connections: knob('BENCH_CONNECTIONS', 10, 1, 256), duration: DURATION, warmup: WARMUP };
 const DOWNLOAD_LOAD: Load = { connections: knob('BENCH_DOWNLOAD_CONNECTIONS', 4, 1, 64), duration: DURATION, warmup: WARMUP };
+const GC_BLOBS = knob('BENCH_GC_BLOBS', 100_000, 1_000, 1_000_000);
+const GC_BLOBS_S3 = knob('BENCH_GC_BLOBS_S3', 10_000, 1_000, 1_000_000);
+const GC_PUSH_SECS = knob('BENCH_GC_PUSH_SECS', 15, 3, 300);
+const SECTIONS = ['all', 'gc'] as const;
+const ONLY = process.env.VELODEX_BENCH_ONLY || 'all';
+if (!(SECTIONS as readonly string[]).includes(ONLY)) throw new Error(`VELODEX_BENCH_ONLY=${ONLY}: want one of ${SECTIONS.join(', ')}`);
 const BIG_WHEEL_BYTES = 20 * MiB;
 const BIG_LAYER_FILE_BYTES = 16 * MiB;
 
@@ -357,6 +369,14 @@ async function main(): Promise<void> {
       `${PAGE_LOAD.connections} connections, large downloads with Node's HTTP client on ${DOWNLOAD_LOAD.connections} connections`);
     console.log('');
 
+    const gcSection = (token: string) =>
+      measureGc({ work, logs, token, blobsFs: GC_BLOBS, blobsS3: GC_BLOBS_S3, pushSecs: GC_PUSH_SECS, progress });
+    if (ONLY === 'gc') {
+      console.log(await gcSection(randomBytes(16).toString('hex')));
+      console.log(`load average at the end: ${loadAverage()}`);
+      return;
+    }
+
     const velodexData = join(work, 'velodex-data');
     let velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex.log'));
     const token = readFileSync(join(velodexData, 'upload-token'), 'utf8').trim();
@@ -517,6 +537,7 @@ async function main(): Promise<void> {
     } finally {
       await ui.stop();
     }
+    console.log(await gcSection(token));
     console.log(`load average at the end: ${loadAverage()}`);
     progress('done; stopping the servers and removing the temp dir');
   } finally {

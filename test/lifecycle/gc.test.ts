@@ -6,11 +6,15 @@
  * exactly the unreferenced blobs (counted in the store); an aborted push is collected after the
  * grace period and not before; crane pushes go on while collections run on the other process,
  * and afterwards every tag pulls whole and every version pip-installs; a `velodex gc` killed
- * (kill -9) after its first and second deletion leaves nothing the next run does not finish.
+ * (kill -9) after its first and second deletion leaves nothing the next run does not finish;
+ * `velodex gc --url` has the running server collect and prints its report as a local run does,
+ * and exits 1 naming the token when the server refuses it.
  * Python holds per index: a release promoted from one index to another and deleted in the first
  * is held by the second alone after a collection and still installs from it; a hold written by
  * an earlier version (the one legacy holder `python`) stays while a document references it.
+ * After a collection every process shows in /+status what the store says each index holds.
  */
+import { writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
@@ -20,6 +24,7 @@ import { testBackend, s3StorageToml, sharedMinio } from '../support/backend.js';
 import { admin, gc, hosted, oci, toml } from '../support/config.js';
 import { allBlobs, buildImage, layoutMismatches, readLayout, writeLayout, type Image } from '../support/oci-image.js';
 import { CLI, tool } from '../support/paths.js';
+import { freePort } from '../support/pypiserver.js';
 import { run, type RunResult } from '../support/run.js';
 import { serverStores, storeProbe, type StoreProbe } from '../support/store-probe.js';
 import type { HoldsDoc } from '../../registry/src/storage/holds.js';
@@ -116,6 +121,12 @@ function parseReport(output: string): Reclaimed {
   const holds = /holds (?:would be )?released: (\d+)/.exec(output);
   if (!blobs || !holds) throw new Error(`no report in:\n${output}`);
   return { holds: Number(holds[1]), blobs: Number(blobs[1]), bytes: Number(blobs[2]), output };
+}
+
+/** `velodex gc --url`: the running server collects; the token from the environment or a file. */
+function gcUrl(node: Velodex, dryRun: boolean, token: { env: string } | { file: string }): Promise<RunResult> {
+  const args = [CLI, 'gc', '--url', node.url, ...('file' in token ? ['--token-file', token.file] : []), ...(dryRun ? ['--dry-run'] : [])];
+  return run(process.execPath, args, { env: 'env' in token ? { VELODEX_ADMIN_TOKEN: token.env } : {}, allowFailure: true });
 }
 
 /** A collection inside the running server (the admin action); null while another one runs. */
@@ -264,6 +275,43 @@ describe('online garbage collection', () => {
     const report = await gcCli(b, false);
     expect(report.blobs).toBeGreaterThanOrEqual(1);
     expect(await probe.has(lone)).toBe(false);
+  }, 120_000);
+
+  it('velodex gc --url: the running server collects, and the lines printed are what it did; a wrong token exits 1', async () => {
+    const lone = await uploadLoneBlob(a, Buffer.from(`an aborted push for --url ${Date.now()}`));
+    await pastGrace();
+    const before = await probe.blobs();
+
+    const dryRun = await gcUrl(a, true, { env: ADMIN });
+    expect(dryRun.code, dryRun.stderr).toBe(0);
+    expect(dryRun.stdout).toMatch(/^dry run: nothing changed in \d+ ms \(grace 5s\)$/m);
+    const dry = parseReport(dryRun.stdout);
+    expect(dry.blobs).toBeGreaterThanOrEqual(1);
+    expect(await probe.blobs()).toEqual(before);
+
+    const tokenFile = join(work, 'admin-token');
+    writeFileSync(tokenFile, `${ADMIN}\n`, { mode: 0o600 });
+    const realRun = await gcUrl(a, false, { file: tokenFile });
+    expect(realRun.code, realRun.stderr).toBe(0);
+    expect(realRun.stdout).toMatch(/^collection finished in \d+ ms \(grace 5s\)$/m);
+    expect(realRun.stdout).toMatch(/^stale staged writes removed: \d+; idle upload sessions removed: \d+$/m);
+    const real = parseReport(realRun.stdout);
+    expect(real).toMatchObject({ blobs: dry.blobs, bytes: dry.bytes, holds: dry.holds });
+    // What it printed is what the server did to the store: those blobs, the lone one among them.
+    const after = await probe.blobs();
+    const deleted = before.filter((d) => !after.includes(d));
+    expect(deleted.length).toBe(real.blobs);
+    expect(deleted).toContain(lone);
+    expect(after.filter((d) => !before.includes(d))).toEqual([]);
+
+    const refused = await gcUrl(a, true, { env: 'not-the-admin-token' });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/refused the admin token \(401: the admin token is wrong\); check --token-file or VELODEX_ADMIN_TOKEN/);
+    const closed = await freePort();
+    const unreachable = await run(process.execPath, [CLI, 'gc', '--url', `http://127.0.0.1:${closed}`, '--dry-run'], { env: { VELODEX_ADMIN_TOKEN: ADMIN }, allowFailure: true });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toContain(`cannot reach http://127.0.0.1:${closed}: ECONNREFUSED`);
   }, 120_000);
 
   it('pushes through one process while collections run on the other: every tag pulls whole, every version installs', async () => {

@@ -3,8 +3,9 @@
  * `untagged_after = "2s"` and `keep_tags = [{ match = "v*", newest = 2 }]` over a repository
  * holding tagged images, a tag moved to a new image, an image pushed by digest, a tagged image
  * index and one whose tag a client deleted, and referrers (oras attach) on a kept image and on one
- * that goes. The dry run (`velodex retention --dry-run` and `POST /+admin/retention?dry_run=1`)
- * lists exactly what goes and changes nothing; the real run deletes it through the DELETE path:
+ * that goes. The dry run (`velodex retention --dry-run`, `POST /+admin/retention?dry_run=1`,
+ * and `velodex retention --url`, which asks the running server) lists exactly what goes and
+ * changes nothing; the real run deletes it through the DELETE path:
  * crane pulls of what went fail with MANIFEST_UNKNOWN, everything kept still pulls, crane ls
  * shows the newest two v* tags and every other tag, the webhook receiver gets the same `delete`
  * events a client's DELETE sends, and the metrics count it. A second run finds nothing to do.
@@ -41,6 +42,11 @@ function oras(args: string[], cwd: string): Promise<RunResult> {
 async function retentionCommand(...flags: string[]): Promise<RetentionReport> {
   const res = await run(process.execPath, [CLI, 'retention', '--config', join(server.dataDir, 'velodex.toml'), '--data-dir', server.dataDir, '--json', ...flags]);
   return JSON.parse(res.stdout) as RetentionReport;
+}
+
+/** `velodex retention --url`: the running server's run, its JSON report; the admin token from the environment. */
+function retentionAtUrl(token: string, ...flags: string[]): Promise<RunResult> {
+  return run(process.execPath, [CLI, 'retention', '--url', server.url, '--json', ...flags], { env: { VELODEX_ADMIN_TOKEN: token }, allowFailure: true });
 }
 
 /** `token`: the admin token by default; null sends none. */
@@ -151,7 +157,10 @@ describe('retention of a hosted OCI index', () => {
     const res = await adminRetention('?dry_run=1');
     expect(res.status).toBe(200);
     const fromAdmin = (await res.json()) as RetentionReport;
-    for (const report of [fromCommand, fromAdmin]) {
+    const atUrl = await retentionAtUrl(ADMIN, '--dry-run');
+    expect(atUrl.code, atUrl.stderr).toBe(0);
+    const fromUrl = JSON.parse(atUrl.stdout) as RetentionReport;
+    for (const report of [fromCommand, fromAdmin, fromUrl]) {
       expect(report.dryRun).toBe(true);
       const plan = planOf(report);
       expect(plan.untagged).toEqual([`v1 ${digestOf(v[0]!)}`, `v2 ${digestOf(v[1]!)}`]);
@@ -171,6 +180,9 @@ describe('retention of a hosted OCI index', () => {
   it('the admin endpoint needs the admin token', async () => {
     expect((await adminRetention('?dry_run=1', null)).status).toBe(401);
     expect((await adminRetention('', 'not-the-admin-token')).status).toBe(401);
+    const refused = await retentionAtUrl('not-the-admin-token');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('refused the admin token (401: the admin token is wrong)');
     // A dry_run it cannot read is refused, not taken for a real run.
     const unclear = await adminRetention('?dry_run=on');
     expect(unclear.status).toBe(400);
