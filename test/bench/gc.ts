@@ -344,7 +344,10 @@ async function measureBackend(backend: 'fs' | 's3', opts: GcBenchOptions, storag
   await new Promise((r) => setTimeout(r, (GRACE_SECS + 1) * 1000));
 
   progress(`gc ${backend}: velodex gc over ${total} blobs`);
-  const gcRun = await velodexGc(configFile, dataDir, join(logs, `gc-probe-${backend}.json`));
+  // The collection's own speed, unpaced (`cpu_share = 1`); the pushes below run beside the default pace.
+  const fullSpeedConfig = join(dataDir, 'velodex-full-speed.toml');
+  writeFileSync(fullSpeedConfig, readFileSync(configFile, 'utf8').replace('[gc]\n', '[gc]\ncpu_share = 1\n'));
+  const gcRun = await velodexGc(fullSpeedConfig, dataDir, join(logs, `gc-probe-${backend}.json`));
   const expected = shape.unreferenced + shape.orphans;
   if (gcRun.blobsDeleted !== expected || gcRun.blobsScanned !== total) {
     throw new Error(`velodex gc on ${backend} listed ${gcRun.blobsScanned} of ${total} blobs and deleted ${gcRun.blobsDeleted}, not the ${expected} seeded unreferenced ones`);

@@ -173,6 +173,9 @@ describe('the CRDs at kubectl apply time', () => {
     ['a gc lease of zero seconds', '  gc: { lease: "0" }\n', 'spec.gc.lease must be at least 1s'],
     ['a gc grace given as a number', '  gc: { grace: 86400 }\n', 'spec.gc.grace'],
     ['gc.enabled that is no boolean', '  gc: { enabled: sometimes }\n', 'spec.gc.enabled'],
+    ['an eviction interval of zero', '  gc: { evictEvery: "0m" }\n', 'spec.gc.evictEvery must be at least 1s'],
+    ['a cpu share of zero', '  gc: { cpuShare: 0 }\n', 'spec.gc.cpuShare'],
+    ['a cpu share above a whole core', '  gc: { cpuShare: 1.5 }\n', 'spec.gc.cpuShare'],
   ])('refuses a registry with %s', async (_what, extra, message) => {
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', extra), true);
     expect(res.code).not.toBe(0);
@@ -180,7 +183,7 @@ describe('the CRDs at kubectl apply time', () => {
   });
 
   it('accepts gc settings on a registry: every field, or only some, durations with units or in seconds', async () => {
-    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: true, every: 6h, grace: 2d, lease: 90s }\n'));
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: true, every: 6h, grace: 2d, lease: 90s, evictEvery: 30s, cpuShare: 0.25 }\n'));
     await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: false, grace: "172800" }\n'));
   });
 });

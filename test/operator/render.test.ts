@@ -5,7 +5,7 @@
 import { parse } from 'smol-toml';
 import { describe, expect, it } from 'vitest';
 import { checkConfigText } from '../../registry/src/app/config-check.js';
-import { DEFAULT_GC_EVERY_SECS, DEFAULT_GC_GRACE_SECS, DEFAULT_GC_LEASE_SECS, DEFAULT_EVICT_EVERY_SECS } from '../../registry/src/config/gc.js';
+import { DEFAULT_GC_EVERY_SECS, DEFAULT_GC_GRACE_SECS, DEFAULT_GC_LEASE_SECS, DEFAULT_EVICT_EVERY_SECS, DEFAULT_GC_CPU_SHARE } from '../../registry/src/config/gc.js';
 import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
@@ -112,19 +112,19 @@ describe('registry config rendering', () => {
   });
 
   it('renders spec.gc as the [gc] table, which the registry reads into its collection settings', () => {
-    const collected: PackageRegistry = { ...registry, spec: { ...registry.spec, gc: { enabled: false, every: '12h', grace: '2d', lease: '90' } } };
+    const collected: PackageRegistry = { ...registry, spec: { ...registry.spec, gc: { enabled: false, every: '12h', grace: '2d', lease: '90', evictEvery: '5m', cpuShare: 0.5 } } };
     const rendered = renderRegistryConfig(collected, indexes);
-    expect(parse(rendered.toml).gc).toEqual({ enabled: false, every: '12h', grace: '2d', lease: 90 });
-    expect(parsed(rendered).gc).toEqual({ enabled: false, everySecs: 12 * 3600, graceSecs: 2 * 86_400, leaseSecs: 90, evictEverySecs: DEFAULT_EVICT_EVERY_SECS });
+    expect(parse(rendered.toml).gc).toEqual({ enabled: false, every: '12h', grace: '2d', lease: 90, evict_every: '5m', cpu_share: 0.5 });
+    expect(parsed(rendered).gc).toEqual({ enabled: false, everySecs: 12 * 3600, graceSecs: 2 * 86_400, leaseSecs: 90, evictEverySecs: 300, cpuShare: 0.5 });
   });
 
   it("renders only the gc fields the spec sets, and no [gc] without spec.gc: the registry's defaults apply", () => {
     const graceOnly = renderRegistryConfig({ ...registry, spec: { ...registry.spec, gc: { grace: '3d' } } }, indexes);
     expect(parse(graceOnly.toml).gc).toEqual({ grace: '3d' });
-    expect(parsed(graceOnly).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: 3 * 86_400, leaseSecs: DEFAULT_GC_LEASE_SECS, evictEverySecs: DEFAULT_EVICT_EVERY_SECS });
+    expect(parsed(graceOnly).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: 3 * 86_400, leaseSecs: DEFAULT_GC_LEASE_SECS, evictEverySecs: DEFAULT_EVICT_EVERY_SECS, cpuShare: DEFAULT_GC_CPU_SHARE });
     const none = renderRegistryConfig(registry, indexes);
     expect(parse(none.toml)).not.toHaveProperty('gc');
-    expect(parsed(none).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: DEFAULT_GC_GRACE_SECS, leaseSecs: DEFAULT_GC_LEASE_SECS, evictEverySecs: DEFAULT_EVICT_EVERY_SECS });
+    expect(parsed(none).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: DEFAULT_GC_GRACE_SECS, leaseSecs: DEFAULT_GC_LEASE_SECS, evictEverySecs: DEFAULT_EVICT_EVERY_SECS, cpuShare: DEFAULT_GC_CPU_SHARE });
   });
 
   describe('quotas and cache budgets', () => {

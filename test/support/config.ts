@@ -158,11 +158,13 @@ export interface GcOptions {
   lease?: number | string;
   /** How often cached indexes with a budget are brought within it (`evict_every`). */
   evictEvery?: number | string;
+  /** The share of one core a collection may use (`cpu_share`). */
+  cpuShare?: number;
 }
 
 /** `[gc]`: the garbage collection of blobs (docs/storage-lifecycle.md). */
 export function gc(o: GcOptions): ConfigPart {
-  return { gc: { enabled: o.enabled, every: o.every, grace: o.grace, lease: o.lease, evict_every: o.evictEvery } };
+  return { gc: { enabled: o.enabled, every: o.every, grace: o.grace, lease: o.lease, evict_every: o.evictEvery, cpu_share: o.cpuShare } };
 }
 
 /** The top-level `trusted_proxies`: addresses and networks whose `X-Forwarded-*` headers are believed. */

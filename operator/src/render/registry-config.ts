@@ -109,6 +109,8 @@ function gcTable(gc: RegistryGc): Record<string, unknown> {
     ...(gc.every !== undefined ? { every: tomlDuration(gc.every) } : {}),
     ...(gc.grace !== undefined ? { grace: tomlDuration(gc.grace) } : {}),
     ...(gc.lease !== undefined ? { lease: tomlDuration(gc.lease) } : {}),
+    ...(gc.evictEvery !== undefined ? { evict_every: tomlDuration(gc.evictEvery) } : {}),
+    ...(gc.cpuShare !== undefined ? { cpu_share: gc.cpuShare } : {}),
   };
 }
 

@@ -202,6 +202,10 @@ export interface RegistryGc {
   every?: string;
   grace?: string;
   lease?: string;
+  /** How often cached indexes with a budget are brought within it (`evict_every`). */
+  evictEvery?: string;
+  /** The share of one core a collection may use, above 0, at most 1 (`cpu_share`). */
+  cpuShare?: number;
 }
 
 export interface PackageRegistryStatus {

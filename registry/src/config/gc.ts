@@ -18,12 +18,16 @@ export interface GcConfig {
   leaseSecs: number;
   /** How often cached indexes with a budget (`max_bytes`, `evict_unused_after`) are brought within it. */
   evictEverySecs: number;
+  /** The share of one core a collection may use; it pauses to keep to it (lifecycle/pace.ts). */
+  cpuShare: number;
 }
 
 export const DEFAULT_GC_EVERY_SECS = 6 * 3600;
 export const DEFAULT_GC_GRACE_SECS = 24 * 3600;
 export const DEFAULT_GC_LEASE_SECS = 60;
 export const DEFAULT_EVICT_EVERY_SECS = 60;
+/** A tenth of a core: pushes beside a collection keep their speed; a collection of 100k blobs takes minutes. */
+export const DEFAULT_GC_CPU_SHARE = 0.1;
 
 export function resolveGc(table: FileConfig['gc']): GcConfig {
   const t = table ?? {};
@@ -42,5 +46,6 @@ export function resolveGc(table: FileConfig['gc']): GcConfig {
     graceSecs: secs('grace', DEFAULT_GC_GRACE_SECS, 0),
     leaseSecs: secs('lease', DEFAULT_GC_LEASE_SECS, 1),
     evictEverySecs: secs('evict_every', DEFAULT_EVICT_EVERY_SECS, 1),
+    cpuShare: t.cpu_share ?? DEFAULT_GC_CPU_SHARE,
   };
 }

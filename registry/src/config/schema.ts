@@ -138,6 +138,8 @@ export const gcSchema = z.strictObject({
   lease: duration.optional(),
   // How often cached indexes with a budget are brought within it (lifecycle/budget/).
   evict_every: duration.optional(),
+  // The share of one core a collection may use (lifecycle/pace.ts).
+  cpu_share: z.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (a whole core)').optional(),
 });
 
 export const fileSchema = z.strictObject({

@@ -51,6 +51,7 @@ import type { BlobHolds, HoldsEntry } from '../storage/holds.js';
 import type { SharedStages } from '../storage/shared-stages.js';
 import type { BlobStore, Sha256Hex } from '../storage/types.js';
 import { indexOfHolder, Marks, type HoldsMarker } from './marks.js';
+import { Pacer } from './pace.js';
 import { UsageCounter, type UsageCount } from './usage/count.js';
 
 /** What a collection reads and changes: the stores (`Stores` has all of it). */
@@ -72,6 +73,8 @@ export interface CollectOptions {
   afterDelete?: (deleted: number) => Promise<void>;
   /** Holds documents judged at once (`AT_ONCE`; the test hook's pause wants 1). */
   atOnce?: number;
+  /** The share of one core the collection may use (pace.ts); 1 or absent: as fast as it can. */
+  cpuShare?: number;
 }
 
 /** What a collection did, or in a dry run would do. */
@@ -137,7 +140,9 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   };
   const indexOf = indexOfHolder(markers);
 
+  const pacer = new Pacer(opts.cpuShare ?? 1);
   const marks = new Marks();
+  marks.pace = () => pacer.step();
   for (const marker of markers) await marker.mark(marks);
   report.referenced = marks.size;
   const counter = new UsageCounter(indexOf, marks);
@@ -146,11 +151,15 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   // The holds first, the blobs after: a blob put after its hold was listed is never an orphan
   // candidate without a document that `deleteUnheld` then finds.
   const held = new Set<Sha256Hex>();
-  for await (const hex of holds.digests()) held.add(hex);
+  for await (const hex of holds.digests()) {
+    held.add(hex);
+    if (held.size % 1000 === 0) await pacer.step();
+  }
   const sizes = new Map<Sha256Hex, number>();
   const orphans: Sha256Hex[] = [];
   for await (const blob of blobs.list()) {
     sizes.set(blob.digest, blob.size);
+    if (sizes.size % 1000 === 0) await pacer.step();
     if (!held.has(blob.digest) && blob.modifiedMs < cutoff) orphans.push(blob.digest);
   }
   report.blobsScanned = sizes.size;
@@ -222,9 +231,11 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   await eachAtOnce(held, opts.atOnce ?? AT_ONCE, async (hex) => {
     const entry = await holds.entry(hex);
     if (entry) await judge(entry);
+    await pacer.step();
   });
 
   for (const hex of orphans) {
+    await pacer.step();
     if (opts.dryRun) {
       report.orphansDeleted += 1;
       await deletedBytes(hex);

@@ -24,6 +24,8 @@ export interface CollectorOptions {
   /** Awaited after each deletion of bytes (`collect`'s test hook), and how many documents are judged at once. */
   afterDelete?: (deleted: number) => Promise<void>;
   atOnce?: number;
+  /** The share of one core a run may use (pace.ts); absent: as fast as it can. */
+  cpuShare?: number;
   /** Where a real run's exact count and its outcome are recorded (lifecycle/usage/). */
   usage?: Pick<UsageLedger, 'recount' | 'recordCollection'>;
 }
@@ -53,7 +55,7 @@ export class GarbageCollector {
 
   async run({ dryRun = false }: { dryRun?: boolean } = {}): Promise<CollectionReport> {
     const { stores, markers, graceMs, now } = this.opts;
-    if (dryRun) return collect(stores, markers, { graceMs, ...(now ? { now } : {}), dryRun: true });
+    if (dryRun) return collect(stores, markers, { graceMs, ...(now ? { now } : {}), ...this.#pace(), dryRun: true });
     const usage = this.opts.usage;
     const ended = (): string => new Date((now ?? Date.now)()).toISOString();
     let report: CollectionReport;
@@ -82,9 +84,13 @@ export class GarbageCollector {
     return report;
   }
 
+  #pace(): { cpuShare?: number } {
+    return this.opts.cpuShare !== undefined ? { cpuShare: this.opts.cpuShare } : {};
+  }
+
   async #leased(dryRun: boolean): Promise<CollectionReport> {
     const { stores, markers, graceMs, now } = this.opts;
-    const base = { graceMs, ...(now ? { now } : {}) };
+    const base = { graceMs, ...(now ? { now } : {}), ...this.#pace() };
     const lease = new Lease(stores.meta, 'gc', this.opts.owner, this.opts.leaseMs, now);
     const other = await lease.acquire();
     if (other) throw new CollectionBusyError(other);

@@ -15,6 +15,12 @@ import type { BlobStore, MetaStore, Sha256Hex } from '../storage/types.js';
  * the mark may hold 100k digests, and accounting asks per digest.
  */
 export class Marks {
+  /**
+   * Called by markers between batches of work: keeps the collection to its CPU share
+   * (pace.ts). A no-op unless the collection sets it.
+   */
+  pace: () => Promise<void> = async () => undefined;
+
   readonly #byHex = new Map<Sha256Hex, Set<string>>();
   /** One string per holder name, so 100k sets share a few names instead of copying them. */
   readonly #names = new Map<string, string>();

@@ -80,7 +80,10 @@ export function pythonHoldsMarker({ meta, blobs }: MarkServices): HoldsMarker {
       const batch: Promise<void>[] = [];
       for await (const key of meta.list('python')) {
         batch.push(markDoc(marks, key));
-        if (batch.length >= AT_ONCE) await Promise.all(batch.splice(0));
+        if (batch.length >= AT_ONCE) {
+          await Promise.all(batch.splice(0));
+          await marks.pace();
+        }
       }
       await Promise.all(batch);
     },

@@ -47,6 +47,7 @@ export function garbageCollector(config: Pick<Config, 'gc' | 'indexes'>, stores:
     ...(build.usage ? { usage: build.usage } : {}),
     graceMs: config.gc.graceSecs * 1000,
     leaseMs: config.gc.leaseSecs * 1000,
+    cpuShare: config.gc.cpuShare,
     owner: `${hostname()}/${process.pid}`,
     ...(build.afterDelete ? { afterDelete: build.afterDelete, atOnce: 1 } : {}),
   });

@@ -69,8 +69,8 @@ export function ociHoldsMarker({ meta, blobs, indexes }: MarkServices): HoldsMar
         const doc = (await meta.get<unknown>(key))?.doc;
         if (doc !== undefined) keep(at.index, at.repo, [...at.rest, ...digestsIn(doc, { keys: true })]);
       };
-      await inBatches(meta.list('oci'), read);
-      await inBatches(kept.values(), ({ index, repo, manifests }) => markRepository(marks, blobs, [repoHolderName(index, repo), holderName(index)], manifests));
+      await inBatches(meta.list('oci'), read, marks.pace);
+      await inBatches(kept.values(), ({ index, repo, manifests }) => markRepository(marks, blobs, [repoHolderName(index, repo), holderName(index)], manifests), marks.pace);
     },
   };
 }
@@ -88,7 +88,7 @@ async function markRepository(marks: Marks, blobs: BlobStore, holders: string[],
       const named = await namedBy(blobs, hex);
       for (const ref of named.all) for (const holder of holders) marks.add(holder, ref);
       next.push(...named.children);
-    });
+    }, marks.pace);
     wave = next.filter((hex) => !seen.has(hex));
   }
 }
@@ -113,13 +113,14 @@ async function namedBy(blobs: BlobStore, hex: string): Promise<{ all: string[]; 
   return { all, children };
 }
 
-async function inBatches<T>(items: AsyncIterable<T> | Iterable<T>, fn: (item: T) => Promise<void>): Promise<void> {
+async function inBatches<T>(items: AsyncIterable<T> | Iterable<T>, fn: (item: T) => Promise<void>, pace: () => Promise<void>): Promise<void> {
   let batch: Promise<void>[] = [];
   for await (const item of items) {
     batch.push(fn(item));
     if (batch.length >= AT_ONCE) {
       await Promise.all(batch);
       batch = [];
+      await pace();
     }
   }
   await Promise.all(batch);
