@@ -79,7 +79,9 @@ export class GarbageCollector {
    * not run beside a collection) and records the figures: for a store no collection counted yet.
    */
   async count(): Promise<CollectionReport> {
-    const report = await this.#leased(true);
+    // A grace period no hold or blob is older than: the figures are what is held now, not what a
+    // collection would leave.
+    const report = await this.#leased(true, Number.MAX_SAFE_INTEGER);
     await this.opts.usage?.recount(report.stored);
     return report;
   }
@@ -88,8 +90,8 @@ export class GarbageCollector {
     return this.opts.cpuShare !== undefined ? { cpuShare: this.opts.cpuShare } : {};
   }
 
-  async #leased(dryRun: boolean): Promise<CollectionReport> {
-    const { stores, markers, graceMs, now } = this.opts;
+  async #leased(dryRun: boolean, graceMs = this.opts.graceMs): Promise<CollectionReport> {
+    const { stores, markers, now } = this.opts;
     const base = { graceMs, ...(now ? { now } : {}), ...this.#pace() };
     const lease = new Lease(stores.meta, 'gc', this.opts.owner, this.opts.leaseMs, now);
     const other = await lease.acquire();

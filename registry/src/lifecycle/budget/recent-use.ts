@@ -13,6 +13,7 @@
  */
 import type { MetaStore, Sha256Hex } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
+import { PeriodicFlush } from '../periodic-flush.js';
 
 export interface UsedDoc {
   /** Per digest: its size in bytes and when it was last downloaded (epoch ms). */
@@ -43,11 +44,11 @@ export class RecentUse {
   /** index -> hex -> [size, lastMs] not yet in the store. */
   readonly #pending = new Map<string, Map<Sha256Hex, [number, number]>>();
   #count = 0;
-  #timer: NodeJS.Timeout | null = null;
-  #flushing: Promise<void> | null = null;
+  readonly #flush: PeriodicFlush;
 
   constructor(opts: RecentUseOptions) {
     this.#o = opts;
+    this.#flush = new PeriodicFlush(() => this.#flushOnce(), opts.flushMs ?? DEFAULT_FLUSH_MS);
   }
 
   /** Whether downloads of `index` are recorded (it has a budget). */
@@ -71,21 +72,16 @@ export class RecentUse {
   }
 
   start(): void {
-    if (this.#timer || this.#o.recorded.size === 0) return;
-    this.#timer = setInterval(() => void this.flush().catch(() => undefined), this.#o.flushMs ?? DEFAULT_FLUSH_MS);
-    this.#timer.unref();
+    if (this.#o.recorded.size > 0) this.#flush.start();
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.flush().catch(() => undefined);
+  stop(): Promise<void> {
+    return this.#flush.stop();
   }
 
   /** Merges what this process recorded into the store. One at a time. */
   flush(): Promise<void> {
-    this.#flushing ??= this.#flushOnce().finally(() => (this.#flushing = null));
-    return this.#flushing;
+    return this.#flush.run();
   }
 
   /** Every recorded digest of `index`, from the store. */

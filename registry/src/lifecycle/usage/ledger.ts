@@ -14,8 +14,9 @@
  * - The deltas are summed in memory and added to the document by compare-and-swap every
  *   `flushMs` (2 s): one store write per process per interval, never one per request.
  * - Every collection counts exactly (lifecycle/usage/count.ts) and replaces the figures
- *   (`recount`), correcting any drift: a change that raced the count's reading can be counted
- *   twice until the next one, and a delta whose bytes never appeared is dropped.
+ *   (`recount`), correcting any drift: a change that raced the count (made while it read, flushed
+ *   before it recorded) can be counted twice or not at all until the next one, and a delta whose
+ *   bytes never appeared is dropped.
  *
  * What a reader sees (`/+status`, metrics, quotas) is the document as this process last read or
  * wrote it (at most `flushMs` old) plus its own deltas not yet flushed.
@@ -23,6 +24,7 @@
 import type { Sha256Hex, BlobStore, MetaStore } from '../../storage/types.js';
 import type { HoldsObserver } from '../../storage/holds.js';
 import { updateDoc } from '../../storage/update.js';
+import { PeriodicFlush } from '../periodic-flush.js';
 
 export interface UsageFigures {
   bytes: number;
@@ -78,11 +80,11 @@ export class UsageLedger implements HoldsObserver {
   /** Deltas whose size is known but not yet in the document, per index. */
   readonly #unflushed = new Map<string, UsageFigures>();
   #doc: UsageDoc = emptyDoc();
-  #timer: NodeJS.Timeout | null = null;
-  #flushing: Promise<void> | null = null;
+  readonly #flush: PeriodicFlush;
 
   constructor(opts: UsageLedgerOptions) {
     this.#o = opts;
+    this.#flush = new PeriodicFlush(() => this.#flushOnce(), opts.flushMs ?? DEFAULT_FLUSH_MS);
   }
 
   changed(hex: Sha256Hex, before: readonly string[], after: readonly string[], size?: number): void {
@@ -124,24 +126,19 @@ export class UsageLedger implements HoldsObserver {
     return this.#doc.lastCollection;
   }
 
-  /** Starts flushing (and reading what other processes flushed) every `flushMs`. */
+  /** Starts flushing (and reading what other processes flushed) every `flushMs`, the first time now. */
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => void this.flush().catch(() => undefined), this.#o.flushMs ?? DEFAULT_FLUSH_MS);
-    this.#timer.unref();
+    this.#flush.start();
     void this.flush().catch(() => undefined);
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.flush().catch(() => undefined);
+  stop(): Promise<void> {
+    return this.#flush.stop();
   }
 
   /** Adds this process's deltas to the document, and reads what the others added. One at a time. */
   flush(): Promise<void> {
-    this.#flushing ??= this.#flushOnce().finally(() => (this.#flushing = null));
-    return this.#flushing;
+    return this.#flush.run();
   }
 
   /**
