@@ -8,10 +8,11 @@
  * document names and no push in flight holds is gone once its hold (or, unheld, its bytes) is older
  * than the grace period ("unreferenced and old ⇒ gone").
  *
- * Accounting rides along (lifecycle/usage/): each holder is an index of its own. Before every
- * collection the figures the writes kept (the ledger's deltas, flushed) equal what the holds
- * say each index holds; after it, the collection's exact count does too, and its total is what
- * the store lists.
+ * Accounting rides along (lifecycle/usage/): each holder is an index of its own. Before and after
+ * every collection the figures the writes kept (the ledger's deltas, flushed) equal what the holds
+ * say each index holds; after it, so does the recount (the collection's count as it read, with
+ * the changes it did not see: its own releases, and a push that landed while it ran, during its
+ * mark or after its first deletion), and the total is every held blob the store lists, once.
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -20,6 +21,7 @@ import { describe, expect, it } from 'vitest';
 import { collect } from '../../registry/src/lifecycle/collect.js';
 import type { HoldsMarker } from '../../registry/src/lifecycle/marks.js';
 import { UsageLedger, type UsageFigures } from '../../registry/src/lifecycle/usage/ledger.js';
+import { CountReads } from '../../registry/src/lifecycle/usage/count.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { BlobHolds } from '../../registry/src/storage/holds.js';
@@ -37,7 +39,14 @@ type Op =
   | { kind: 'unref'; holder: Holder; content: string }
   | { kind: 'orphan'; content: string }
   | { kind: 'tick'; secs: number }
-  | { kind: 'collect'; graceSecs: number };
+  | { kind: 'collect'; graceSecs: number; during: During | null };
+
+/** A push that lands while a collection runs: during its mark (before it lists), or after its first deletion (after it read). */
+interface During {
+  holder: Holder;
+  content: string;
+  at: 'mark' | 'delete';
+}
 
 const holder = fc.constantFrom(...HOLDERS);
 const content = fc.constantFrom(...CONTENTS);
@@ -47,7 +56,14 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('unref' as const), holder, content }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('orphan' as const), content }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), secs: fc.integer({ min: 0, max: 4 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('collect' as const), graceSecs: fc.constantFrom(0, 2) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('collect' as const),
+      graceSecs: fc.constantFrom(0, 2),
+      during: fc.option(fc.record({ holder, content, at: fc.constantFrom('mark' as const, 'delete' as const) }), { nil: null }),
+    }),
+  },
 );
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -60,30 +76,37 @@ async function world() {
   await blobs.init();
   await meta.init();
   let offset = 0;
-  const now = () => Date.now() + offset;
+  // Strictly increasing, so that "before" and "after" a read are never the same millisecond.
+  let last = 0;
+  const now = () => (last = Math.max(last + 1, Date.now() + offset));
   const holds = new BlobHolds(meta, blobs, { now });
-  const ledger = new UsageLedger({ meta, blobs, indexOf: (h) => h });
+  const ledger = new UsageLedger({ meta, blobs, indexOf: (h) => h, now });
   holds.observe(ledger);
+  // A write the next mark makes first (a push landing during a collection), once.
+  const hooks: { duringMark: (() => Promise<void>) | null } = { duringMark: null };
   // The documents of a pretend ecosystem: per holder, the digests it references.
   const marker: HoldsMarker = {
     owns: (h) => h.startsWith('t.'),
     async mark(marks) {
+      const write = hooks.duringMark;
+      hooks.duringMark = null;
+      await write?.();
       for (const h of HOLDERS) for (const hex of (await meta.get<{ refs: string[] }>(docKey(h)))?.doc.refs ?? []) marks.add(h, hex);
     },
     indexOf: (h) => h,
   };
-  return { blobs, meta, holds, ledger, marker, now, advance: (ms: number) => (offset += ms) };
+  return { blobs, meta, holds, ledger, marker, hooks, now, advance: (ms: number) => (offset += ms) };
 }
 
-/** What the holds and the store say: per holder the stored digests it holds, and every stored blob. */
+/** What the holds and the store say: per holder the stored digests it holds, and every held blob once. */
 async function truth(w: Awaited<ReturnType<typeof world>>): Promise<{ indexes: Record<string, UsageFigures>; total: UsageFigures }> {
   const indexes: Record<string, UsageFigures> = {};
   const total = { bytes: 0, objects: 0 };
   for await (const blob of w.blobs.list()) {
+    const entry = await w.holds.entry(blob.digest);
+    if (!entry || entry.doc.releasing !== undefined || entry.doc.holders.length === 0) continue;
     total.bytes += blob.size;
     total.objects += 1;
-    const entry = await w.holds.entry(blob.digest);
-    if (!entry || entry.doc.releasing !== undefined) continue;
     for (const h of entry.doc.holders) {
       const cur = indexes[h] ?? { bytes: 0, objects: 0 };
       indexes[h] = { bytes: cur.bytes + blob.size, objects: cur.objects + 1 };
@@ -133,8 +156,9 @@ async function runModel(ops: Op[]): Promise<void> {
         const cutoff = w.now() - step.graceSecs * 1000 - SLACK_MS;
         const referenced = new Set([...docs.values(), ...pending.values()].flatMap((s) => [...s]));
         const old = new Set<string>();
+        const landing = step.during ? sha(step.during.content) : null;
         for await (const blob of w.blobs.list()) {
-          if (referenced.has(blob.digest)) continue;
+          if (referenced.has(blob.digest) || blob.digest === landing) continue;
           const entry = await w.holds.entry(blob.digest);
           const times = entry ? entry.doc.holders.map((h) => entry.doc.touched?.[h] ?? Infinity) : [blob.modifiedMs];
           if (times.every((t) => t < cutoff)) old.add(blob.digest);
@@ -142,20 +166,37 @@ async function runModel(ops: Op[]): Promise<void> {
         await w.ledger.flush();
         const before = await truth(w);
         for (const h of HOLDERS) expect(w.ledger.usage(h), `kept by the writes: ${h}`).toEqual(figures(before.indexes[h]));
+        let pushed = false;
+        const push = async (): Promise<void> => {
+          if (!step.during || pushed) return;
+          pushed = true;
+          const { holder: h, content: c } = step.during;
+          await w.holds.hold(sha(c), h);
+          await put(c);
+          pending.get(h)!.add(sha(c));
+        };
+        if (step.during?.at === 'mark') w.hooks.duringMark = push;
+        const reads = new CountReads();
+        await w.ledger.beginCount();
         const report = await collect({ blobs: w.blobs, holds: w.holds, sweep: async () => 0, sharedStages: null }, [w.marker], {
           graceMs: step.graceSecs * 1000,
           dryRun: false,
           now: w.now,
+          reads,
+          afterDelete: async () => {
+            if (step.during?.at === 'delete') await push();
+          },
         });
+        w.hooks.duringMark = null;
         for (const hex of old) expect(await w.blobs.stat(hex), `unreferenced and old: ${hex}`).toBeNull();
         const after = await truth(w);
-        for (const h of HOLDERS) expect(figures(report.stored.indexes[h]), `counted: ${h}`).toEqual(figures(after.indexes[h]));
-        expect(report.stored.total).toEqual(after.total);
-        // The collection's own releases, kept by the writes as any other.
+        // The collection's own releases and the push that landed meanwhile, kept by the writes as any other.
         await w.ledger.flush();
         for (const h of HOLDERS) expect(w.ledger.usage(h), `kept by the writes after the collection: ${h}`).toEqual(figures(after.indexes[h]));
-        await w.ledger.recount(report.stored);
+        // The count as read, with the changes it did not see: exact.
+        await w.ledger.recount(report.stored, reads);
         for (const h of HOLDERS) expect(w.ledger.usage(h), `recorded: ${h}`).toEqual(figures(after.indexes[h]));
+        expect(w.ledger.total(), 'recorded: the total').toEqual(after.total);
         break;
       }
     }

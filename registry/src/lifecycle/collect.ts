@@ -52,7 +52,7 @@ import type { SharedStages } from '../storage/shared-stages.js';
 import type { BlobStore, Sha256Hex } from '../storage/types.js';
 import { indexOfHolder, Marks, type HoldsMarker } from './marks.js';
 import { Pacer } from './pace.js';
-import { UsageCounter, type UsageCount } from './usage/count.js';
+import { CountReads, UsageCounter, type UsageCount } from './usage/count.js';
 
 /** What a collection reads and changes: the stores (`Stores` has all of it). */
 export interface CollectionStores {
@@ -75,6 +75,8 @@ export interface CollectOptions {
   atOnce?: number;
   /** The share of one core the collection may use (pace.ts); 1 or absent: as fast as it can. */
   cpuShare?: number;
+  /** Told when the count read what (usage/count.ts), for the changes made meanwhile. */
+  reads?: CountReads;
 }
 
 /** What a collection did, or in a dry run would do. */
@@ -106,7 +108,10 @@ export interface CollectionReport {
   /** Stale staged writes and idle upload sessions removed (never in a dry run). */
   stagingSwept: number;
   uploadsSwept: number;
-  /** What each index and the store hold after the run (in a dry run: would hold), counted exactly. */
+  /**
+   * What each index and the store held, counted exactly as the run read the holds (before its own
+   * releases: the ledger adds those, with every other change made meanwhile).
+   */
   stored: UsageCount;
 }
 
@@ -146,10 +151,11 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   for (const marker of markers) await marker.mark(marks);
   report.referenced = marks.size;
   const counter = new UsageCounter(indexOf, marks);
-  const deletedHexes = new Set<Sha256Hex>();
 
   // The holds first, the blobs after: a blob put after its hold was listed is never an orphan
   // candidate without a document that `deleteUnheld` then finds.
+  const reads = opts.reads ?? new CountReads();
+  reads.holdsListedFrom = now();
   const held = new Set<Sha256Hex>();
   for await (const hex of holds.digests()) {
     held.add(hex);
@@ -165,7 +171,6 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
   report.blobsScanned = sizes.size;
 
   const deletedBytes = async (hex: Sha256Hex): Promise<void> => {
-    deletedHexes.add(hex);
     report.blobsDeleted += 1;
     report.bytesDeleted += sizes.get(hex) ?? 0;
     if (!opts.dryRun) await opts.afterDelete?.(report.blobsDeleted);
@@ -190,10 +195,9 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
     const release: string[] = [];
     let untimed = false;
+    // Counted as read: what changes after (this collection's releases too) the ledger adds.
     const size = sizes.get(hex);
-    const keeps = (holders: readonly string[]): void => {
-      if (size !== undefined && holders.length > 0) counter.held(hex, holders, size);
-    };
+    if (size !== undefined && doc.holders.length > 0) counter.held(hex, doc.holders, size);
     for (const holder of doc.holders) {
       if (!markers.some((m) => m.owns(holder))) {
         report.holdsUnowned += 1;
@@ -206,22 +210,17 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
     if (release.length > 0) {
       const last = release.length === doc.holders.length;
-      const rest = doc.holders.filter((h) => !release.includes(h));
       if (opts.dryRun) {
         report.holdsReleased += release.length;
-        keeps(rest);
         if (last && sizes.has(hex)) await deletedBytes(hex);
         return;
       }
       check();
       const done = await holds.releaseJudged(entry, release);
       if (done.released) report.holdsReleased += release.length;
-      // Not released: the document changed meanwhile (a new hold), and it keeps at least what it had.
-      keeps(done.released ? rest : doc.holders);
       if (done.deleted) await deletedBytes(hex);
       return;
     }
-    keeps(doc.holders);
     if (untimed) {
       if (opts.dryRun) report.holdsStamped += 1;
       else if (await holds.stampUntimed(entry)) report.holdsStamped += 1;
@@ -230,6 +229,7 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
 
   await eachAtOnce(held, opts.atOnce ?? AT_ONCE, async (hex) => {
     const entry = await holds.entry(hex);
+    reads.read(hex, now());
     if (entry) await judge(entry);
     await pacer.step();
   });
@@ -254,9 +254,7 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     report.stagingSwept = await stores.sweep();
     report.uploadsSwept = (await stores.sharedStages?.sweep())?.stages ?? 0;
   }
-  let left = { bytes: 0, objects: 0 };
-  for (const [hex, size] of sizes) if (!deletedHexes.has(hex)) left = { bytes: left.bytes + size, objects: left.objects + 1 };
-  report.stored = counter.result(left);
+  report.stored = counter.result();
   report.durationMs = now() - started;
   return report;
 }

@@ -11,6 +11,7 @@ import { collect, type CollectionReport, type CollectionStores } from './collect
 import { Lease, type LeaseDoc } from './lease.js';
 import type { HoldsMarker } from './marks.js';
 import type { LastCollection, UsageLedger } from './usage/ledger.js';
+import { CountReads } from './usage/count.js';
 
 export interface CollectorOptions {
   stores: CollectionStores & { meta: MetaStore };
@@ -27,7 +28,7 @@ export interface CollectorOptions {
   /** The share of one core a run may use (pace.ts); absent: as fast as it can. */
   cpuShare?: number;
   /** Where a real run's exact count and its outcome are recorded (lifecycle/usage/). */
-  usage?: Pick<UsageLedger, 'recount' | 'recordCollection'>;
+  usage?: Pick<UsageLedger, 'beginCount' | 'recount' | 'recordCollection'>;
 }
 
 /** Another process holds the lease: a collection is running there. */
@@ -58,9 +59,10 @@ export class GarbageCollector {
     if (dryRun) return collect(stores, markers, { graceMs, ...(now ? { now } : {}), ...this.#pace(), dryRun: true });
     const usage = this.opts.usage;
     const ended = (): string => new Date((now ?? Date.now)()).toISOString();
+    const reads = new CountReads();
     let report: CollectionReport;
     try {
-      report = await this.#leased(false);
+      report = await this.#leased(false, reads);
     } catch (err) {
       if (!(err instanceof CollectionBusyError)) {
         const error = err instanceof Error ? err.message : String(err);
@@ -70,7 +72,7 @@ export class GarbageCollector {
     }
     const last: LastCollection = { endedAt: ended(), result: 'ok', blobsDeleted: report.blobsDeleted, bytesDeleted: report.bytesDeleted };
     // Not recorded (the store away): the figures stay as the writes keep them until the next count.
-    await usage?.recount(report.stored, last).catch(() => undefined);
+    await usage?.recount(report.stored, reads, last).catch(() => undefined);
     return report;
   }
 
@@ -81,8 +83,9 @@ export class GarbageCollector {
   async count(): Promise<CollectionReport> {
     // A grace period no hold or blob is older than: the figures are what is held now, not what a
     // collection would leave.
-    const report = await this.#leased(true, Number.MAX_SAFE_INTEGER);
-    await this.opts.usage?.recount(report.stored);
+    const reads = new CountReads();
+    const report = await this.#leased(true, reads, Number.MAX_SAFE_INTEGER);
+    await this.opts.usage?.recount(report.stored, reads);
     return report;
   }
 
@@ -90,7 +93,8 @@ export class GarbageCollector {
     return this.opts.cpuShare !== undefined ? { cpuShare: this.opts.cpuShare } : {};
   }
 
-  async #leased(dryRun: boolean, graceMs = this.opts.graceMs): Promise<CollectionReport> {
+  /** A run under the lease; its count's changes meanwhile are journalled from its start (usage/ledger.ts). */
+  async #leased(dryRun: boolean, reads: CountReads, graceMs = this.opts.graceMs): Promise<CollectionReport> {
     const { stores, markers, now } = this.opts;
     const base = { graceMs, ...(now ? { now } : {}), ...this.#pace() };
     const lease = new Lease(stores.meta, 'gc', this.opts.owner, this.opts.leaseMs, now);
@@ -106,9 +110,11 @@ export class GarbageCollector {
     }, Math.max(50, this.opts.leaseMs / 3));
     renewal.unref();
     try {
+      await this.opts.usage?.beginCount();
       return await collect(stores, markers, {
         ...base,
         dryRun,
+        reads,
         check: () => {
           if (lost) throw new LeaseLostError();
         },

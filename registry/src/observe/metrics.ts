@@ -220,8 +220,8 @@ export class Metrics {
     const storedTotal = sources.storedTotal;
     if (storedTotal) {
       for (const [field, name, help] of [
-        ['bytes', 'stored_bytes', 'Bytes of every blob in the store (each counted once).'],
-        ['objects', 'stored_objects', 'Blobs in the store.'],
+        ['bytes', 'stored_bytes', 'Bytes of every blob some index holds (each counted once).'],
+        ['objects', 'stored_objects', 'Blobs some index holds.'],
       ] as const) {
         new Gauge({
           name: `${METRICS_PREFIX}${name}`,

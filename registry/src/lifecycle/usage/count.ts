@@ -1,10 +1,15 @@
 /**
  * The exact count a collection makes on its way (lifecycle/collect.ts): it reads every holds
  * document and lists every stored blob with its size anyway, so per index it sums the distinct
- * digests its holders still hold once the collection has judged them, and for the store the
- * blobs left. A digest two indexes hold counts for both, and once in the total. A digest held
- * only by a holder of no single index (an earlier version's shared holder) counts for each index
- * whose documents reference it (the mark says which).
+ * digests its holders hold as each document was read, and for the store every held digest once
+ * (blobs nobody holds, waiting for a collection, are not counted). A digest two indexes hold
+ * counts for both, and once in the total. A digest held only by a holder
+ * of no single index (an earlier version's shared holder) counts for each index whose documents
+ * reference it (the mark says which).
+ *
+ * A count takes a while (minutes, paced), and writes go on meanwhile. `CountReads` remembers when
+ * each holds document was read and which blobs the listing saw, so that the ledger can add
+ * exactly the changes that came after (ledger.ts, `recount`), the collection's own releases too.
  */
 import type { Sha256Hex } from '../../storage/types.js';
 import type { Marks } from '../marks.js';
@@ -15,8 +20,30 @@ export interface UsageCount {
   total: UsageFigures;
 }
 
+/** When a count read what: the changes made after are added to it (ledger.ts). */
+export class CountReads {
+  /** When the listing of the holds documents began (epoch ms). */
+  holdsListedFrom = 0;
+  readonly #readAt = new Map<Sha256Hex, number>();
+
+  /** The holds document of `hex` was read (or found gone) at `at`. */
+  read(hex: Sha256Hex, at: number): void {
+    this.#readAt.set(hex, at);
+  }
+
+  /**
+   * Whether a change of `hex`'s holders made at `at` came after the count read the document: it
+   * did when the document was read before it, or was never read (created after the listing began).
+   */
+  holdsChangedAfter(hex: Sha256Hex, at: number): boolean {
+    return at > (this.#readAt.get(hex) ?? this.holdsListedFrom);
+  }
+
+}
+
 export class UsageCounter {
   readonly #indexes = new Map<string, UsageFigures>();
+  #total: UsageFigures = { bytes: 0, objects: 0 };
 
   constructor(
     private readonly indexOf: (holder: string) => string | null,
@@ -25,6 +52,7 @@ export class UsageCounter {
 
   /** `hex` (`size` bytes, stored) is held by `holders` after the collection. */
   held(hex: Sha256Hex, holders: readonly string[], size: number): void {
+    this.#total = { bytes: this.#total.bytes + size, objects: this.#total.objects + 1 };
     const indexes = new Set<string>();
     let shared = false;
     for (const h of holders) {
@@ -44,8 +72,8 @@ export class UsageCounter {
     }
   }
 
-  /** The figures, with the store's total from the blobs left after the collection. */
-  result(total: UsageFigures): UsageCount {
-    return { indexes: Object.fromEntries([...this.#indexes].sort(([a], [b]) => a.localeCompare(b))), total };
+  /** The figures: per index, and in all (each digest once). */
+  result(): UsageCount {
+    return { indexes: Object.fromEntries([...this.#indexes].sort(([a], [b]) => a.localeCompare(b))), total: this.#total };
   }
 }

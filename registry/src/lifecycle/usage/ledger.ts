@@ -8,15 +8,19 @@
  * Kept by the writes, never by listing the store on a request:
  * - Each change of a digest's holders this process makes (storage/holds.ts `HoldsObserver`) is
  *   turned into deltas: an index whose holders gain the digest adds its size and one object, an
- *   index that loses its last holder of it subtracts them; the store's total grows when a digest
- *   gets its first holder and shrinks when its bytes are deleted. Sizes are read at flush time
- *   (`stat`; bytes are stored just after their hold), or learnt from the deletion itself.
+ *   index that loses its last holder of it subtracts them; the store's total (blobs anyone holds,
+ *   each once) grows when a digest gets its first holder and shrinks when it loses its last.
+ *   Sizes come from the writer, or are read at flush time (`stat`; bytes are stored just after
+ *   their hold), or learnt from the deletion itself.
  * - The deltas are summed in memory and added to the document by compare-and-swap every
  *   `flushMs` (2 s): one store write per process per interval, never one per request.
  * - Every collection counts exactly (lifecycle/usage/count.ts) and replaces the figures
- *   (`recount`), correcting any drift: a change that raced the count (made while it read, flushed
- *   before it recorded) can be counted twice or not at all until the next one, and a delta whose
- *   bytes never appeared is dropped.
+ *   (`recount`), correcting any drift (a process killed before its flush, a delta whose bytes
+ *   never appeared). Writes go on while a count reads: from `beginCount` to `recount` every flush
+ *   also writes its changes, each with its digest and time, to a journal in the document, and the
+ *   recount adds those the count did not see (made after it read that digest's holds: its own
+ *   releases too). Times are the writers' clocks: a change within the clock skew of the read is
+ *   judged by it. A journal past `MAX_JOURNAL` changes is dropped and the count stands alone.
  *
  * What a reader sees (`/+status`, metrics, quotas) is the document as this process last read or
  * wrote it (at most `flushMs` old) plus its own deltas not yet flushed.
@@ -25,6 +29,7 @@ import type { Sha256Hex, BlobStore, MetaStore } from '../../storage/types.js';
 import type { HoldsObserver } from '../../storage/holds.js';
 import { updateDoc } from '../../storage/update.js';
 import { PeriodicFlush } from '../periodic-flush.js';
+import type { CountReads, UsageCount } from './count.js';
 
 export interface UsageFigures {
   bytes: number;
@@ -47,6 +52,19 @@ export interface UsageDoc {
   /** When the figures were last counted exactly (ISO 8601); null: only ever kept by writes. */
   countedAt: string | null;
   lastCollection?: LastCollection;
+  /** The changes flushed while a count runs (`beginCount` to `recount`). */
+  journal?: Journal;
+}
+
+/** One flushed change: digest, index (or the total), objects, bytes, when (epoch ms). */
+type JournalEntry = [hex: string, key: string, objects: number, bytes: number, at: number];
+
+interface Journal {
+  /** When the count began (epoch ms); a journal older than a day is abandoned. */
+  since: number;
+  entries: JournalEntry[];
+  /** More changes than a journal keeps: the count stands alone. */
+  overflow?: boolean;
 }
 
 export const USAGE_KEY = 'lifecycle/usage';
@@ -55,11 +73,27 @@ const DEFAULT_FLUSH_MS = 2_000;
 const MAX_SIZE_TRIES = 30;
 /** Sizes learnt from deletions, kept until the next flush reads them. */
 const MAX_LEARNT = 10_000;
+/** Changes a journal keeps (about 100 bytes each in the document). */
+const MAX_JOURNAL = 20_000;
+/** A journal whose count never recorded (its process killed) is dropped after this. */
+const JOURNAL_MAX_AGE_MS = 24 * 3600_000;
 
-/** One pending change of a digest: per index (and the total, key `TOTAL`) the objects gained or lost. */
+/**
+ * The pending changes of a digest: per index (and the total, key `TOTAL`) the objects gained or
+ * lost, and when that index's last change was made (epoch ms: a count judges by it).
+ */
 interface Pending {
-  counts: Map<string, number>;
+  counts: Map<string, { n: number; at: number }>;
   tries: number;
+}
+
+/** A change counted with its size, not yet flushed. */
+interface Change {
+  hex: Sha256Hex;
+  key: string;
+  objects: number;
+  bytes: number;
+  at: number;
 }
 
 const TOTAL = '\n';
@@ -77,7 +111,8 @@ export class UsageLedger implements HoldsObserver {
   readonly #o: UsageLedgerOptions;
   readonly #pending = new Map<Sha256Hex, Pending>();
   readonly #learnt = new Map<Sha256Hex, number>();
-  /** Deltas whose size is known but not yet in the document, per index. */
+  /** Changes whose size is known but not yet in the document, and their sums per index. */
+  #changes: Change[] = [];
   readonly #unflushed = new Map<string, UsageFigures>();
   #doc: UsageDoc = emptyDoc();
   readonly #flush: PeriodicFlush;
@@ -90,14 +125,17 @@ export class UsageLedger implements HoldsObserver {
   changed(hex: Sha256Hex, before: readonly string[], after: readonly string[], size?: number): void {
     const had = this.#indexes(before);
     const has = this.#indexes(after);
+    const at = this.#now();
     const delta = (key: string, by: number): void => {
       let p = this.#pending.get(hex);
       if (!p) this.#pending.set(hex, (p = { counts: new Map(), tries: 0 }));
-      p.counts.set(key, (p.counts.get(key) ?? 0) + by);
+      p.counts.set(key, { n: (p.counts.get(key)?.n ?? 0) + by, at });
     };
     for (const ix of has) if (!had.has(ix)) delta(ix, 1);
     for (const ix of had) if (!has.has(ix)) delta(ix, -1);
+    // The store's total: blobs with at least one holder, each once.
     if (before.length === 0 && after.length > 0) delta(TOTAL, 1);
+    if (before.length > 0 && after.length === 0) delta(TOTAL, -1);
     // A size the writer knew counts at once (a quota checked next sees it), not at the flush.
     if (size !== undefined) this.#resolve(hex, size);
   }
@@ -105,8 +143,6 @@ export class UsageLedger implements HoldsObserver {
   deleting(hex: Sha256Hex, size: number): void {
     if (this.#learnt.size >= MAX_LEARNT) this.#learnt.clear();
     this.#learnt.set(hex, size);
-    // The store's total shrinks with every deletion of bytes, held or not (an orphan).
-    this.#add(TOTAL, -size, -1);
   }
 
   /** An index's figures as this process knows them; zero for one that holds nothing (yet). */
@@ -141,19 +177,32 @@ export class UsageLedger implements HoldsObserver {
     return this.#flush.run();
   }
 
-  /**
-   * Replaces the figures with an exact count (a collection's), after flushing what this process
-   * changed before it; `lastCollection` is kept unless given.
-   */
-  async recount(counted: { indexes: Record<string, UsageFigures>; total: UsageFigures }, lastCollection?: LastCollection): Promise<void> {
+  /** A count begins: from now on every flush journals its changes, until `recount`. */
+  async beginCount(): Promise<void> {
     await this.flush();
-    const countedAt = new Date((this.#o.now ?? Date.now)()).toISOString();
-    const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => ({
-      indexes: counted.indexes,
-      total: counted.total,
-      countedAt,
-      ...((lastCollection ?? current?.lastCollection) ? { lastCollection: lastCollection ?? current?.lastCollection } : {}),
-    }));
+    const since = this.#now();
+    const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => ({ ...(current ?? emptyDoc()), journal: { since, entries: [] } }));
+    if (doc) this.#doc = doc;
+  }
+
+  /**
+   * Replaces the figures with an exact count (a collection's) and the journalled changes it did
+   * not see (`reads` says which), after flushing what this process changed; ends the journal.
+   * `lastCollection` is kept unless given.
+   */
+  async recount(counted: UsageCount, reads?: CountReads, lastCollection?: LastCollection): Promise<void> {
+    await this.flush();
+    const countedAt = new Date(this.#now()).toISOString();
+    const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => {
+      let figures: UsageDoc = { ...emptyDoc(), indexes: counted.indexes, total: counted.total };
+      const journal = current?.journal;
+      if (reads && journal && !journal.overflow) {
+        const missed = journal.entries.filter(([hex, , , , at]) => reads.holdsChangedAfter(hex, at));
+        figures = applyChanges(figures, missed.map(([hex, key, objects, bytes, at]) => ({ hex, key, objects, bytes, at })));
+      }
+      const last = lastCollection ?? current?.lastCollection;
+      return { indexes: figures.indexes, total: figures.total, countedAt, ...(last ? { lastCollection: last } : {}) };
+    });
     if (doc) this.#doc = doc;
   }
 
@@ -165,19 +214,21 @@ export class UsageLedger implements HoldsObserver {
 
   async #flushOnce(): Promise<void> {
     await this.#resolveSizes();
-    if (this.#unflushed.size === 0) {
+    if (this.#changes.length === 0) {
       const got = await this.#o.meta.get<UsageDoc>(USAGE_KEY);
       this.#doc = got?.doc ?? emptyDoc();
       return;
     }
-    const deltas = new Map(this.#unflushed);
+    const changes = this.#changes;
+    this.#changes = [];
     this.#unflushed.clear();
+    const now = this.#now();
     try {
-      const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => applyDeltas(current ?? emptyDoc(), deltas));
+      const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => journalled(applyChanges(current ?? emptyDoc(), changes), changes, now));
       if (doc) this.#doc = doc;
     } catch (err) {
       // Not written: kept for the next flush.
-      for (const [key, d] of deltas) this.#add(key, d.bytes, d.objects);
+      for (const c of changes) this.#add(c);
       throw err;
     }
   }
@@ -192,7 +243,7 @@ export class UsageLedger implements HoldsObserver {
       size ??= (await this.#o.blobs.stat(hex).catch(() => null))?.size;
       if (size === undefined) {
         // Gains wait for their bytes; losses whose bytes went without a size learnt are dropped.
-        const gains = [...p.counts.values()].some((n) => n > 0);
+        const gains = [...p.counts.values()].some(({ n }) => n > 0);
         p.tries += 1;
         if (gains && p.tries < MAX_SIZE_TRIES) continue;
         this.#pending.delete(hex);
@@ -208,12 +259,17 @@ export class UsageLedger implements HoldsObserver {
     const p = this.#pending.get(hex);
     if (!p) return;
     this.#pending.delete(hex);
-    for (const [key, n] of p.counts) if (n !== 0) this.#add(key, n * size, n);
+    for (const [key, { n, at }] of p.counts) if (n !== 0) this.#add({ hex, key, objects: n, bytes: n * size, at });
   }
 
-  #add(key: string, bytes: number, objects: number): void {
-    const cur = this.#unflushed.get(key) ?? { bytes: 0, objects: 0 };
-    this.#unflushed.set(key, { bytes: cur.bytes + bytes, objects: cur.objects + objects });
+  #add(change: Change): void {
+    this.#changes.push(change);
+    const cur = this.#unflushed.get(change.key) ?? { bytes: 0, objects: 0 };
+    this.#unflushed.set(change.key, { bytes: cur.bytes + change.bytes, objects: cur.objects + change.objects });
+  }
+
+  #now(): number {
+    return (this.#o.now ?? Date.now)();
   }
 
   #indexes(holders: readonly string[]): Set<string> {
@@ -234,12 +290,25 @@ function plus(a: UsageFigures | undefined, b: UsageFigures | undefined): UsageFi
   return { bytes: Math.max(0, (a?.bytes ?? 0) + (b?.bytes ?? 0)), objects: Math.max(0, (a?.objects ?? 0) + (b?.objects ?? 0)) };
 }
 
-function applyDeltas(doc: UsageDoc, deltas: ReadonlyMap<string, UsageFigures>): UsageDoc {
+function applyChanges(doc: UsageDoc, changes: readonly Change[]): UsageDoc {
   const indexes = { ...doc.indexes };
   let total = doc.total;
-  for (const [key, d] of deltas) {
-    if (key === TOTAL) total = plus(total, d);
-    else indexes[key] = plus(indexes[key], d);
+  for (const c of changes) {
+    const d = { bytes: c.bytes, objects: c.objects };
+    if (c.key === TOTAL) total = plus(total, d);
+    else indexes[c.key] = plus(indexes[c.key], d);
   }
   return { ...doc, indexes, total };
+}
+
+/** `doc` with `changes` in its journal, if a count is running (and the journal not full or abandoned). */
+function journalled(doc: UsageDoc, changes: readonly Change[], now: number): UsageDoc {
+  const journal = doc.journal;
+  if (!journal) return doc;
+  if (now - journal.since > JOURNAL_MAX_AGE_MS) {
+    const { journal: _abandoned, ...rest } = doc;
+    return rest;
+  }
+  if (journal.overflow || journal.entries.length + changes.length > MAX_JOURNAL) return { ...doc, journal: { since: journal.since, entries: [], overflow: true } };
+  return { ...doc, journal: { since: journal.since, entries: [...journal.entries, ...changes.map((c): JournalEntry => [c.hex, c.key, c.objects, c.bytes, c.at])] } };
 }
