@@ -259,7 +259,10 @@ describe('a platform team on a real cluster', () => {
     const generation = async () => Number((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.metadata.generation}'])).stdout);
     const before = await generation();
     // A new index changes the config: one roll. The leader is killed while it works on it.
-    await k(['apply', '-f', '-'], `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: late\n  namespace: ${NS}\nspec:\n  route: team/late\n  ecosystem: oci\n  role: hosted\n`);
+    await k(
+      ['apply', '-f', '-'],
+      `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: late\n  namespace: ${NS}\nspec:\n  route: team/late\n  ecosystem: oci\n  role: hosted\n  quotaBytes: 1Gi\n  retention: { untaggedAfter: 14d, keepTags: [{ match: "v*", newest: 3 }] }\n`,
+    );
     await new Promise((r) => setTimeout(r, 1200));
     await k(['delete', 'pod', leader, '-n', 'velodex-system', '--grace-period=0', '--force']);
     await k(['wait', '--for=condition=Ready', 'pidx/late', '-n', NS, '--timeout=240s']);
@@ -317,11 +320,22 @@ describe('a platform team on a real cluster', () => {
     await crane(['append', '-b', image, '-f', join(work, 'marker.tar'), '-t', image]);
     const manifest = JSON.parse(await crane(['manifest', image])) as { config: { digest: string }; layers: { digest: string }[] };
     const digest = await crane(['digest', image]);
-    await k(['apply', '-f', '-'], `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: mirror\n  namespace: ${NS}\nspec:\n  route: team/mirror\n  ecosystem: oci\n  role: cached\n  upstream: ${upstreamRegistry.url}\n`);
+    await k(
+      ['apply', '-f', '-'],
+      `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: mirror\n  namespace: ${NS}\nspec:\n  route: team/mirror\n  ecosystem: oci\n  role: cached\n  upstream: ${upstreamRegistry.url}\n  maxBytes: 2Gi\n  evictUnusedAfter: 30d\n`,
+    );
     await k(['wait', '--for=condition=Ready', 'pidx/mirror', '-n', NS, '--timeout=240s']);
     // Ready: every ready pod serves it; pods of the previous config may still answer while they stop.
     await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
     await untilOnlyNewPods();
+
+    // The budget, the quota and the retention rules set in the PackageIndexes reach the pods.
+    const status = (await (await fetch(`http://${service}/+status`)).json()) as { indexes: Array<Record<string, unknown> & { name: string }> };
+    expect(status.indexes.find((ix) => ix.name === 'mirror')).toMatchObject({ max_bytes: 2 * 2 ** 30, evict_unused_after_secs: 30 * 86_400 });
+    expect(status.indexes.find((ix) => ix.name === 'late')).toMatchObject({
+      quota_bytes: 2 ** 30,
+      retention: { untagged_after_secs: 14 * 86_400, keep_tags: [{ match: 'v*', newest: 3 }] },
+    });
 
     // The node's containerd is configured the way /+api says: the upstream's host, mirrored.
     const apiRes = await fetch(`http://${service}/team/mirror/+api`);

@@ -70,6 +70,10 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
     upload_target: ix.role === 'virtual' ? (ix.uploadTarget ?? null) : null,
     volatile: ix.role === 'hosted' ? ix.volatile : false,
     quota_bytes: ix.role === 'hosted' ? (ix.quotaBytes ?? null) : null,
+    retention:
+      ix.role === 'hosted' && ix.retention
+        ? { untagged_after_secs: ix.retention.untaggedAfterSecs ?? null, keep_tags: ix.retention.keepTags.map((r) => ({ match: r.match, newest: r.newest })) }
+        : null,
     max_bytes: ix.role === 'cached' ? (ix.budget?.maxBytes ?? null) : null,
     evict_unused_after_secs: ix.role === 'cached' ? (ix.budget?.evictUnusedAfterSecs ?? null) : null,
     ...(ix.role === 'cached'
