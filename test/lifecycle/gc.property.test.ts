@@ -25,6 +25,7 @@ import { CountReads } from '../../registry/src/lifecycle/usage/count.js';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { BlobHolds } from '../../registry/src/storage/holds.js';
+import type { BlobInfo } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/velodex.js';
 
 const HOLDERS = ['t.a', 't.b'] as const;
@@ -69,16 +70,43 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 const docKey = (h: Holder) => `test-docs/${h}`;
 
+/**
+ * The fs store with the model's clock for when bytes were stored (`stat`'s `modifiedMs`, which the
+ * ledger judges gains by during a count); listings keep the files' own times.
+ */
+class ModelClockBlobs extends FsBlobStore {
+  readonly #storedAt = new Map<string, number>();
+
+  constructor(
+    root: string,
+    private readonly clock: () => number,
+  ) {
+    super(root);
+  }
+
+  override async put(source: Readable, expected?: string): Promise<BlobInfo> {
+    const info = await super.put(source, expected);
+    this.#storedAt.set(info.digest, this.clock());
+    return info;
+  }
+
+  override async stat(digest: string): Promise<BlobInfo | null> {
+    const info = await super.stat(digest);
+    const at = this.#storedAt.get(digest);
+    return info && (at === undefined ? info : { ...info, modifiedMs: at });
+  }
+}
+
 async function world() {
   const root = tempDir('velodex-gc-model-');
-  const blobs = new FsBlobStore(root);
-  const meta = new FsMetaStore(root);
-  await blobs.init();
-  await meta.init();
   let offset = 0;
   // Strictly increasing, so that "before" and "after" a read are never the same millisecond.
   let last = 0;
   const now = () => (last = Math.max(last + 1, Date.now() + offset));
+  const blobs = new ModelClockBlobs(root, now);
+  const meta = new FsMetaStore(root);
+  await blobs.init();
+  await meta.init();
   const holds = new BlobHolds(meta, blobs, { now });
   const ledger = new UsageLedger({ meta, blobs, indexOf: (h) => h, now });
   holds.observe(ledger);

@@ -78,6 +78,6 @@ describe('against pypiserver', () => {
     expect(outcome).toEqual({ kind: 'published', key: `sha256:${digest}`, info: { digest, size: bytes.length } });
     expect(proxy.count(fileUrl.pathname)).toBe(1);
     expect(pypi.count(fileUrl.pathname)).toBe(1);
-    expect(await blobs.stat(digest)).toEqual({ digest, size: bytes.length });
+    expect(await blobs.stat(digest)).toEqual({ digest, size: bytes.length, modifiedMs: expect.any(Number) });
   });
 });

@@ -75,7 +75,7 @@ describe('BlobFlights', () => {
 
     await reported(1);
     expect(outcomes).toEqual([{ kind: 'published', key: 'sha256:big', info: { digest, size: BIG } }]);
-    expect(await store.stat(digest)).toEqual({ digest, size: BIG });
+    expect(await store.stat(digest)).toEqual({ digest, size: BIG, modifiedMs: expect.any(Number) });
     expect(flights.size).toBe(0);
     expect(counters.snapshot()).toMatchObject({ rejected: 0, upstream_errors: 0 });
 

@@ -144,7 +144,7 @@ describe('flights shared by the workers of one server', () => {
     // The follower reports nothing: the fetch is counted once, by its leader.
     expect(b.outcomes).toEqual([]);
     expect(table.size).toBe(0);
-    expect(await b.store.stat(digest)).toEqual({ digest, size: SIZE });
+    expect(await b.store.stat(digest)).toEqual({ digest, size: SIZE, modifiedMs: expect.any(Number) });
   });
 
   it('a follower that joins after the bytes verified catches up from the first byte', async () => {
@@ -264,6 +264,6 @@ describe('flights shared by the workers of one server', () => {
     expect(await followOpen).toBeNull();
     expect(await leadRead.result).toEqual({ digest, size: SIZE });
     expect(up.proxy.count('/files/published')).toBe(1);
-    expect(await b.store.stat(digest)).toEqual({ digest, size: SIZE });
+    expect(await b.store.stat(digest)).toEqual({ digest, size: SIZE, modifiedMs: expect.any(Number) });
   });
 });

@@ -195,9 +195,7 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
     }
     const release: string[] = [];
     let untimed = false;
-    // Counted as read: what changes after (this collection's releases too) the ledger adds.
-    const size = sizes.get(hex);
-    if (size !== undefined && doc.holders.length > 0) counter.held(hex, doc.holders, size);
+
     for (const holder of doc.holders) {
       if (!markers.some((m) => m.owns(holder))) {
         report.holdsUnowned += 1;
@@ -229,6 +227,12 @@ export async function collect(stores: CollectionStores, markers: readonly HoldsM
 
   await eachAtOnce(held, opts.atOnce ?? AT_ONCE, async (hex) => {
     const entry = await holds.entry(hex);
+    // Counted as read, if its bytes are there (stored after the listing: asked now); what changes
+    // after (this collection's releases too) the ledger adds.
+    if (entry && entry.doc.releasing === undefined && entry.doc.holders.length > 0) {
+      const size = sizes.get(hex) ?? (await blobs.stat(hex))?.size;
+      if (size !== undefined) counter.held(hex, entry.doc.holders, size);
+    }
     reads.read(hex, now());
     if (entry) await judge(entry);
     await pacer.step();

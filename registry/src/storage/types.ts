@@ -11,6 +11,8 @@ export type Sha256Hex = string;
 export interface BlobInfo {
   digest: Sha256Hex;
   size: number;
+  /** When its bytes were written, epoch ms, where the store says (`stat` of fs and s3). */
+  modifiedMs?: number;
 }
 
 /** A published blob as a listing of the store gives it. */

@@ -63,7 +63,7 @@ export function describeBlobStore(name: string, make: () => Promise<BlobStoreUnd
       const info = await s.store.put(from('hello ', 'world'), sha('hello world'));
       expect(info).toEqual({ digest: sha('hello world'), size: 11 });
       expect(await text((await s.store.get(info.digest))!)).toBe('hello world');
-      expect(await s.store.stat(info.digest)).toEqual({ digest: info.digest, size: 11 });
+      expect(await s.store.stat(info.digest)).toEqual({ digest: info.digest, size: 11, modifiedMs: expect.any(Number) });
       expect(await s.store.delete(info.digest)).toBe(true);
       expect(await s.store.delete(info.digest)).toBe(false);
       expect(await s.store.get(info.digest)).toBeNull();

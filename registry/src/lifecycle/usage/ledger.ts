@@ -73,17 +73,21 @@ const DEFAULT_FLUSH_MS = 2_000;
 const MAX_SIZE_TRIES = 30;
 /** Sizes learnt from deletions, kept until the next flush reads them. */
 const MAX_LEARNT = 10_000;
-/** Changes a journal keeps (about 100 bytes each in the document). */
-const MAX_JOURNAL = 20_000;
+/**
+ * Changes a journal keeps: about 110 bytes each, and every flush during a count rewrites the
+ * document, so this bounds what a flush writes (about half a MiB).
+ */
+const MAX_JOURNAL = 5_000;
 /** A journal whose count never recorded (its process killed) is dropped after this. */
 const JOURNAL_MAX_AGE_MS = 24 * 3600_000;
 
 /**
- * The pending changes of a digest: per index (and the total, key `TOTAL`) the objects gained or
- * lost, and when that index's last change was made (epoch ms: a count judges by it).
+ * The pending changes of a digest, each kept apart with its time (a count judges each by it: one
+ * made before the count read the digest and one made after must not cancel out): per index (and
+ * the total, key `TOTAL`) an object gained (1) or lost (-1).
  */
 interface Pending {
-  counts: Map<string, { n: number; at: number }>;
+  changes: Array<{ key: string; n: number; at: number }>;
   tries: number;
 }
 
@@ -126,10 +130,10 @@ export class UsageLedger implements HoldsObserver {
     const had = this.#indexes(before);
     const has = this.#indexes(after);
     const at = this.#now();
-    const delta = (key: string, by: number): void => {
+    const delta = (key: string, n: number): void => {
       let p = this.#pending.get(hex);
-      if (!p) this.#pending.set(hex, (p = { counts: new Map(), tries: 0 }));
-      p.counts.set(key, { n: (p.counts.get(key)?.n ?? 0) + by, at });
+      if (!p) this.#pending.set(hex, (p = { changes: [], tries: 0 }));
+      p.changes.push({ key, n, at });
     };
     for (const ix of has) if (!had.has(ix)) delta(ix, 1);
     for (const ix of had) if (!has.has(ix)) delta(ix, -1);
@@ -222,6 +226,7 @@ export class UsageLedger implements HoldsObserver {
     const changes = this.#changes;
     this.#changes = [];
     this.#unflushed.clear();
+    if (this.#doc.journal) await this.#whenStored(changes);
     const now = this.#now();
     try {
       const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => journalled(applyChanges(current ?? emptyDoc(), changes), changes, now));
@@ -230,6 +235,21 @@ export class UsageLedger implements HoldsObserver {
       // Not written: kept for the next flush.
       for (const c of changes) this.#add(c);
       throw err;
+    }
+  }
+
+  /**
+   * While a count runs: a gain counts from when its bytes were stored, not from its hold (a count
+   * counts a held digest only once its bytes are there), so each gain's time becomes the later of
+   * the two (the store's time of the bytes; one `stat` per gain, only during a count).
+   */
+  async #whenStored(changes: Change[]): Promise<void> {
+    const stored = new Map<Sha256Hex, number | undefined>();
+    for (const c of changes) {
+      if (c.objects <= 0) continue;
+      if (!stored.has(c.hex)) stored.set(c.hex, (await this.#o.blobs.stat(c.hex).catch(() => null))?.modifiedMs);
+      const at = stored.get(c.hex);
+      if (at !== undefined) c.at = Math.max(c.at, at);
     }
   }
 
@@ -243,7 +263,7 @@ export class UsageLedger implements HoldsObserver {
       size ??= (await this.#o.blobs.stat(hex).catch(() => null))?.size;
       if (size === undefined) {
         // Gains wait for their bytes; losses whose bytes went without a size learnt are dropped.
-        const gains = [...p.counts.values()].some(({ n }) => n > 0);
+        const gains = p.changes.some(({ n }) => n > 0);
         p.tries += 1;
         if (gains && p.tries < MAX_SIZE_TRIES) continue;
         this.#pending.delete(hex);
@@ -259,7 +279,7 @@ export class UsageLedger implements HoldsObserver {
     const p = this.#pending.get(hex);
     if (!p) return;
     this.#pending.delete(hex);
-    for (const [key, { n, at }] of p.counts) if (n !== 0) this.#add({ hex, key, objects: n, bytes: n * size, at });
+    for (const { key, n, at } of p.changes) this.#add({ hex, key, objects: n, bytes: n * size, at });
   }
 
   #add(change: Change): void {

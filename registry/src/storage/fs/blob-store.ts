@@ -117,7 +117,7 @@ export class FsBlobStore implements BlobStore {
 
   async stat(digest: Sha256Hex): Promise<BlobInfo | null> {
     const s = await unlessMissing(stat(this.#path(digest)));
-    return s && { digest, size: s.size };
+    return s && { digest, size: s.size, modifiedMs: s.mtimeMs };
   }
 
   async delete(digest: Sha256Hex): Promise<boolean> {

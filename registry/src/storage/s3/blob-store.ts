@@ -131,8 +131,8 @@ export class S3BlobStore implements BlobStore {
 
   async stat(digest: Sha256Hex): Promise<BlobInfo | null> {
     try {
-      const { size } = await this.#loc.client.statObject(this.#loc.bucket, this.key(digest));
-      return { digest, size };
+      const { size, lastModified } = await this.#loc.client.statObject(this.#loc.bucket, this.key(digest));
+      return { digest, size, modifiedMs: lastModified.getTime() };
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `checking ${digest}`);
