@@ -11,6 +11,7 @@
  * its flush loses at most that interval of times: those files look older than they are).
  * Only indexes with a budget are recorded; for the others a download costs nothing here.
  */
+import type { IndexConfig } from '../../config/types.js';
 import type { MetaStore, Sha256Hex } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
 import { PeriodicFlush } from '../periodic-flush.js';
@@ -56,10 +57,16 @@ export class RecentUse {
     return this.#o.recorded.has(index);
   }
 
-  /** `hex` (`size` bytes; 0 when unknown) was downloaded from `index` just now. */
-  downloaded(index: string, hex: Sha256Hex, size: number): void {
-    if (!this.#o.recorded.has(index)) return;
-    this.#remember(index, hex, size, (this.#o.now ?? Date.now)());
+  /**
+   * `hex` (`size` bytes; 0 when unknown) was downloaded through `index` just now: for the cached
+   * index that holds it, the index itself or, through a virtual index, its members (only those
+   * with a budget record it).
+   */
+  downloaded(index: Pick<IndexConfig, 'name'> & ({ role: 'virtual'; members: readonly string[] } | { role: 'hosted' | 'cached' }), hex: Sha256Hex, size: number): void {
+    const at = (this.#o.now ?? Date.now)();
+    for (const name of index.role === 'virtual' ? index.members : [index.name]) {
+      if (this.#o.recorded.has(name)) this.#remember(name, hex, size, at);
+    }
     if (this.#count >= MAX_PENDING) void this.flush().catch(() => undefined);
   }
 

@@ -56,7 +56,7 @@ async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, 
   const counters = call.deps.counters.index(call.target.index.route);
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   if (pulled.size !== undefined) counters.add('bytes', pulled.size, repo, `sha256:${hex}`);
-  recordUse(call, hex, pulled.size ?? 0);
+  call.deps.recentUse.downloaded(call.target.index, hex, pulled.size ?? 0);
   await reply.send(pulled.body);
 }
 
@@ -160,16 +160,8 @@ function countDownload(call: OciCall, hex: string, bytes: number): void {
   const repo = call.target.repo.join('/');
   counters.add('downloads', 1, repo, `sha256:${hex}`);
   counters.add('bytes', bytes, repo, `sha256:${hex}`);
-  recordUse(call, hex, bytes);
-}
-
-/**
- * A download, for the budget of the cached index that holds the blob (lifecycle/budget/): the
- * index itself, or through a virtual index its members (only those with a budget record it).
- */
-function recordUse(call: OciCall, hex: string, size: number): void {
-  const ix = call.target.index;
-  for (const name of ix.role === 'virtual' ? ix.members : [ix.name]) call.deps.recentUse.downloaded(name, hex, size);
+  // For the budget of the cached index holding it (lifecycle/budget/).
+  call.deps.recentUse.downloaded(call.target.index, hex, bytes);
 }
 
 /**

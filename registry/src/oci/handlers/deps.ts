@@ -53,5 +53,5 @@ export interface OciDeps {
   /** What each index holds: the quotas of hosted indexes (quota.ts). */
   usage: QuotaUsage;
   /** When a cached index's blobs were last downloaded: its budget evicts the least recent. */
-  recentUse: { downloaded(index: string, hex: string, size: number): void };
+  recentUse: { downloaded(index: IndexConfig, hex: string, size: number): void };
 }

@@ -46,11 +46,8 @@ export async function serveFile(source: ProjectSource, store: FileStore, req: In
   // Per project and per file too (`/+stats`); a sibling counts for its artifact.
   const { project } = listed;
   if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
-  // For the budget of the cached index holding it (itself, or a virtual index's members).
-  if (wanted.part === 'file') {
-    const size = body.kind === 'blob' ? body.size : (body.size ?? 0);
-    for (const name of req.index.role === 'virtual' ? req.index.members : [req.index.name]) recentUse.downloaded(name, sha256, size);
-  }
+  // For the budget of the cached index holding it (lifecycle/budget/).
+  if (wanted.part === 'file') recentUse.downloaded(req.index, sha256, body.size ?? 0);
   if (body.kind === 'blob') {
     const sent = await sendBlob(store, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
     source.count(req.index.name, 'bytes', sent, project, artifact);
