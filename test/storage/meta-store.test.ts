@@ -110,6 +110,35 @@ describe('s3 MetaStore across processes and faults', () => {
     expect(await a.get('shared/doc')).toBeNull();
   });
 
+  it('reads an unchanged document as a 304 and hands back the same frozen copy; a change by another process is read at once', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const loc = s3Location(s3Config(minio, prefix));
+    const statuses: number[] = [];
+    const send = loc.client.makeRequestAsync.bind(loc.client);
+    loc.client.makeRequestAsync = async (...args) => {
+      const res = await send(...args);
+      statuses.push(res.statusCode ?? 0);
+      return res;
+    };
+    const a = new S3MetaStore(loc);
+    const b = s3Store(minio, prefix);
+    await b.put('docs/one', { tags: { v1: 'x' } });
+    const first = await a.get<{ tags: Record<string, string> }>('docs/one');
+    const second = await a.get<{ tags: Record<string, string> }>('docs/one');
+    expect(statuses).toEqual([200, 304]);
+    expect(second?.doc).toBe(first?.doc);
+    expect(Object.isFrozen(second?.doc.tags)).toBe(true);
+    expect(() => {
+      (second as { doc: { tags: Record<string, string> } }).doc.tags.v2 = 'y';
+    }).toThrow(TypeError);
+    // Another process changes it: the next read is the new document, not the cached one.
+    await b.put('docs/one', { tags: { v1: 'z' } }, second?.version);
+    expect((await a.get<{ tags: Record<string, string> }>('docs/one'))?.doc.tags).toEqual({ v1: 'z' });
+    expect(statuses.at(-1)).toBe(200);
+    await b.delete('docs/one');
+    expect(await a.get('docs/one')).toBeNull();
+  });
+
   it('loses no update when three writer processes update one key concurrently', async () => {
     const prefix = `t-${randomUUID()}`;
     const env = {

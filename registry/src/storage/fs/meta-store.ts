@@ -9,6 +9,7 @@ import { statSync, type BigIntStats } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
+import { deepFreeze } from '../freeze.js';
 import { unlessMissing } from './missing.js';
 import { ProcessKeyLocks, type KeyLocks } from '../key-locks.js';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
@@ -152,14 +153,6 @@ const MISSING = 'missing';
 /** A file's identity: a rename-into-place write changes the inode, so equal stamps mean equal bytes. */
 function stampOf(st: BigIntStats): string {
   return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 function versionOf(text: string): string {

@@ -42,9 +42,9 @@
  * bytes read (a HEAD then GET could pair one version with another's bytes).
  */
 import { IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 import type { S3Location } from './connect.js';
+import { deepFreeze } from '../freeze.js';
 import { asUnavailable, isNotFound, isPreconditionFailed } from './errors.js';
 
 const SUFFIX = '.json';
@@ -56,6 +56,8 @@ export class S3MetaStore implements MetaStore {
   readonly #loc: S3Location;
   /** `<prefix>meta/`: every document's object name starts with it. */
   readonly #base: string;
+  /** Parsed documents by key, with the ETag they were read at (see `get`); least recently used first. */
+  readonly #parsed = new Map<string, { etag: string; doc: unknown }>();
 
   constructor(loc: S3Location) {
     this.#loc = loc;
@@ -67,10 +69,32 @@ export class S3MetaStore implements MetaStore {
     return `${this.#base}${key}${SUFFIX}`;
   }
 
+  /**
+   * Reads through a cache of parsed documents validated by the store: a document read before is
+   * asked for with `If-None-Match: <its ETag>`, and a 304 (unchanged) hands back the parsed copy,
+   * so every read is still one request to the store (a write by any process is seen at once) but
+   * an unchanged document is neither sent nor parsed again. Cached documents are frozen, as the fs
+   * backend's are: callers copy before changing one (updateDoc does).
+   */
   async get<T>(key: string): Promise<Versioned<T> | null> {
-    const current = await this.#read(key);
-    if (!current || current.text === '') return null;
-    return { doc: JSON.parse(current.text) as T, version: current.etag };
+    const known = this.#parsed.get(key);
+    const current = await this.#fetch(key, known?.etag);
+    if (current === UNCHANGED && known) {
+      // Re-insert: Map order is the LRU order.
+      this.#parsed.delete(key);
+      this.#parsed.set(key, known);
+      return { doc: known.doc as T, version: known.etag };
+    }
+    this.#parsed.delete(key);
+    if (current === null || current === UNCHANGED || current.text === '') return null;
+    const doc = deepFreeze(JSON.parse(current.text) as unknown);
+    if (current.text.length <= MAX_CACHED_DOC_BYTES) this.#remember(key, { etag: current.etag, doc });
+    return { doc: doc as T, version: current.etag };
+  }
+
+  #remember(key: string, entry: { etag: string; doc: unknown }): void {
+    this.#parsed.set(key, entry);
+    if (this.#parsed.size > MAX_CACHED_DOCS) this.#parsed.delete(this.#parsed.keys().next().value as string);
   }
 
   async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
@@ -125,19 +149,32 @@ export class S3MetaStore implements MetaStore {
 
   /** The object's text and ETag, or null when there is no object (a tombstone reads as ''). */
   async #read(key: string): Promise<{ text: string; etag: string } | null> {
+    const current = await this.#fetch(key);
+    return current === UNCHANGED ? null : current;
+  }
+
+  /**
+   * As `#read`; with `ifNoneMatch`, `UNCHANGED` when the object still has that ETag (the store answered 304).
+   */
+  async #fetch(key: string, ifNoneMatch?: string): Promise<{ text: string; etag: string } | typeof UNCHANGED | null> {
     const name = this.#name(key);
-    let res: Readable;
+    const { client, bucket } = this.#loc;
+    let res: IncomingMessage;
     try {
-      res = await this.#loc.client.getObject(this.#loc.bucket, name);
+      const headers = ifNoneMatch === undefined ? {} : { 'If-None-Match': quote(ifNoneMatch) };
+      res = await client.makeRequestAsync({ method: 'GET', bucketName: bucket, objectName: name, headers }, '', [200, 304]);
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `reading ${key}`);
     }
-    if (!(res instanceof IncomingMessage) || typeof res.headers.etag !== 'string') {
+    if (res.statusCode === 304) {
+      res.resume();
+      return UNCHANGED;
+    }
+    if (typeof res.headers.etag !== 'string') {
       res.destroy();
-      // The client's getObject has always returned the HTTP response; if an upgrade changes
-      // that, fail loudly rather than hand out documents without versions.
-      throw new Error('the minio client returned no ETag with getObject: the S3 MetaStore needs it as the version');
+      // S3 answers every GET with the object's ETag; a store that does not cannot version documents.
+      throw new Error('the object store returned no ETag with a GET: the S3 MetaStore needs it as the version');
     }
     const etag = unquote(res.headers.etag);
     try {
@@ -188,6 +225,13 @@ export class S3MetaStore implements MetaStore {
     return existed;
   }
 }
+
+/** Bounds of the parsed-document cache: entries, and the size of a document worth keeping. */
+const MAX_CACHED_DOCS = 4096;
+const MAX_CACHED_DOC_BYTES = 1024 * 1024;
+
+/** `#read`'s answer when the store said the document has not changed since the ETag asked about. */
+const UNCHANGED = Symbol('unchanged');
 
 /** ETags travel quoted in headers (RFC 9110); versions are handed out without the quotes. */
 function quote(etag: string): string {
