@@ -158,3 +158,32 @@ describe('warm OCI reads cost one store round trip', () => {
     expect(await (await blob()).text()).toBe(bytes.toString());
   });
 });
+
+describe('with [storage] read_cache_ms, warm OCI reads cost no store round trip', () => {
+  let dataDir: string;
+  let cachedReads: Process;
+
+  beforeAll(async () => {
+    dataDir = tempDir();
+    const p = await startCountedApp(dataDir, 'bounded', CONFIG, 60_000);
+    cachedReads = { ...p, reg: new Registry(p.url, basicAuth('token')) };
+  });
+  afterAll(async () => {
+    await stop(cachedReads);
+  });
+
+  it('serves a warm manifest by tag, through the virtual index, and a small blob from memory', async () => {
+    const digest = await pushImage(cachedReads.reg, 'v1', 'bounded');
+    const reads = [`/v2/${REPO}/manifests/v1`, `/v2/${REPO}/manifests/${digest}`, '/v2/all/warm/manifests/v1'];
+    for (const path of reads) await costOf(cachedReads, () => cachedReads.reg.fetch(path));
+    for (const path of reads) {
+      const cost = await costOf(cachedReads, () => cachedReads.reg.fetch(path));
+      expect(cost, `${path}: ${JSON.stringify(cost)}`).toEqual({ calls: {}, total: 0, rounds: 0 });
+    }
+    // A tag moved through this process is served at once.
+    const moved = await pushImage(cachedReads.reg, 'v1', 'bounded-2');
+    const res = await cachedReads.reg.fetch(`/v2/${REPO}/manifests/v1`);
+    expect(res.headers.get('docker-content-digest')).toBe(moved);
+    await res.arrayBuffer();
+  });
+});

@@ -19,6 +19,7 @@ const registry: PackageRegistry = {
       bucket: 'velodex',
       credentialsSecretRef: { name: 's3-creds' },
       redirect: { ttlSeconds: 120, endpoint: 'https://objects.example' },
+      readCacheMs: 2000,
     },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
     adminTokenSecretRef: { name: 'admin', key: 'token' },
@@ -91,6 +92,7 @@ describe('registry config rendering', () => {
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
     expect(config.admin.token?.reveal()).toBe('admin-token-not-in-config');
     expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
+    expect(config.storage.readCacheMs).toBe(2000);
     const images = config.indexes.find((ix) => ix.name === 'images');
     expect(images?.role === 'hosted' && images.retention).toEqual({ untaggedAfterSecs: 14 * 86_400, keepTags: [{ match: 'v*', newest: 10 }] });
     expect(config.retention).toEqual({ everySecs: 6 * 3600 });

@@ -130,3 +130,35 @@ describe('warm Simple pages cost one store round trip', () => {
     expect(mirror.files.map((f) => f.yanked)).toEqual([false]);
   });
 });
+
+describe('with [storage] read_cache_ms, warm Simple pages cost no store round trip', () => {
+  let origin: Origin;
+  let cachedReads: Process;
+
+  beforeAll(async () => {
+    origin = await new Origin().start();
+    origin.docs.set('/simple/alpha/', { body: upstreamPage(origin, 'alpha', A_SHA, 1234), headers: { 'content-type': SIMPLE_JSON } });
+    cachedReads = await startCountedApp(tempDir(), 'bounded', configText(origin.url), 60_000);
+  });
+  afterAll(async () => {
+    await stop(cachedReads);
+    await origin.close();
+  });
+
+  it('serves warm hosted, cached and virtual pages from memory, and its own upload at once', async () => {
+    const built = await buildProject('warmbounded', '1.0');
+    const up = await postUpload({ url: `${cachedReads.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    const pages = ['/root/local/simple/warmbounded/', '/root/mirror/simple/alpha/', '/root/dev/simple/alpha/'];
+    for (const path of pages) await pageCost(cachedReads, path);
+    for (const path of pages) {
+      const cost = await pageCost(cachedReads, path);
+      expect(cost, `${path}: ${JSON.stringify(cost)}`).toEqual({ calls: {}, total: 0, rounds: 0 });
+    }
+    const next = await buildProject('warmbounded', '2.0');
+    const again = await postUpload({ url: `${cachedReads.url}/root/local/`, token: TOKEN, file: next.wheel });
+    expect(again.status, again.body).toBe(200);
+    const page = await detail(`${cachedReads.url}/root/local/simple/`, 'warmbounded');
+    expect(page.files.map((f) => f.filename).sort()).toEqual([built.wheelFilename, next.wheelFilename].sort());
+  });
+});

@@ -225,6 +225,8 @@ export interface S3StorageOptions {
   endpoint?: string;
   /** Full GETs of large blobs answered with a redirect to a presigned URL. */
   redirect?: { minSize?: number; ttlSecs?: number; endpoint?: string };
+  /** `read_cache_ms`: request reads may be answered from memory this long. */
+  readCacheMs?: number;
 }
 
 /** `[storage]` on S3 under `prefix`: a suite that pins the backend, or processes that share a store. */
@@ -242,6 +244,7 @@ export function s3Storage(s3: S3Server, o: S3StorageOptions): ConfigPart {
       redirect_min_size: r?.minSize,
       redirect_ttl_secs: r?.ttlSecs,
       redirect_endpoint: r?.endpoint,
+      read_cache_ms: o.readCacheMs,
     },
   };
 }

@@ -12,7 +12,9 @@ import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { buildApp } from '../../registry/src/app/app.js';
 import type { Ecosystem } from '../../registry/src/ecosystem/ecosystem.js';
 import { countedStores, StoreCallCounter, type StoreCalls } from '../../registry/src/storage/counted.js';
-import { openStores } from '../../registry/src/storage/index.js';
+import { BlobHolds } from '../../registry/src/storage/holds.js';
+import { openStores, type Stores } from '../../registry/src/storage/index.js';
+import { RecentReads } from '../../registry/src/storage/recent-reads.js';
 import { storageOf } from './store-probe.js';
 
 export interface CountedApp {
@@ -23,16 +25,25 @@ export interface CountedApp {
   counter: StoreCallCounter;
 }
 
-/** Starts one app named `name` over the store of `dataDir` with the config text `toml`. */
-export async function startCountedApp(dataDir: string, name: string, toml: string): Promise<CountedApp> {
+/**
+ * Starts one app named `name` over the store of `dataDir` with the config text `toml`;
+ * `readCacheMs` sets `[storage] read_cache_ms` on that store.
+ */
+export async function startCountedApp(dataDir: string, name: string, toml: string, readCacheMs?: number): Promise<CountedApp> {
   const config = buildConfig(parseToml(toml), name, { ecosystems, overrides: { dataDir: join(dataDir, name) } });
   const counter = new StoreCallCounter();
-  const stores = await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') });
-  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, countedStores(stores, counter), ecosystems);
+  const stores = countedStores(await openStores(storageOf(dataDir), { scratchDir: join(dataDir, name, 'scratch') }), counter);
+  const { app, ecosystems: running } = await buildApp({ ...config, logLevel: 'silent' }, readCacheMs ? withRecentReads(stores, readCacheMs) : stores, ecosystems);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   return { app, running, counter, url: `http://127.0.0.1:${port}` };
+}
+
+/** As `openStores` applies `[storage] read_cache_ms`, but above the counter: what it answers from memory is not counted. */
+function withRecentReads(stores: Stores, boundMs: number): Stores {
+  const meta = new RecentReads(stores.meta, boundMs);
+  return { ...stores, meta, holds: new BlobHolds(meta, stores.blobs) };
 }
 
 export async function stopCountedApp(p: CountedApp | undefined): Promise<void> {

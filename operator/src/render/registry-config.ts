@@ -79,6 +79,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
             ...(storage.redirect.endpoint !== undefined ? { redirect_endpoint: storage.redirect.endpoint } : {}),
           }
         : {}),
+      ...(storage.readCacheMs ? { read_cache_ms: storage.readCacheMs } : {}),
     },
   };
   if (adminTokenSecretRef) doc.admin = { token_file: file(adminTokenSecretRef) };

@@ -176,6 +176,8 @@ export interface PackageRegistrySpec {
     credentialsSecretRef: { name: string; accessKeyKey?: string; secretKeyKey?: string };
     /** Large blob and file GETs answered with a presigned URL of the object store (docs/storage.md). */
     redirect?: { minSize?: number; ttlSeconds?: number; endpoint?: string };
+    /** `[storage] read_cache_ms`: how stale a request read may be, in ms; absent or 0: off. */
+    readCacheMs?: number;
   };
   rateLimit?: {
     enabled?: boolean;

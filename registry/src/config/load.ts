@@ -102,6 +102,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     accessKey: resolveSecret(s, 'access_key', 'storage', secrets),
     secretKey: resolveSecret(s, 'secret_key', 'storage', secrets),
     redirect: redirectConfig(s),
+    readCacheMs: s.read_cache_ms ?? 0,
   };
   if (storage.backend === 's3') {
     for (const key of ['endpoint', 'bucket'] as const) {

@@ -95,6 +95,8 @@ export const storageSchema = z.strictObject({
   // S3 caps a presigned URL's lifetime at seven days.
   redirect_ttl_secs: z.number().int().min(1).max(604800).optional(),
   redirect_endpoint: z.string().url().optional(),
+  // Opt-in bounded staleness of request reads (storage/recent-reads.ts); 0, the default, is off.
+  read_cache_ms: z.number().int().min(0).max(60_000).optional(),
 });
 
 const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });

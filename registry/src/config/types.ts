@@ -118,6 +118,11 @@ export interface StorageConfig {
   secretKey?: Secret;
   /** s3: send clients to the object store for large blobs; absent: velodex serves every byte. */
   redirect?: RedirectConfig;
+  /**
+   * How old a document a request reads (a tag map, a manifest record, a page, holds) may be when
+   * answered from this process's memory (`storage/recent-reads.ts`); 0: every read asks the store.
+   */
+  readCacheMs?: number;
 }
 
 /**

@@ -19,7 +19,7 @@ import { CachedBytesLostError } from './errors.js';
 import type { CounterSink } from '../observe/counters.js';
 import type { Holder } from '../storage/holds.js';
 import type { KeyLocks } from '../storage/key-locks.js';
-import type { BlobInfo, BlobStore, MetaStore, Versioned } from '../storage/types.js';
+import type { BlobInfo, BlobStore, MetaStore, ReadOptions, Versioned } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
@@ -97,8 +97,8 @@ export class DocCache {
   }
 
   /** The stored record under `key`, without asking the upstream (what `read` starts with). */
-  peek(key: string): Promise<Versioned<CachedDoc> | null> {
-    return this.#meta.get<CachedDoc>(key);
+  peek(key: string, opts?: ReadOptions): Promise<Versioned<CachedDoc> | null> {
+    return this.#meta.get<CachedDoc>(key, opts);
   }
 
   #copy(key: string, fetcher: DocFetcher): CachedCopy<Held, FetchedDoc> {

@@ -74,7 +74,7 @@ export function countedStores(stores: Stores, counter: StoreCallCounter): Stores
 
 function countedMeta(meta: MetaStore, counter: StoreCallCounter): MetaStore {
   return {
-    get: (key) => counter.track('meta.get', () => meta.get(key)),
+    get: (key, opts) => counter.track('meta.get', () => meta.get(key, opts)),
     put: (key, doc, ifVersion) => counter.track('meta.put', () => meta.put(key, doc, ifVersion)),
     delete: (key, ifVersion) => counter.track('meta.delete', () => meta.delete(key, ifVersion)),
     list: (prefix) => {

@@ -37,7 +37,7 @@
  * release notices the takeover but cannot bring the bytes back. Callers that store bytes without
  * holding them first are not protected at all.
  */
-import { isSha256Hex, ConflictError, type BlobStore, type MetaStore, type Sha256Hex } from './types.js';
+import { isSha256Hex, ConflictError, type BlobStore, type MetaStore, type ReadOptions, type Sha256Hex } from './types.js';
 
 export interface HoldsDoc {
   /** Holder names, sorted, no duplicates. */
@@ -184,9 +184,9 @@ export class BlobHolds {
     return gone;
   }
 
-  /** Who holds `hex` now (nobody while its bytes are being deleted). */
-  async holders(hex: Sha256Hex): Promise<string[]> {
-    const doc = (await this.#meta.get<HoldsDoc>(keyOf(hex)))?.doc;
+  /** Who holds `hex` now (nobody while its bytes are being deleted); `opts.recent` for a request's read. */
+  async holders(hex: Sha256Hex, opts?: ReadOptions): Promise<string[]> {
+    const doc = (await this.#meta.get<HoldsDoc>(keyOf(hex), opts))?.doc;
     return doc && doc.releasing === undefined ? [...doc.holders] : [];
   }
 

@@ -7,6 +7,7 @@ import type { KeyLocks } from './key-locks.js';
 import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
+import { RecentReads } from './recent-reads.js';
 import { SharedStages } from './shared-stages.js';
 import { connectS3, presigningClient, type ConnectOptions } from './s3/connect.js';
 import { S3BlobRedirect } from './s3/redirect.js';
@@ -66,6 +67,11 @@ export interface OpenOptions {
  */
 export const STALE_STAGING_MS = 24 * 60 * 60 * 1000;
 
+/** The MetaStore with `[storage] read_cache_ms` applied to the reads that allow it. */
+function withRecentReads(meta: MetaStore, cfg: StorageConfig): MetaStore {
+  return cfg.readCacheMs ? new RecentReads(meta, cfg.readCacheMs) : meta;
+}
+
 /**
  * Opens the stores the config names. With s3 the bucket is checked first (reachable, keys
  * accepted, bucket present, conditional writes honoured): a `ConfigError` stops start-up.
@@ -75,7 +81,7 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
   if (cfg.backend === 's3') {
     const loc = await connectS3(cfg, opts.s3);
     const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs });
-    const meta = new S3MetaStore(loc);
+    const meta = withRecentReads(new S3MetaStore(loc), cfg);
     await blobs.init();
     const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
     const sharedStages = new SharedStages(meta, chunks, blobs);
@@ -85,9 +91,10 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, sweep: () => blobs.sweepStaging(staleMs) };
   }
   const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
-  const meta = new FsMetaStore(cfg.path, opts.workerLocks);
+  const fsMeta = new FsMetaStore(cfg.path, opts.workerLocks);
   await blobs.init();
-  await meta.init();
+  await fsMeta.init();
+  const meta = withRecentReads(fsMeta, cfg);
   const sharedStages = opts.workerLocks ? new SharedStages(meta, new FsChunkStore(cfg.path, (path, digest) => blobs.adopt(path, digest)), blobs) : null;
   return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, sweep: () => blobs.sweepStale() };
 }

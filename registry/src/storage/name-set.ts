@@ -24,7 +24,7 @@
  * The document's store version changes exactly when the set does (S3 ETags follow the content),
  * so it is the cache tag of anything rendered from the names.
  */
-import { ConflictError, type MetaStore } from './types.js';
+import { ConflictError, type MetaStore, type ReadOptions } from './types.js';
 import { updateDoc } from './update.js';
 
 interface NameSetDoc {
@@ -47,9 +47,9 @@ export class NameSet {
   ) {}
 
   /** The names, from the document; built once from a recount when there is none yet. */
-  async read(): Promise<NameSetView> {
+  async read(opts?: ReadOptions): Promise<NameSetView> {
     for (;;) {
-      const found = await this.meta.get<NameSetDoc>(this.key);
+      const found = await this.meta.get<NameSetDoc>(this.key, opts);
       if (found) return { names: found.doc.names, version: found.version };
       const names = sortedUnique(await this.recount());
       try {

@@ -177,9 +177,24 @@ export interface Versioned<T> {
   version: string;
 }
 
+/** How a read may be answered. */
+export interface ReadOptions {
+  /**
+   * A copy read from the store a moment ago will do: with `[storage] read_cache_ms` set
+   * (`recent-reads.ts`), such a read may be answered from this process's memory, at most that old.
+   * For the read paths of requests (tags, manifests, pages, holds checked before serving), never
+   * for a read that decides a write (updateDoc reads without it).
+   */
+  recent?: boolean;
+}
+
+/** The read of a request that serves content (a page, a manifest, a blob's holds): it may be recent. */
+export const REQUEST_READ: ReadOptions = Object.freeze({ recent: true });
+
 /** Small JSON documents keyed by slash-separated paths, with compare-and-swap writes. */
 export interface MetaStore {
-  get<T>(key: string): Promise<Versioned<T> | null>;
+  /** The document and its version, or null when absent. Documents are frozen: copy before changing one. */
+  get<T>(key: string, opts?: ReadOptions): Promise<Versioned<T> | null>;
   /**
    * Writes `doc` if the stored version is still `ifVersion` (`null`: only if absent; `undefined`:
    * unconditionally). Throws `ConflictError` otherwise. Returns the new version.

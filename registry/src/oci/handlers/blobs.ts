@@ -13,6 +13,7 @@ import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
 import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
 import type { BlobPull } from '../read/cached/blobs.js';
+import { REQUEST_READ, type ReadOptions } from '../../storage/types.js';
 import { referencingManifest } from '../read/hosted/references.js';
 import { authorizeWrite } from './access.js';
 import type { OciCall } from './exchange.js';
@@ -21,14 +22,15 @@ const OCTET_STREAM = 'application/octet-stream';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const hex = parseDigest(digest);
-  if (await serveStored(call, hex, head)) return;
+  if (await serveStored(call, hex, head, REQUEST_READ)) return;
   // A miss: the index's cached members pull it through (read/cached/blobs.ts), in lookup order.
   const range = typeof call.request.headers.range === 'string' ? call.request.headers.range : undefined;
   for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
     const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}) });
     if (pulled.kind === 'unknown') continue;
     if (pulled.kind === 'stored') {
-      if (await serveStored(call, hex, head)) return;
+      // Just pulled (here or by another process): read what the store has now.
+      if (await serveStored(call, hex, head, {})) return;
       continue;
     }
     await sendPulled(call, hex, pulled);
@@ -60,8 +62,8 @@ async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, 
   await reply.send(pulled.body);
 }
 
-/** Serves `hex` from the store; false when the index does not hold it. */
-async function serveStored(call: OciCall, hex: string, head: boolean): Promise<boolean> {
+/** Serves `hex` from the store; false when the index does not hold it. `reads`: how its holds may be read. */
+async function serveStored(call: OciCall, hex: string, head: boolean, reads: ReadOptions): Promise<boolean> {
   const { deps, request } = call;
   const size = deps.blobSizes.get(hex);
   const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
@@ -72,8 +74,8 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
     const wanted = parseRange(rangeHeader, size);
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
-      if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range);
-      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), size === 0 ? null : deps.blobs.get(hex, range)]);
+      if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range, reads);
+      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex, reads), size === 0 ? null : deps.blobs.get(hex, range)]);
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
         return false;
@@ -83,7 +85,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
     }
   }
   const blobs = deps.blobs;
-  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex)]);
+  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex, reads)]);
   // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
   if (!info || !held) return false;
   deps.blobSizes.set(hex, info.size);
@@ -121,14 +123,14 @@ async function serveStored(call: OciCall, hex: string, head: boolean): Promise<b
 }
 
 /** A warm GET of a small blob: its bytes by digest from memory (read whole from the store once). */
-async function serveSmall(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined): Promise<boolean> {
+async function serveSmall(call: OciCall, hex: string, size: number, range: { start: number; end: number } | undefined, reads: ReadOptions): Promise<boolean> {
   const { deps } = call;
   const counters = deps.counters.index(call.target.index.route);
   const bytes = deps.blobBytes.get(hex).catch((err: unknown) => {
     reportIfRejected(err, call.request.log, () => counters.add('rejected', 1, call.target.repo.join('/'), `sha256:${hex}`));
     throw err;
   });
-  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex), bytes]);
+  const [held, whole] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex, reads), bytes]);
   if (!held || !whole) return false;
   const part = range ? whole.subarray(range.start, range.end + 1) : whole;
   await send(call, hex, size, range, part);

@@ -19,6 +19,7 @@ import {
 import { ClientGoneError, clientGone } from '../../http/client-gone.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
+import { REQUEST_READ } from '../../storage/types.js';
 import type { OciCall } from './exchange.js';
 
 export const MAX_MEMBERS = 10_000;
@@ -67,7 +68,7 @@ export async function layerContents(call: OciCall, digest: string): Promise<void
   }
   // Asked on every request, cached listing or not: a deleted blob is 404 at once. Bytes only another
   // repository, index or ecosystem holds (a Python sdist, a blob this repository deleted) are not ours to browse.
-  let [source, held] = await Promise.all([blobSource(call.deps.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex)]);
+  let [source, held] = await Promise.all([blobSource(call.deps.blobs, hex), call.deps.holds.visible(call.target.index, call.target.repo, hex, REQUEST_READ)]);
   if (!source || !held) {
     // A cached index fetches the layer once, through the same single flight as a blob GET.
     for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {

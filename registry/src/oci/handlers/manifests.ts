@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { HostedIndex } from '../../config/types.js';
+import { REQUEST_READ } from '../../storage/types.js';
 import { reportIfRejected } from '../../http/verified-read.js';
 import { OciError } from '../model/errors.js';
 import { checkManifest, MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
@@ -41,7 +42,7 @@ function readReference(value: string): Reference {
 export async function getManifest(call: OciCall, reference: string, head: boolean): Promise<void> {
   const { deps, target, reply } = call;
   const ref = readReference(reference);
-  const found = await deps.members.resolve(target.index, target.repo, ref);
+  const found = await deps.members.resolve(target.index, target.repo, ref, REQUEST_READ);
   const unknown = () => new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
   if (!found) throw unknown();
   // As for blobs: bytes the recording repository no longer holds (its blob was DELETEd) are not

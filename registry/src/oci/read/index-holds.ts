@@ -22,7 +22,7 @@
 import type { IndexConfig } from '../../config/types.js';
 import { membersOf } from '../../roles/write-target.js';
 import type { BlobHolds, Holder } from '../../storage/holds.js';
-import type { Sha256Hex } from '../../storage/types.js';
+import type { ReadOptions, Sha256Hex } from '../../storage/types.js';
 
 /** The holder of a whole index: a cached index's, or a hosted index's from an earlier version. */
 export function holderName(indexName: string): string {
@@ -87,8 +87,8 @@ export class IndexHolds {
   }
 
   /** Who holds `hex` now: one read. */
-  holders(hex: Sha256Hex): Promise<string[]> {
-    return this.holds.holders(hex);
+  holders(hex: Sha256Hex, opts?: ReadOptions): Promise<string[]> {
+    return this.holds.holders(hex, opts);
   }
 
   /** How repository `repo` of hosted index `hosted` holds `hex`. One read. */
@@ -100,8 +100,8 @@ export class IndexHolds {
    * Whether /v2 under `index` sees `hex` in repository `repo`: the repository of the index, or for
    * a virtual index of one of its OCI members, holds it (`seenIn`). One read.
    */
-  async visible(index: IndexConfig, repo: readonly string[], hex: Sha256Hex): Promise<boolean> {
-    const holders = await this.holds.holders(hex);
+  async visible(index: IndexConfig, repo: readonly string[], hex: Sha256Hex, opts?: ReadOptions): Promise<boolean> {
+    const holders = await this.holds.holders(hex, opts);
     if (holders.length === 0) return false;
     return membersOf(index, this.indexByName).some((m) => m.ecosystem === 'oci' && seenIn(holders, m, repo));
   }

@@ -6,6 +6,7 @@
 import type { IndexConfig } from '../../config/types.js';
 import type { Descriptor, ManifestRecord } from '../model/meta.js';
 import type { Reference } from '../model/names.js';
+import type { ReadOptions } from '../../storage/types.js';
 
 /** A manifest a member can serve: its record exists and the member holds its bytes. */
 export interface FoundManifest {
@@ -17,7 +18,8 @@ export interface FoundManifest {
 
 export interface MemberReader {
   readonly index: IndexConfig;
-  resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null>;
+  /** `opts.recent`: a request's read, which `[storage] read_cache_ms` may answer from memory. */
+  resolve(repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null>;
   tags(repo: readonly string[]): Promise<Record<string, string>>;
   referrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]>;
   /** The repository paths this member holds (under its own route). */

@@ -6,7 +6,7 @@
  * the read side of that index applies the document to its resolved project with
  * `applyOverrides`. Hosted (uploaded) files never get overrides: their state is in the record.
  */
-import type { MetaStore } from '../../storage/types.js';
+import type { MetaStore, ReadOptions } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
 import type { ResolvedFile, ResolvedProject } from './resolved.js';
 import { mapResolvedFiles } from './transform.js';
@@ -38,8 +38,8 @@ export function overridesKey(indexName: string, normalized: string): string {
 export class ProjectOverrides {
   constructor(private readonly meta: MetaStore) {}
 
-  async get(indexName: string, normalized: string): Promise<LoadedOverrides | null> {
-    const found = await this.meta.get<OverridesDoc>(overridesKey(indexName, normalized));
+  async get(indexName: string, normalized: string, opts?: ReadOptions): Promise<LoadedOverrides | null> {
+    const found = await this.meta.get<OverridesDoc>(overridesKey(indexName, normalized), opts);
     return found ? { doc: found.doc, version: found.version } : null;
   }
 

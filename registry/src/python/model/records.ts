@@ -11,7 +11,7 @@
  * A record whose last file was deleted is removed (`dropIfEmpty`), and its name after it.
  */
 import { NameSet, type NameSetView } from '../../storage/name-set.js';
-import { ConflictError, type MetaStore } from '../../storage/types.js';
+import { ConflictError, type MetaStore, type ReadOptions } from '../../storage/types.js';
 import { updateDoc } from '../../storage/update.js';
 
 /**
@@ -87,8 +87,9 @@ export function projectKey(indexName: string, normalized: string): string {
 export class ProjectRecords {
   constructor(private readonly meta: MetaStore) {}
 
-  async get(indexName: string, normalized: string): Promise<{ record: ProjectRecord; version: string } | null> {
-    const found = await this.meta.get<ProjectRecord>(projectKey(indexName, normalized));
+  /** `opts.recent`: a request's read (`ReadOptions`); write paths read without it. */
+  async get(indexName: string, normalized: string, opts?: ReadOptions): Promise<{ record: ProjectRecord; version: string } | null> {
+    const found = await this.meta.get<ProjectRecord>(projectKey(indexName, normalized), opts);
     return found ? { record: found.doc, version: found.version } : null;
   }
 
@@ -96,8 +97,8 @@ export class ProjectRecords {
    * Normalised names of every project of the index, sorted, with the store version of the names
    * document. One read; no listing except to build the document once when it is absent.
    */
-  names(indexName: string): Promise<NameSetView> {
-    return this.#names(indexName).read();
+  names(indexName: string, opts?: ReadOptions): Promise<NameSetView> {
+    return this.#names(indexName).read(opts);
   }
 
   /** Normalised names of every project, from a listing of the records (scans and repairs only). */

@@ -32,7 +32,7 @@ import { discard, header, readBounded, type UpstreamResponse } from '../../../ro
 import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { KeyLocks } from '../../../storage/key-locks.js';
-import type { BlobStore, MetaStore } from '../../../storage/types.js';
+import type { BlobStore, MetaStore, ReadOptions } from '../../../storage/types.js';
 import { OciError } from '../../model/errors.js';
 import { checkManifest, isObject, MAX_MANIFEST_BYTES, OCI_INDEX } from '../../model/manifest-check.js';
 import { manifestRecord } from '../../model/manifest-record.js';
@@ -109,14 +109,15 @@ export class CachedRepos implements MemberReader {
     });
   }
 
-  async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+  /** `opts` apply to the first read of the stored copy; a pull's own reads ask the store. */
+  async resolve(repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null> {
     const name = repo.join('/');
     if (ref.kind === 'digest') {
-      const held = await this.#stored.resolve(repo, ref);
+      const held = await this.#stored.resolve(repo, ref, opts);
       if (held) return held;
       return this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref));
     }
-    const mapped = await this.#stored.resolve(repo, ref);
+    const mapped = await this.#stored.resolve(repo, ref, opts);
     const read = await this.#tags.read(`oci:${this.index.name}:${name}:${ref.tag}`, this.#tagCopy(repo, ref.tag, mapped), {
       stored: Promise.resolve(mapped),
       project: name,

@@ -9,7 +9,7 @@
  */
 import type { IndexConfig } from '../../../config/types.js';
 import { NameSet } from '../../../storage/name-set.js';
-import type { MetaStore } from '../../../storage/types.js';
+import type { MetaStore, ReadOptions } from '../../../storage/types.js';
 import { updateDoc } from '../../../storage/update.js';
 import { isManifestMediaType } from '../../model/manifest-check.js';
 import { catalogKey, keys, repoPrefix, type Descriptor, type ManifestRecord, type ReferrersDoc, type TagsDoc } from '../../model/meta.js';
@@ -35,13 +35,13 @@ export class HostedRepos implements MemberReader {
     this.#catalog = new NameSet(meta, catalogKey(index), async () => (await repositoriesIn(meta, index)).map((r) => r.join('/')));
   }
 
-  async manifest(repo: readonly string[], hex: string): Promise<ManifestRecord | null> {
-    const found = await this.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex));
+  async manifest(repo: readonly string[], hex: string, opts?: ReadOptions): Promise<ManifestRecord | null> {
+    const found = await this.meta.get<ManifestRecord>(keys.manifest(this.index, repo, hex), opts);
     return found?.doc ?? null;
   }
 
-  async tags(repo: readonly string[]): Promise<Record<string, string>> {
-    const found = await this.meta.get<TagsDoc>(keys.tags(this.index, repo));
+  async tags(repo: readonly string[], opts?: ReadOptions): Promise<Record<string, string>> {
+    const found = await this.meta.get<TagsDoc>(keys.tags(this.index, repo), opts);
     return found?.doc.tags ?? {};
   }
 
@@ -50,27 +50,27 @@ export class HostedRepos implements MemberReader {
    * go out together: for a digest the record and the hold; for a tag also the tag map, with the
    * record and hold of the digest the tag named on this process's last read of it (a guess,
    * checked against the tag map read in the same round). A warm read is one round trip to the
-   * store; a tag moved since costs one more.
+   * store; a tag moved since costs one more. `opts.recent`: a request's read (`ReadOptions`).
    */
-  async resolve(repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
-    if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex);
+  async resolve(repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null> {
+    if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex, opts);
     const key = `${repo.join('/')}:${ref.tag}`;
     const guess = this.#lastTargets.get(key);
-    const [tags, guessed] = await Promise.all([this.tags(repo), guess === undefined ? null : this.#heldManifest(repo, guess)]);
+    const [tags, guessed] = await Promise.all([this.tags(repo, opts), guess === undefined ? null : this.#heldManifest(repo, guess, opts)]);
     const hex = tagTarget(tags, ref.tag);
     this.#lastTargets.delete(key);
     if (hex === undefined) return null;
     this.#lastTargets.set(key, hex);
     if (this.#lastTargets.size > MAX_TAG_GUESSES) this.#lastTargets.delete(this.#lastTargets.keys().next().value as string);
-    return hex === guess ? guessed : this.#heldManifest(repo, hex);
+    return hex === guess ? guessed : this.#heldManifest(repo, hex, opts);
   }
 
   /**
    * The record of `hex`, when the repository also sees its bytes (`seenIn`, read/index-holds.ts: a
    * hosted repository's hold, which a blob or manifest DELETE releases; a cached index's).
    */
-  async #heldManifest(repo: readonly string[], hex: string): Promise<FoundManifest | null> {
-    const [record, holders] = await Promise.all([this.manifest(repo, hex), this.holds.holders(hex)]);
+  async #heldManifest(repo: readonly string[], hex: string, opts?: ReadOptions): Promise<FoundManifest | null> {
+    const [record, holders] = await Promise.all([this.manifest(repo, hex, opts), this.holds.holders(hex, opts)]);
     return record && seenIn(holders, this.index, repo) ? { hex, record, index: this.index } : null;
   }
 
@@ -190,13 +190,13 @@ export class HostedRepos implements MemberReader {
   }
 
   /** How many manifests `repo` records: one read of its digest set. */
-  async manifestCount(repo: readonly string[]): Promise<number> {
-    return (await this.manifestDigests(repo)).length;
+  async manifestCount(repo: readonly string[], opts?: ReadOptions): Promise<number> {
+    return (await this.manifestDigests(repo, opts)).length;
   }
 
   /** The hex of every manifest `repo` records: one read of its digest set. */
-  async manifestDigests(repo: readonly string[]): Promise<string[]> {
-    return (await this.#digests(repo).read()).names;
+  async manifestDigests(repo: readonly string[], opts?: ReadOptions): Promise<string[]> {
+    return (await this.#digests(repo).read(opts)).names;
   }
 
   #digests(repo: readonly string[]): NameSet {

@@ -9,7 +9,7 @@ import type { UsageCounters } from '../../../observe/counters.js';
 import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { isUpstream, privateFirst } from '../../../roles/shadowing.js';
 import { membersOf } from '../../../roles/write-target.js';
-import type { BlobStore, MetaStore } from '../../../storage/types.js';
+import type { BlobStore, MetaStore, ReadOptions } from '../../../storage/types.js';
 import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
@@ -86,11 +86,11 @@ export class Members {
    * the same-named repository of every cached member entirely (tags, digests, referrers, blobs),
    * so a private name is never looked up upstream (dependency confusion). Otherwise all of them.
    */
-  async readersFor(index: IndexConfig, repo: readonly string[]): Promise<MemberReader[]> {
+  async readersFor(index: IndexConfig, repo: readonly string[], opts?: ReadOptions): Promise<MemberReader[]> {
     const readers = this.readers(index);
     if (!readers.some((r) => isUpstream(r.index))) return readers;
     const hosted = readers.filter((r): r is HostedRepos => r instanceof HostedRepos);
-    const held = await Promise.all(hosted.map(async (h) => (await h.manifestCount(repo)) > 0));
+    const held = await Promise.all(hosted.map(async (h) => (await h.manifestCount(repo, opts)) > 0));
     return held.some(Boolean) ? readers.filter((r) => !isUpstream(r.index)) : readers;
   }
 
@@ -99,21 +99,21 @@ export class Members {
    * stored (502) does not stop the lookup: a later member may have it; the failure is the answer
    * only when none does.
    */
-  async resolve(index: IndexConfig, repo: readonly string[], ref: Reference): Promise<FoundManifest | null> {
+  async resolve(index: IndexConfig, repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null> {
     // Hosted members are asked whatever shadowing decides (it only ever drops upstream ones), and
     // before any cached member: their store reads go out together with the shadowing check's.
     const early = new Map<MemberReader, Promise<FoundManifest | null>>();
     for (const reader of this.readers(index)) {
       if (!(reader instanceof HostedRepos)) continue;
-      const lookup = reader.resolve(repo, ref);
+      const lookup = reader.resolve(repo, ref, opts);
       // Awaited below in lookup order; a failure of one not reached is not left unhandled.
       lookup.catch(() => undefined);
       early.set(reader, lookup);
     }
     let failure: UpstreamError | undefined;
-    for (const reader of await this.readersFor(index, repo)) {
+    for (const reader of await this.readersFor(index, repo, opts)) {
       try {
-        const found = await (early.get(reader) ?? reader.resolve(repo, ref));
+        const found = await (early.get(reader) ?? reader.resolve(repo, ref, opts));
         if (found) return found;
       } catch (err) {
         if (!(err instanceof UpstreamError)) throw err;

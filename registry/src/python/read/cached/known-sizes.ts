@@ -6,7 +6,7 @@
  * PEP 691 JSON and legacy JSON and `max-file-size` applied to the page.
  */
 import { updateDoc } from '../../../storage/update.js';
-import type { MetaStore } from '../../../storage/types.js';
+import type { MetaStore, ReadOptions } from '../../../storage/types.js';
 import type { ResolvedProject } from '../../model/resolved.js';
 import { mapResolvedFiles } from '../../model/transform.js';
 
@@ -29,8 +29,8 @@ export class KnownSizes {
     return `python/${this.indexName}/cache/sizes/${project}`;
   }
 
-  async get(project: string): Promise<LoadedSizes | null> {
-    const got = await this.meta.get<SizesDoc>(this.#key(project));
+  async get(project: string, opts?: ReadOptions): Promise<LoadedSizes | null> {
+    const got = await this.meta.get<SizesDoc>(this.#key(project), opts);
     return got ? { sizes: got.doc.sizes, version: got.version } : null;
   }
 

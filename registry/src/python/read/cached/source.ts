@@ -15,7 +15,7 @@ import { UpstreamClient } from '../../../roles/upstream.js';
 import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { Holder } from '../../../storage/holds.js';
-import type { BlobStore, MetaStore, Versioned } from '../../../storage/types.js';
+import { REQUEST_READ, type BlobStore, type MetaStore, type Versioned } from '../../../storage/types.js';
 import type { CachedDoc } from '../../../roles/freshness.js';
 import { candidateProjects } from '../source/lookup.js';
 import { applyOverrides, withOverridesVersion, type LoadedOverrides, type ProjectOverrides } from '../../model/overrides.js';
@@ -160,10 +160,10 @@ export class CachedSource implements IndexSource {
   #startReads(normalized: string): ProjectReads {
     const wantsSizes = this.#unsized.has(normalized);
     return {
-      record: this.docs.peek(pageKey(this.index.name, normalized)),
-      overrides: this.#o.overrides.get(this.index.name, normalized),
+      record: this.docs.peek(pageKey(this.index.name, normalized), REQUEST_READ),
+      overrides: this.#o.overrides.get(this.index.name, normalized, REQUEST_READ),
       wantsSizes,
-      sizes: wantsSizes ? this.sizes.get(normalized) : Promise.resolve(null),
+      sizes: wantsSizes ? this.sizes.get(normalized, REQUEST_READ) : Promise.resolve(null),
     };
   }
 

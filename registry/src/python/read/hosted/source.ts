@@ -1,5 +1,5 @@
 /** The project source of a hosted index: its project records and the blobs they name. */
-import type { BlobStore } from '../../../storage/types.js';
+import { REQUEST_READ, type BlobStore } from '../../../storage/types.js';
 import { candidateProjects } from '../source/lookup.js';
 import type { FileRecord, ProjectRecords } from '../../model/records.js';
 import { resolveFile, resolveProject } from '../../model/resolved.js';
@@ -13,20 +13,20 @@ export class HostedSource implements IndexSource {
   ) {}
 
   async project(normalized: string): Promise<ProjectView | null> {
-    const loaded = await this.records.get(this.indexName, normalized);
+    const loaded = await this.records.get(this.indexName, normalized, REQUEST_READ);
     if (!loaded) return null;
     return { version: loaded.version, hosted: true, resolve: async () => resolveProject(normalized, loaded.record) };
   }
 
   async names(): Promise<NameList> {
     // One document read (the index's names document), never a listing of the records.
-    const { names, version } = await this.records.names(this.indexName);
+    const { names, version } = await this.records.names(this.indexName, REQUEST_READ);
     return { names, version: `names:${version}` };
   }
 
   async locate(sha256: string, filename: string): Promise<ListedFile | null> {
     for (const project of candidateProjects(filename)) {
-      const loaded = await this.records.get(this.indexName, project);
+      const loaded = await this.records.get(this.indexName, project, REQUEST_READ);
       const rec = loaded?.record.files[filename];
       if (!rec) continue;
       if (rec.sha256 !== sha256) return null;

@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { IndexConfig } from '../../../config/types.js';
 import { isUpstream, shadowedAnswers } from '../../../roles/shadowing.js';
+import { REQUEST_READ } from '../../../storage/types.js';
 import { candidateProjects } from '../source/lookup.js';
 import { applyOverrides, withOverridesVersion, type ProjectOverrides } from '../../model/overrides.js';
 import type { ResolvedProject } from '../../model/resolved.js';
@@ -46,7 +47,7 @@ export class VirtualSource implements IndexSource {
       const reads = isUpstream(m.index) ? m.source.startReads?.(normalized) : undefined;
       if (reads) started.set(m.index.name, reads);
     }
-    const [parts, overrides] = await Promise.all([this.#contributions(normalized, started), this.overrides.get(this.index.name, normalized)]);
+    const [parts, overrides] = await Promise.all([this.#contributions(normalized, started), this.overrides.get(this.index.name, normalized, REQUEST_READ)]);
     if (parts.length === 0) return null;
     const version = hash(parts.map((p) => `${p.member.index.name}=${p.view.version}`).join('\n'));
     return {
@@ -89,7 +90,7 @@ export class VirtualSource implements IndexSource {
     for (const project of candidateProjects(filename)) {
       const parts = await this.#contributions(project);
       if (parts.length === 0) continue;
-      const overrides = await this.overrides.get(this.index.name, project);
+      const overrides = await this.overrides.get(this.index.name, project, REQUEST_READ);
       if (overrides?.doc.files[filename]?.hidden) return null;
       // The first member that lists the filename owns it.
       for (const part of parts) {
