@@ -29,8 +29,11 @@
  * unrecorded load before each, default 1), BENCH_CONNECTIONS (default 10), BENCH_DOWNLOAD_CONNECTIONS
  * (for the large downloads, default 4), BENCH_PAGE_TRAFFIC (s of page traffic before the large-file
  * section, default 60), BENCH_ROUNDS (alternating rounds of the large-file section, default 3),
- * BENCH_GC_BLOBS / BENCH_GC_BLOBS_S3 / BENCH_GC_PUSH_SECS (gc.ts). VELODEX_BENCH_ONLY=gc runs only
- * the GC section (with its own servers and MinIO).
+ * BENCH_GC_BLOBS / BENCH_GC_BLOBS_S3 / BENCH_GC_PUSH_SECS (gc.ts), BENCH_S3_WORKERS (workers of each
+ * velodex in the s3 section, default one per core), BENCH_READ_CACHE_MS (the read_cache_ms of its
+ * second velodex, default 2000). VELODEX_BENCH_ONLY=gc runs only the GC section (with its own
+ * servers and MinIO); VELODEX_BENCH_ONLY=s3 sets up the data as always and measures only the s3
+ * section (velodex fs, s3, s3 with read_cache_ms, the Distribution registry on s3, the replicas).
  * Needs curl, strace and wrk (hack/tools.sh installs them).
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -47,7 +50,7 @@ import { measureLargeFiles } from './large-files.js';
 import { measurePullThrough } from './pull-through.js';
 import { measureUiWeight } from './ui-weight.js';
 import { measureWarmReads } from './warm-reads.js';
-import { gibLayerRss, measureS3, startS3Servers } from './s3.js';
+import { gibLayerRss, measureReplicas, measureS3, startS3Servers } from './s3.js';
 import { measureGc } from './gc.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
@@ -78,8 +81,12 @@ const PAGE_LOAD: Load = { connections: knob('BENCH_CONNECTIONS', 10, 1, 256), du
 const DOWNLOAD_LOAD: Load = { connections: knob('BENCH_DOWNLOAD_CONNECTIONS', 4, 1, 64), duration: DURATION, warmup: WARMUP };
 const GC_BLOBS = knob('BENCH_GC_BLOBS', 100_000, 1_000, 1_000_000);
 const GC_BLOBS_S3 = knob('BENCH_GC_BLOBS_S3', 10_000, 1_000, 1_000_000);
+/** Worker processes of each velodex in the s3 section: its default here (one per core). */
+const S3_WORKERS = knob('BENCH_S3_WORKERS', cpus().length, 1, 64);
+/** `[storage] read_cache_ms` of the s3 section's second velodex. */
+const READ_CACHE_MS = knob('BENCH_READ_CACHE_MS', 2000, 1, 60_000);
 const GC_PUSH_SECS = knob('BENCH_GC_PUSH_SECS', 15, 3, 300);
-const SECTIONS = ['all', 'gc'] as const;
+const SECTIONS = ['all', 'gc', 's3'] as const;
 const ONLY = process.env.VELODEX_BENCH_ONLY || 'all';
 if (!(SECTIONS as readonly string[]).includes(ONLY)) throw new Error(`VELODEX_BENCH_ONLY=${ONLY}: want one of ${SECTIONS.join(', ')}`);
 const BIG_WHEEL_BYTES = 20 * MiB;
@@ -383,9 +390,10 @@ async function main(): Promise<void> {
 
     // Python
     const py = await setupPython(work, velodex, token, (dir) => startPypiserverBench(dir, join(logs, 'pypiserver.log')));
-    const pyRows = await measureAll('pypiserver', py.scenarios);
-    console.log(table('Python: velodex vs pypiserver', 'pypiserver', pyRows));
-    console.log('');
+    // VELODEX_BENCH_ONLY=s3: the data is set up as for every section, only the s3 one is measured.
+    const measuring = ONLY === 'all';
+    const pyRows = measuring ? await measureAll('pypiserver', py.scenarios) : [];
+    if (measuring) console.log(table('Python: velodex vs pypiserver', 'pypiserver', pyRows) + '\n');
 
     // OCI
     const image = makeImage(work);
@@ -398,20 +406,25 @@ async function main(): Promise<void> {
       d = await pushAndTargets(work, 'distribution', registry, 'bench/app', image);
     }
     const note = 'no peer';
-    const ociRows = await measureAll('distribution', [
+    const ociRows = !measuring ? [] : await measureAll('distribution', [
       { name: 'manifest GET by tag', load: PAGE_LOAD, velodex: v.manifest, peer: d?.manifest, peerNote: note },
       { name: `blob GET, config (${image.config.bytes.length} B)`, load: PAGE_LOAD, velodex: v.config, peer: d?.config, peerNote: note },
       { name: `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`, load: DOWNLOAD_LOAD, velodex: v.big, peer: d?.big, peerNote: note, byThroughput: true },
     ]);
-    console.log(table('OCI: velodex vs the Distribution registry', 'distribution', ociRows));
-    if (missing) console.log(`\nNo OCI peer was measured: ${missing}. The velodex column stands alone; no ratio is given.`);
-    console.log('');
-
-    // Pull-through: velodex's cached index beside the Distribution registry's proxy mode.
-    console.log(await measurePullThrough(work, logs, progress));
+    if (measuring) {
+      console.log(table('OCI: velodex vs the Distribution registry', 'distribution', ociRows));
+      if (missing) console.log(`\nNo OCI peer was measured: ${missing}. The velodex column stands alone; no ratio is given.`);
+      console.log('');
+      // Pull-through: velodex's cached index beside the Distribution registry's proxy mode.
+      console.log(await measurePullThrough(work, logs, progress));
+    }
 
     // The s3 backend: velodex on MinIO beside velodex on fs and the Distribution registry on MinIO.
-    const s3 = await startS3Servers(work, logs, token, !missing, progress);
+    // Every velodex of this section runs its default worker count on this machine (one per core),
+    // as a pod does, so the fs reference is restarted with as many.
+    await velodex.stop();
+    velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-workers.log'), undefined, S3_WORKERS);
+    const s3 = await startS3Servers(work, logs, token, !missing, { workers: S3_WORKERS, readCacheMs: READ_CACHE_MS }, progress);
     try {
       progress('uploading the same files to velodex on s3 with twine');
       await run(
@@ -433,6 +446,17 @@ async function main(): Promise<void> {
           { name: `wheel download, ${(py.bigWheel.bytes.length / MiB).toFixed(1)} MiB`, load: DOWNLOAD_LOAD, fs: py.bigWheel.target, byThroughput: true },
         ], progress),
       );
+      console.log(
+        await measureReplicas(
+          s3,
+          [
+            { name: 'manifest GET by tag', target: v.manifest },
+            { name: py.detail.name, target: py.detail.velodex },
+          ],
+          PAGE_LOAD,
+          progress,
+        ),
+      );
       const basic = `Basic ${Buffer.from(`__token__:${token}`).toString('base64')}`;
       console.log(
         await gibLayerRss(
@@ -446,6 +470,10 @@ async function main(): Promise<void> {
       );
     } finally {
       await s3.stop();
+    }
+    if (!measuring) {
+      console.log(`load average at the end: ${loadAverage()}`);
+      return;
     }
 
     // What velodex's default per-request logging costs: the same data dir, restarted at info.

@@ -7,15 +7,18 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { s3Storage } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
 import { startDistribution, startVelodexBench, type Server } from './servers.js';
-import { peakRss, processTree } from './process-stats.js';
+import { busyCores, machineTicks, peakRss, processTree } from './process-stats.js';
+import { wrk } from './wrk-load.js';
 
 const MiB = 1024 * 1024;
+const CORES = cpus().length;
 const GiB = 1024 * MiB;
 
 export interface S3Scenario {
@@ -31,20 +34,42 @@ export interface S3Scenario {
 export interface S3Bench {
   minio: Minio;
   velodex: Server;
+  /** A second velodex on the same prefix (the same data) with `[storage] read_cache_ms`. */
+  readCached: Server;
+  readCacheMs: number;
+  workers: number;
   distribution?: Server;
+  /** Starts another velodex process on the same prefix, default settings, one worker (a replica). */
+  replica(name: string): Promise<Server>;
   stop(): Promise<void>;
 }
 
-/** MinIO, velodex on one prefix of its bucket and the Distribution registry on another bucket. */
-export async function startS3Servers(work: string, logs: string, token: string, withDistribution: boolean, progress: (m: string) => void): Promise<S3Bench> {
-  progress('starting MinIO, velodex on s3 and the Distribution registry on s3');
+export interface S3BenchOptions {
+  /** Worker processes of each velodex (its default on this machine is one per core). */
+  workers: number;
+  readCacheMs: number;
+}
+
+/**
+ * MinIO, velodex on one prefix of its bucket (twice: with the default reads, and with
+ * `read_cache_ms`, one store), and the Distribution registry on another bucket.
+ */
+export async function startS3Servers(work: string, logs: string, token: string, withDistribution: boolean, o: S3BenchOptions, progress: (m: string) => void): Promise<S3Bench> {
+  progress('starting MinIO, velodex on s3 (default reads, and read_cache_ms) and the Distribution registry on s3');
   const minio = await startMinio();
-  const storage = s3Storage(minio, { prefix: 'velodex' });
-  // The fs velodex's upload token, so one twine and crane login serve both.
-  const velodexData = join(work, 'velodex-s3-data');
-  mkdirSync(velodexData);
-  writeFileSync(join(velodexData, 'upload-token'), `${token}\n`, { mode: 0o600 });
-  const velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex-s3.log'), [storage]);
+  const started: Server[] = [];
+  // Each process its own data dir (scratch files), all on one prefix; the fs velodex's upload
+  // token, so one twine and crane login serve every one.
+  const onPrefix = async (name: string, workers: number, readCacheMs?: number) => {
+    const data = join(work, `velodex-s3-${name}`);
+    mkdirSync(data);
+    writeFileSync(join(data, 'upload-token'), `${token}\n`, { mode: 0o600 });
+    const server = await startVelodexBench(data, 'warn', join(logs, `velodex-s3-${name}.log`), [s3Storage(minio, { prefix: 'velodex', ...(readCacheMs ? { readCacheMs } : {}) })], workers);
+    started.push(server);
+    return server;
+  };
+  const velodex = await onPrefix('default', o.workers);
+  const readCached = await onPrefix('read-cache', o.workers, o.readCacheMs);
   let distribution: Server | undefined;
   if (withDistribution) {
     const bucket = await minio.makeBucket('distribution');
@@ -53,9 +78,13 @@ export async function startS3Servers(work: string, logs: string, token: string, 
   return {
     minio,
     velodex,
+    readCached,
+    readCacheMs: o.readCacheMs,
+    workers: o.workers,
     distribution,
+    replica: (name) => onPrefix(name, 1),
     async stop() {
-      await velodex.stop();
+      for (const server of started) await server.stop();
       await distribution?.stop();
       await minio.stop();
     },
@@ -83,11 +112,12 @@ const rebase = (t: Target, base: string): Target => ({ ...t, url: t.url.replace(
 
 /** Measures each scenario on velodex fs, velodex s3 and (OCI) the Distribution registry on s3. */
 export async function measureS3(servers: S3Bench, fsUrl: string, scenarios: S3Scenario[], progress: (m: string) => void): Promise<string> {
+  const cache = `read_cache_ms ${servers.readCacheMs}`;
   const lines = [
-    '### s3 backend: velodex on MinIO vs velodex on fs, and vs the Distribution registry on the same MinIO',
+    `### s3 backend: velodex on MinIO vs velodex on fs, and vs the Distribution registry on the same MinIO (velodex: ${servers.workers} worker processes each)`,
     '',
-    '| scenario | velodex fs | velodex s3 | distribution s3 | velodex s3 / fs | velodex s3 / distribution s3 |',
-    '|---|--:|--:|--:|--:|--:|',
+    `| scenario | velodex fs | velodex s3 | velodex s3, ${cache} | distribution s3 | velodex s3 / fs | velodex s3 / distribution s3 | ${cache}: / fs | ${cache}: / distribution s3 |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const s of scenarios) {
     const how = s.byThroughput ? measureDownload : measure;
@@ -97,15 +127,16 @@ export async function measureS3(servers: S3Bench, fsUrl: string, scenarios: S3Sc
     const fs = rate(await how(rebase(s.fs, fsUrl), s.load));
     progress(`${s.name}: velodex s3`);
     const s3 = rate(await how(rebase(s.fs, servers.velodex.url), s.load));
+    progress(`${s.name}: velodex s3, ${cache}`);
+    const cached = rate(await how(rebase(s.fs, servers.readCached.url), s.load));
     let dist: number | undefined;
     if (s.distribution && servers.distribution) {
       progress(`${s.name}: distribution s3`);
       dist = rate(await how(rebase(s.distribution, servers.distribution.url), s.load));
     }
     const fmt = (n: number) => `${Math.round(n).toLocaleString('en-US')}${unit}`;
-    lines.push(
-      `| ${s.name} | ${fmt(fs)} | ${fmt(s3)} | ${dist === undefined ? 'n/a' : fmt(dist)} | ${(s3 / fs).toFixed(2)}x | ${dist === undefined ? 'n/a' : `${(s3 / dist).toFixed(2)}x`} |`,
-    );
+    const ratio = (a: number, b: number | undefined) => (b === undefined ? 'n/a' : `${(a / b).toFixed(2)}x`);
+    lines.push(`| ${s.name} | ${fmt(fs)} | ${fmt(s3)} | ${fmt(cached)} | ${dist === undefined ? 'n/a' : fmt(dist)} | ${ratio(s3, fs)} | ${ratio(s3, dist)} | ${ratio(cached, fs)} | ${ratio(cached, dist)} |`);
   }
   lines.push('');
   return lines.join('\n');
@@ -180,4 +211,51 @@ export async function gibLayerRss(servers: { label: string; server: Server; repo
 /** The largest peak RSS among a server's processes (with workers: the primary and each worker). */
 function peakOfTree(pid: number): number {
   return Math.max(...processTree(pid).map(peakRss));
+}
+
+export interface ReplicaTarget {
+  name: string;
+  /** The request, on any of the servers (its host is replaced). */
+  target: Target;
+}
+
+/**
+ * Three velodex processes (one worker each) on one MinIO prefix against one of them: the same warm
+ * requests, wrk with 9 connections to one, or 3 to each of the three at once. On a machine with
+ * the cores, three processes serve about three times one; on this two-core machine, which also
+ * runs MinIO and wrk, the cores run out first: the row says how many were busy.
+ */
+export async function measureReplicas(servers: S3Bench, targets: ReplicaTarget[], load: { duration: number; warmup: number }, progress: (m: string) => void): Promise<string> {
+  const replicas = [await servers.replica('replica-1'), await servers.replica('replica-2'), await servers.replica('replica-3')];
+  const lines = [
+    '### many replicas: three velodex processes on one MinIO prefix against one (wrk, 9 connections in all; default reads, one worker each)',
+    '',
+    '| request | one process req/s | three processes req/s | three / one | cores busy (machine): one; three |',
+    '|---|--:|--:|--:|--:|',
+  ];
+  try {
+    for (const { name, target } of targets) {
+      const on = (server: Server) => rebase(target, server.url).url;
+      const headers = target.headers ?? {};
+      progress(`${name}: one replica, then three`);
+      const [first] = replicas;
+      if (!first) throw new Error('no replica started');
+      if (load.warmup > 0) await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.warmup)));
+      const machineOne = machineTicks();
+      const one = await wrk(on(first), headers, 9, load.duration);
+      const coresOne = busyCores(machineOne, machineTicks(), CORES);
+      const machineThree = machineTicks();
+      const three = await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.duration)));
+      const coresThree = busyCores(machineThree, machineTicks(), CORES);
+      const total = three.reduce((sum, r) => sum + r.reqPerSec, 0);
+      const failed = one.failures + three.reduce((sum, r) => sum + r.failures, 0);
+      if (failed > 0) throw new Error(`${name}: ${failed} failed responses through the replicas`);
+      const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+      lines.push(`| ${name} | ${fmt(one.reqPerSec)} | ${fmt(total)} | ${(total / one.reqPerSec).toFixed(2)}x | ${coresOne.toFixed(2)}; ${coresThree.toFixed(2)} of ${CORES} |`);
+    }
+  } finally {
+    for (const r of replicas) await r.stop();
+  }
+  lines.push('');
+  return lines.join('\n');
 }
