@@ -50,7 +50,7 @@ import { measureLargeFiles } from './large-files.js';
 import { measurePullThrough } from './pull-through.js';
 import { measureUiWeight } from './ui-weight.js';
 import { measureWarmReads } from './warm-reads.js';
-import { gibLayerRss, measureReplicas, measureS3, startS3Servers } from './s3.js';
+import { gibLayerRss, measureReplicas, measureS3, startS3Servers, storeCallsPerRequest } from './s3.js';
 import { measureGc } from './gc.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
@@ -446,17 +446,11 @@ async function main(): Promise<void> {
           { name: `wheel download, ${(py.bigWheel.bytes.length / MiB).toFixed(1)} MiB`, load: DOWNLOAD_LOAD, fs: py.bigWheel.target, byThroughput: true },
         ], progress),
       );
-      console.log(
-        await measureReplicas(
-          s3,
-          [
-            { name: 'manifest GET by tag', target: v.manifest },
-            { name: py.detail.name, target: py.detail.velodex },
-          ],
-          PAGE_LOAD,
-          progress,
-        ),
-      );
+      const manifestRead = { name: 'manifest GET by tag', target: v.manifest };
+      const pageRead = { name: py.detail.name, target: py.detail.velodex };
+      const configRead = { name: `blob GET, config (${image.config.bytes.length} B)`, target: v.config };
+      console.log(await storeCallsPerRequest(s3, work, [manifestRead, configRead, pageRead]));
+      console.log(await measureReplicas(s3, [manifestRead, pageRead], PAGE_LOAD, progress));
       const basic = `Basic ${Buffer.from(`__token__:${token}`).toString('base64')}`;
       console.log(
         await gibLayerRss(

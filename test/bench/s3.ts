@@ -10,7 +10,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { s3Storage } from '../support/config.js';
+import { hosted, oci, s3Storage, toml } from '../support/config.js';
+import { costOf, startCountedApp, stopCountedApp } from '../support/counted-app.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
 import { startDistribution, startVelodexBench, type Server } from './servers.js';
@@ -255,6 +256,47 @@ export async function measureReplicas(servers: S3Bench, targets: ReplicaTarget[]
     }
   } finally {
     for (const r of replicas) await r.stop();
+  }
+  lines.push('');
+  return lines.join('\n');
+}
+
+/**
+ * What a warm request costs the store (storage/counted.ts, as the warm-reads suites count it): an
+ * app in this process over the same prefix, with the default reads and with `read_cache_ms`,
+ * each request made twice and the second counted. Requests: every store call; round trips: the
+ * calls made one after another.
+ */
+export async function storeCallsPerRequest(servers: S3Bench, work: string, targets: ReplicaTarget[]): Promise<string> {
+  const dir = join(work, 'counted-s3');
+  mkdirSync(dir);
+  const storage = toml(s3Storage(servers.minio, { prefix: 'velodex' }));
+  writeFileSync(join(dir, 'velodex.toml'), storage);
+  const tokenFile = join(dir, 'upload-token');
+  writeFileSync(tokenFile, 'unused\n', { mode: 0o600 });
+  const config = toml(s3Storage(servers.minio, { prefix: 'velodex' }), hosted('hosted', { token: { file: tokenFile } }), oci.hosted('oci', { token: { file: tokenFile } }));
+  const lines = [
+    '### store calls per warm request on s3 (storage/counted.ts: requests to MinIO, and round trips one after another)',
+    '',
+    `| request | default reads | read_cache_ms ${servers.readCacheMs} |`,
+    '|---|--:|--:|',
+  ];
+  const apps = [await startCountedApp(dir, 'default', config), await startCountedApp(dir, 'read-cache', config, servers.readCacheMs)];
+  try {
+    for (const { name, target } of targets) {
+      const cells: string[] = [];
+      for (const app of apps) {
+        const request = () => fetch(rebase(target, app.url).url, { headers: target.headers ?? {} });
+        // Warm: what a first read learns (a blob's size, a small blob's bytes) a later one uses.
+        for (let i = 0; i < 2; i++) await costOf(app, request);
+        const cost = await costOf(app, request);
+        const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+        cells.push(`${plural(cost.total, 'request')}, ${plural(cost.rounds, 'round trip')}`);
+      }
+      lines.push(`| ${name} | ${cells.join(' | ')} |`);
+    }
+  } finally {
+    for (const app of apps) await stopCountedApp(app);
   }
   lines.push('');
   return lines.join('\n');
