@@ -264,7 +264,7 @@ export async function measureReplicas(servers: S3Bench, targets: ReplicaTarget[]
 /**
  * What a warm request costs the store (storage/counted.ts, as the warm-reads suites count it): an
  * app in this process over the same prefix, with the default reads and with `read_cache_ms`,
- * each request made twice and the second counted. Requests: every store call; round trips: the
+ * each request made three times and the third counted. Requests: every store call; round trips: the
  * calls made one after another.
  */
 export async function storeCallsPerRequest(servers: S3Bench, work: string, targets: ReplicaTarget[]): Promise<string> {
