@@ -114,8 +114,8 @@ describe('s3 MetaStore across processes and faults', () => {
     const prefix = `t-${randomUUID()}`;
     const loc = s3Location(s3Config(minio, prefix));
     const statuses: number[] = [];
-    const send = loc.client.makeRequestAsync.bind(loc.client);
-    loc.client.makeRequestAsync = async (...args) => {
+    const send = loc.requests.request.bind(loc.requests);
+    loc.requests.request = async (...args) => {
       const res = await send(...args);
       statuses.push(res.statusCode ?? 0);
       return res;

@@ -22,7 +22,6 @@
  * multipart copy (UploadPartCopy of 1 GiB ranges, `copy.ts`).
  */
 import { mkdir } from 'node:fs/promises';
-import { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
 import { STAGE_PREFIX } from '../fs/stage.js';
 import { sweepStaleFiles } from '../fs/sweep.js';
@@ -113,15 +112,15 @@ export class S3BlobStore implements BlobStore {
   }
 
   async get(digest: Sha256Hex, range?: ByteRange): Promise<Readable | null> {
-    const { client, bucket } = this.#loc;
+    const { requests } = this.#loc;
     const key = this.key(digest);
     try {
-      if (range) return await client.getPartialObject(bucket, key, range.start, range.end - range.start + 1);
+      if (range) return await requests.request('GET', key, { Range: `bytes=${range.start}-${range.end}` }, [206]);
       // A whole read is checked against its digest on the way (verify.ts): an object changed in
       // the bucket behind the store's back ends in an error, never in wrong bytes. An object
       // already verified, unchanged since (same ETag), is not hashed again.
-      const body = await client.getObject(bucket, key);
-      const etag = body instanceof IncomingMessage && typeof body.headers.etag === 'string' ? body.headers.etag : undefined;
+      const body = await requests.request('GET', key, {}, [200]);
+      const etag = typeof body.headers.etag === 'string' ? body.headers.etag : undefined;
       return this.#verified.read(body, digest, etag);
     } catch (err) {
       if (isNotFound(err)) return null;
@@ -131,8 +130,12 @@ export class S3BlobStore implements BlobStore {
 
   async stat(digest: Sha256Hex): Promise<BlobInfo | null> {
     try {
-      const { size, lastModified } = await this.#loc.client.statObject(this.#loc.bucket, this.key(digest));
-      return { digest, size, modifiedMs: lastModified.getTime() };
+      const res = await this.#loc.requests.request('HEAD', this.key(digest), {}, [200]);
+      res.resume();
+      const size = Number(res.headers['content-length']);
+      const modifiedMs = Date.parse(res.headers['last-modified'] ?? '');
+      if (!Number.isSafeInteger(size) || Number.isNaN(modifiedMs)) throw new Error(`the object store answered a HEAD of ${digest} without its size or time`);
+      return { digest, size, modifiedMs };
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `checking ${digest}`);

@@ -11,6 +11,7 @@ import { Client } from 'minio';
 import { ConfigError } from '../../config/errors.js';
 import type { StorageConfig } from '../../config/types.js';
 import { errorCode, isNetworkError, isPreconditionFailed } from './errors.js';
+import { S3Requests } from './requests.js';
 
 /** Where the s3 backend's objects live, and the client that reaches them. */
 export interface S3Location {
@@ -20,6 +21,8 @@ export interface S3Location {
   prefix: string;
   /** `scheme://host:port` for messages: never credentials. */
   endpoint: string;
+  /** The lean path for a request's small reads (`requests.ts`), on the client's agent. */
+  requests: S3Requests;
 }
 
 export interface LocationOptions {
@@ -49,16 +52,24 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     throw new ConfigError(`storage.${missing}`, 'is required with backend = "s3"', `set ${missing}, ${missing}_env or ${missing}_file`);
   }
   const tls = url.protocol === 'https:';
+  // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
+  const agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const transport = answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS);
+  const address = clientAddress(url, cfg);
   const client = new Client({
-    ...clientAddress(url, cfg),
-    // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
-    transportAgent: tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 }),
-    transport: answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS),
+    ...address,
+    transportAgent: agent,
+    transport,
     // The client would retry a 5xx once and print to the console doing it; a retried conditional
     // write can also report a conflict with itself. Callers decide about retries (updateDoc does).
     retryOptions: { disableRetry: true },
   });
-  return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}` };
+  const requests = new S3Requests(
+    { url, bucket: cfg.bucket, region: address.region, accessKey: address.accessKey, secretKey: address.secretKey },
+    agent,
+    (options, callback) => transport.request(options, callback),
+  );
+  return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}`, requests };
 }
 
 /**

@@ -37,11 +37,11 @@
  * How the `minio` client sends the conditions: `putObject` passes `If-Match` and `If-None-Match`
  * through as request headers (its `isSupportedHeader` list; other metadata keys get an
  * `X-Amz-Meta-` prefix), and a document is far below its multipart threshold (64 MiB), so each
- * write is one signed PUT carrying the condition; no lower-level request API is needed. Reads use
- * `getObject`, whose stream is the HTTP response: its `ETag` header is the version of exactly the
- * bytes read (a HEAD then GET could pair one version with another's bytes).
+ * write is one signed PUT carrying the condition. Reads are one GET on the lean request path
+ * (`requests.ts`), whose response carries the body and its `ETag`, the version of exactly the bytes
+ * read (a HEAD then GET could pair one version with another's bytes).
  */
-import { IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 import type { S3Location } from './connect.js';
 import { deepFreeze } from '../freeze.js';
@@ -158,11 +158,10 @@ export class S3MetaStore implements MetaStore {
    */
   async #fetch(key: string, ifNoneMatch?: string): Promise<{ text: string; etag: string } | typeof UNCHANGED | null> {
     const name = this.#name(key);
-    const { client, bucket } = this.#loc;
     let res: IncomingMessage;
     try {
-      const headers = ifNoneMatch === undefined ? {} : { 'If-None-Match': quote(ifNoneMatch) };
-      res = await client.makeRequestAsync({ method: 'GET', bucketName: bucket, objectName: name, headers }, '', [200, 304]);
+      const headers: Record<string, string> = ifNoneMatch === undefined ? {} : { 'If-None-Match': quote(ifNoneMatch) };
+      res = await this.#loc.requests.request('GET', name, headers, [200, 304]);
     } catch (err) {
       if (isNotFound(err)) return null;
       throw asUnavailable(err, this.#loc.endpoint, `reading ${key}`);
