@@ -15,6 +15,12 @@ import { errorCode, isNetworkError, isPreconditionFailed } from './errors.js';
 /** Where the s3 backend's objects live, and the client that reaches them. */
 export interface S3Location {
   client: Client;
+  /**
+   * The same store and keys, but signing every body as `UNSIGNED-PAYLOAD`: for uploads whose
+   * integrity a checksum header carries instead (`put.ts`), so the client does not sha256 bytes
+   * we already checked. Over https this is `client` itself, which signs bodies that way anyway.
+   */
+  checksumClient: Client;
   bucket: string;
   /** Key prefix inside the bucket: empty, or ending in `/`. */
   prefix: string;
@@ -49,7 +55,7 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     throw new ConfigError(`storage.${missing}`, 'is required with backend = "s3"', `set ${missing}, ${missing}_env or ${missing}_file`);
   }
   const tls = url.protocol === 'https:';
-  const client = new Client({
+  const options = {
     ...clientAddress(url, cfg),
     // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
     transportAgent: tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 }),
@@ -57,8 +63,17 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     // The client would retry a 5xx once and print to the console doing it; a retried conditional
     // write can also report a conflict with itself. Callers decide about retries (updateDoc does).
     retryOptions: { disableRetry: true },
-  });
-  return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}` };
+  };
+  const client = new Client(options);
+  let checksumClient = client;
+  if (!tls) {
+    // One agent for both: the sockets are the same store's.
+    checksumClient = new Client(options);
+    // Over http the client signs the body's sha256, which it computes itself; this one signs
+    // UNSIGNED-PAYLOAD as it does over https (a public field of the client, read per request).
+    checksumClient.enableSHA256 = false;
+  }
+  return { client, checksumClient, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}` };
 }
 
 /**
