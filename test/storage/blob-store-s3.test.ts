@@ -12,7 +12,8 @@ import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';
-import { StoreUnavailableError } from '../../registry/src/storage/types.js';
+import { putVerified } from '../../registry/src/storage/s3/put.js';
+import { DigestMismatchError, StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { tempDir } from '../support/velodex.js';
 import { describeBlobStore } from './contract/blob-store.js';
@@ -134,7 +135,8 @@ describe('s3 BlobStore', () => {
     // 5 + 5 + 2 MiB (+ 7 bytes): three UploadPartCopy requests, the last one short.
     const size = 12 * MiB + 7;
     const expected = await hashOf(generated(size));
-    expect(await store.put(generated(size), expected.digest)).toEqual(expected);
+    // No digest given in advance: the parts go to a staging object, which the copy publishes.
+    expect(await store.put(generated(size))).toEqual(expected);
     // Read back whole, so verified on the way: every range landed in its place.
     expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
     expect(await keys(`${prefix}/`)).toEqual([`${prefix}/blobs/sha256/${expected.digest.slice(0, 2)}/${expected.digest}`]);
@@ -206,6 +208,72 @@ describe('s3 BlobStore', () => {
       expect(await keys(`${prefix}/staging/`)).toEqual([]);
     }, 60_000);
 
+    it('a stage begun with its digest uploads its parts to the blob key itself: no staging object, no copy', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store, scratch } = await s3Store(prefix);
+      const expected = await hashOf(generated(20 * MiB));
+      const stage = await store.stage({ expected: expected.digest });
+      const key = store.key(expected.digest);
+      try {
+        for (let i = 0; i < 20; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        // Under way to the blob's key, and invisible there until the commit completes it.
+        expect(await uploadsTo(key)).toHaveLength(1);
+        expect(await keys(`${prefix}/`)).toEqual([]);
+        expect(await store.stat(expected.digest)).toBeNull();
+        expect(await stage.commit()).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      // Completed from its three parts (8 + 8 + 4 MiB), not copied: a copy's ETag has no part count.
+      expect((await minio.client.statObject(minio.bucket, key)).etag).toMatch(/-3$/);
+      expect(await uploadsTo(key)).toEqual([]);
+      expect(await keys(`${prefix}/`)).toEqual([key]);
+      expect(readdirSync(scratch)).toEqual([]);
+    }, 60_000);
+
+    it('a stage begun with a digest its bytes do not have leaves nothing visible and no unfinished upload', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const claimed = createHash('sha256').update('other bytes').digest('hex');
+      const stage = await store.stage({ expected: claimed });
+      const key = store.key(claimed);
+      try {
+        for (let i = 0; i < 20; i++) await stage.append(generated(MiB));
+        await until(async () => (await uploadsTo(key)).length === 1);
+        expect(await uploadsTo(key)).toHaveLength(1);
+        await expect(stage.commit()).rejects.toBeInstanceOf(DigestMismatchError);
+        // Aborted by the failed commit itself, before the owner's `abort`.
+        expect(await uploadsTo(key)).toEqual([]);
+        expect(await keys(`${prefix}/`)).toEqual([]);
+        expect(await store.stat(claimed)).toBeNull();
+      } finally {
+        await stage.abort();
+      }
+      expect(await uploadsTo(key)).toEqual([]);
+    }, 60_000);
+
+    it('two stores committing the same digest at once both succeed, of one part and of several', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const a = (await s3Store(prefix)).store;
+      const b = (await s3Store(prefix)).store;
+      for (const size of [3 * MiB, 17 * MiB]) {
+        const expected = await hashOf(generated(size));
+        const stages = await Promise.all([a.stage({ expected: expected.digest }), b.stage({ expected: expected.digest }), a.stage(), b.stage()]);
+        try {
+          await Promise.all(stages.map((s) => s.append(generated(size))));
+          // At once: each of the four may find the blob absent and upload it; all succeed.
+          expect(await Promise.all(stages.map((s) => s.commit(expected.digest)))).toEqual(stages.map(() => expected));
+        } finally {
+          await Promise.all(stages.map((s) => s.abort()));
+        }
+        expect(await hashOf((await a.get(expected.digest))!)).toEqual(expected);
+        expect(await uploadsTo(a.key(expected.digest))).toEqual([]);
+      }
+      expect(await keys(`${prefix}/staging/`)).toEqual([]);
+    }, 60_000);
+
     it('a part that failed while MinIO was away is sent again at the commit from the local copy', async () => {
       const prefix = `t-${randomUUID()}`;
       const { store } = await s3Store(prefix);
@@ -227,6 +295,45 @@ describe('s3 BlobStore', () => {
       }
       expect(await keys(`${prefix}/staging/`)).toEqual([]);
     }, 60_000);
+  });
+
+  describe('a PUT the store verifies (put.ts)', () => {
+    const right = Buffer.from('the bytes that were hashed');
+    const digest = createHash('sha256').update(right).digest('hex');
+    const wrong = Buffer.from('the bytes that were changed');
+
+    it('is refused for other bytes than its sha256 and leaves nothing under the key, signed (http) or by its checksum header alone (as over https)', async () => {
+      for (const signsPayload of [true, false]) {
+        const loc = s3Location(s3Config(minio, `t-${randomUUID()}`));
+        // Over https the client signs UNSIGNED-PAYLOAD: only x-amz-checksum-sha256 guards the body.
+        loc.client.enableSHA256 = signsPayload;
+        const key = `${loc.prefix}blobs/sha256/${digest.slice(0, 2)}/${digest}`;
+        const err = await putVerified(loc, key, wrong, digest).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect((err as { code?: string } | null)?.code).toBe(signsPayload ? 'XAmzContentSHA256Mismatch' : 'XAmzContentChecksumMismatch');
+        expect(await keys(loc.prefix)).toEqual([]);
+        await putVerified(loc, key, right, digest);
+        expect(await keys(loc.prefix)).toEqual([key]);
+        // Nor does a refused PUT touch what a key already holds.
+        await expect(putVerified(loc, key, wrong, digest)).rejects.toThrow();
+        const body = await minio.client.getObject(minio.bucket, key);
+        const chunks: Buffer[] = [];
+        for await (const c of body) chunks.push(c as Buffer);
+        expect(Buffer.concat(chunks)).toEqual(right);
+      }
+    });
+
+    it('a blob of one part is one PUT to its key: no staging object, no multipart upload', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const info = await store.put(Readable.from([right]));
+      expect(info).toEqual({ digest, size: right.length });
+      expect(await keys(`${prefix}/`)).toEqual([store.key(digest)]);
+      // A PUT's ETag is the MD5 of the body; the store computed it, this process did not.
+      expect((await minio.client.statObject(minio.bucket, store.key(digest))).etag).toBe(createHash('md5').update(right).digest('hex'));
+    });
   });
 
   it('two stores on one bucket see each other\'s commits and deletes', async () => {

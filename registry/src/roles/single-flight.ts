@@ -126,7 +126,7 @@ class Flight<M> {
     }
     let stage: BlobStage;
     try {
-      stage = await opts.store.stage({ readBack: true });
+      stage = await opts.store.stage({ readBack: true, expected: source.expected });
     } catch (error) {
       source.body.destroy();
       tell({ kind: 'not_started' });

@@ -6,7 +6,8 @@ import type { Readable } from 'node:stream';
 import type { BlobInfo, BlobStage, Sha256Hex, StageOptions } from './types.js';
 
 export async function putByStage(store: { stage(opts?: StageOptions): Promise<BlobStage> }, source: Readable, expected?: Sha256Hex): Promise<BlobInfo> {
-  const stage = await store.stage();
+  // A known digest lets a backend write straight to the blob's place (StageOptions.expected).
+  const stage = await store.stage({ expected });
   try {
     await stage.append(source);
     return await stage.commit(expected);

@@ -205,7 +205,7 @@ export class SharedStages {
     if ((await this.blobs.stat(digest)) !== null) return;
     try {
       if (await this.chunks.compose(chunks, digest)) return;
-      const stage = await this.blobs.stage();
+      const stage = await this.blobs.stage({ expected: digest });
       try {
         for (const c of chunks) {
           const body = await this.chunks.read(c.name);

@@ -74,6 +74,14 @@ export interface StageOptions {
    * without this option such a backend may refuse reads.
    */
   readBack?: boolean;
+  /**
+   * The digest the bytes must have, when it is known before they arrive (a blob fetched by its
+   * digest, a file whose sha256 the upstream gave, a push that names its digest). `commit` then
+   * refuses other bytes with `DigestMismatchError` (as `commit(expected)` does), and a backend may
+   * write straight to where a blob of that digest goes, unseen until the commit (s3: a multipart
+   * upload to the blob's key, with no staging object to copy); the fs backend needs no such help.
+   */
+  expected?: Sha256Hex;
 }
 
 export interface AppendOptions {

@@ -200,6 +200,25 @@ export function describeBlobStore(name: string, make: () => Promise<BlobStoreUnd
         await nothingStaged(s);
       });
 
+      it('commits a stage begun with its digest under it, and refuses other bytes for one begun with another', async () => {
+        const s = await open();
+        const right = await s.store.stage({ expected: sha('original') });
+        const wrong = await s.store.stage({ expected: sha('original') });
+        try {
+          await right.append(from('original'));
+          expect(await right.commit()).toEqual({ digest: sha('original'), size: 8 });
+          await wrong.append(from('tampered'));
+          // With no digest named at the commit, as with one: the stage's own is required.
+          await expect(wrong.commit()).rejects.toBeInstanceOf(DigestMismatchError);
+        } finally {
+          await right.abort();
+          await wrong.abort();
+        }
+        expect(await s.store.stat(sha('tampered'))).toBeNull();
+        expect(sha(await buffer((await s.store.get(sha('original')))!))).toBe(sha('original'));
+        await nothingStaged(s);
+      });
+
       it('abort discards the bytes; the stage takes nothing more', async () => {
         const s = await open();
         const stage = await s.store.stage();

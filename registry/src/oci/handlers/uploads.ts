@@ -123,7 +123,7 @@ function digestMismatch(actual: string, hex: string): OciError {
  * backend. The digest is verified before the index holds it.
  */
 async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Promise<void> {
-  const stage = await call.deps.blobs.stage();
+  const stage = await call.deps.blobs.stage({ expected: hex });
   try {
     await stage.append(call.request.raw, { expect: hex });
     await ensureQuota(call, hosted, hex, stage.size);

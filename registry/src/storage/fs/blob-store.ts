@@ -65,8 +65,8 @@ export class FsBlobStore implements BlobStore {
   }
 
   /** Every fs stage is a local file, so reading back needs nothing more (`readBack` is moot). */
-  stage(_opts?: StageOptions): Promise<BlobStage> {
-    return FsStage.create(this.#staging, (from, digest) => this.#publish(from, digest));
+  stage(opts?: StageOptions): Promise<BlobStage> {
+    return FsStage.create(this.#staging, (from, digest) => this.#publish(from, digest), opts?.expected);
   }
 
   /** Renames verified, fsynced bytes at `from` under `digest`; an existing blob is the same bytes. */

@@ -34,16 +34,18 @@ export class FsStage implements BlobStage {
     id: string,
     /** Moves the fsynced file under its digest (the store's publish step). */
     private readonly publish: (path: string, digest: Sha256Hex) => Promise<void>,
+    /** The digest a commit requires when it names none (`StageOptions.expected`). */
+    private readonly expected: Sha256Hex | undefined,
   ) {
     this.id = id;
   }
 
-  static async create(dir: string, publish: (path: string, digest: Sha256Hex) => Promise<void>): Promise<FsStage> {
+  static async create(dir: string, publish: (path: string, digest: Sha256Hex) => Promise<void>, expected?: Sha256Hex): Promise<FsStage> {
     const id = randomUUID();
     const path = join(dir, `${STAGE_PREFIX}${id}`);
     const writer = await open(path, 'wx');
     try {
-      return new FsStage(path, writer, await open(path, 'r'), id, publish);
+      return new FsStage(path, writer, await open(path, 'r'), id, publish, expected);
     } catch (err) {
       await writer.close();
       await unlink(path).catch(() => undefined);
@@ -122,7 +124,7 @@ export class FsStage implements BlobStage {
     return rangeStream((buf, pos) => this.read(buf, pos), this.#size, range);
   }
 
-  async commit(expected?: Sha256Hex): Promise<BlobInfo> {
+  async commit(expected: Sha256Hex | undefined = this.expected): Promise<BlobInfo> {
     this.#mustBeOpen('commit');
     if (this.#appending) throw new Error(`stage ${this.id} is still receiving an append`);
     const digest = this.digest();

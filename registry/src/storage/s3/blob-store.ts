@@ -4,22 +4,26 @@
  *   <prefix>blobs/sha256/<ab>/<hex>   a published blob: complete bytes whose sha256 is <hex>
  *   <prefix>staging/<stage id>        bytes being published by a commit (see `S3Stage`)
  *
- * A blob key is written only by a server-side copy of a staging object whose bytes were hashed
- * on their way in and matched, so a reader never sees partial or unverified bytes under a digest.
- * Blobs are content-addressed: a commit of bytes already stored uploads nothing, and two
- * processes committing the same bytes at once both copy identical bytes to one key.
+ * A blob key is written only by an atomic write of bytes hashed on their way in and matched (a
+ * PUT the store verifies against that sha256, the completion of a multipart upload, or a
+ * server-side copy of a staging object), so a reader never sees partial or unverified bytes under
+ * a digest. Blobs are content-addressed: a commit of bytes already stored uploads nothing, and
+ * two processes committing the same bytes at once both write identical bytes to one key.
  *
  * A stage keeps a local copy in the scratch folder given to the constructor (shared code with
- * the fs backend) and sends whole parts to a multipart upload to its staging key as they become
- * final; see `stage.ts` and `parts.ts`. Staging objects and uploads a killed process left behind
- * are removed by `sweepStaging` by age; a staging object exists only during a commit.
+ * the fs backend) and sends whole parts to a multipart upload as they become final, to the blob
+ * key when the digest is known from the start and to its staging key otherwise; a blob that fits
+ * one part is one PUT to its key (`stage.ts`, `parts.ts`, `put.ts`). Staging objects and uploads
+ * a killed process left behind are removed by `sweepStaging` by age; a staging object exists only
+ * during a commit.
  *
  * Reads are streamed from the object (`getObject`, or `getPartialObject` for a range): nothing
  * here holds a whole blob in memory. A store that does not answer, or answers with a 5xx, gives
  * `StoreUnavailableError` (errors.ts), whose message names the endpoint, never a key.
  *
- * The server-side copy is one CopyObject up to 5 GiB (S3's limit for it), and above that a
- * multipart copy (UploadPartCopy of 1 GiB ranges, `copy.ts`).
+ * The server-side copy (of a blob over one part whose digest was not known in advance) is one
+ * CopyObject up to 5 GiB (S3's limit for it), and above that a multipart copy (UploadPartCopy of
+ * 1 GiB ranges, `copy.ts`).
  */
 import { mkdir } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -94,13 +98,15 @@ export class S3BlobStore implements BlobStore {
   }
 
   /** Every stage keeps a local scratch copy, so `readBack` needs nothing more. */
-  stage(_opts?: StageOptions): Promise<BlobStage> {
-    return S3Stage.create(this.#scratch, {
+  stage(opts?: StageOptions): Promise<BlobStage> {
+    const target = {
       loc: this.#loc,
-      stagingKey: (id) => this.stagingKey(id),
-      has: async (digest) => (await this.stat(digest)) !== null,
-      publish: (from, digest, size) => this.#copy(from, digest, size),
-    });
+      blobKey: (digest: Sha256Hex) => this.key(digest),
+      stagingKey: (id: string) => this.stagingKey(id),
+      has: async (digest: Sha256Hex) => (await this.stat(digest)) !== null,
+      publish: (from: string, digest: Sha256Hex, size: number) => this.#copy(from, digest, size),
+    };
+    return S3Stage.create(this.#scratch, target, opts?.expected);
   }
 
   async #copy(from: string, digest: Sha256Hex, size: number): Promise<void> {
@@ -175,7 +181,7 @@ export class S3BlobStore implements BlobStore {
 
   /**
    * Removes staging objects last written more than `olderThanMs` ago, and multipart uploads to
-   * staging keys begun that long ago (a staging object over one part is uploaded in parts, which
+   * staging and blob keys begun that long ago (a blob over one part is uploaded in parts, which
    * the store keeps, unseen by listings, until the upload completes or is aborted): what a process
    * killed mid-commit left. A live staging object exists only for the seconds of a commit, so an
    * age well above the longest commit (say an hour) never touches another process's work. An
@@ -185,7 +191,7 @@ export class S3BlobStore implements BlobStore {
   async sweepStaging(olderThanMs: number): Promise<number> {
     const cutoff = this.#now() - olderThanMs;
     try {
-      return (await this.#sweepObjects(cutoff)) + (await this.#sweepUploads(cutoff));
+      return (await this.#sweepObjects(cutoff)) + (await this.#sweepUploads(this.#staging, cutoff)) + (await this.#sweepUploads(this.#blobs, cutoff));
     } catch (err) {
       throw asUnavailable(err, this.#loc.endpoint, 'sweeping staging objects');
     }
@@ -207,13 +213,13 @@ export class S3BlobStore implements BlobStore {
     return removed;
   }
 
-  async #sweepUploads(cutoff: number): Promise<number> {
+  async #sweepUploads(prefix: string, cutoff: number): Promise<number> {
     const { client, bucket } = this.#loc;
     let removed = 0;
     let keyMarker = '';
     let uploadMarker = '';
     for (;;) {
-      const page = await client.listIncompleteUploadsQuery(bucket, this.#staging, keyMarker, uploadMarker, '');
+      const page = await client.listIncompleteUploadsQuery(bucket, prefix, keyMarker, uploadMarker, '');
       for (const upload of page.uploads) {
         if (upload.initiated.getTime() >= cutoff) continue;
         await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);

@@ -16,6 +16,12 @@ import { S3Requests } from './requests.js';
 /** Where the s3 backend's objects live, and the client that reaches them. */
 export interface S3Location {
   client: Client;
+  /**
+   * The same store and keys, but signing every body as `UNSIGNED-PAYLOAD`: for uploads whose
+   * integrity a checksum header carries instead (`put.ts`), so the client does not sha256 bytes
+   * we already checked. Over https this is `client` itself, which signs bodies that way anyway.
+   */
+  checksumClient: Client;
   bucket: string;
   /** Key prefix inside the bucket: empty, or ending in `/`. */
   prefix: string;
@@ -56,20 +62,29 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
   const agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
   const transport = answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS);
   const address = clientAddress(url, cfg);
-  const client = new Client({
+  const options = {
     ...address,
     transportAgent: agent,
     transport,
     // The client would retry a 5xx once and print to the console doing it; a retried conditional
     // write can also report a conflict with itself. Callers decide about retries (updateDoc does).
     retryOptions: { disableRetry: true },
-  });
+  };
+  const client = new Client(options);
+  let checksumClient = client;
+  if (!tls) {
+    // One agent for both: the sockets are the same store's.
+    checksumClient = new Client(options);
+    // Over http the client signs the body's sha256, which it computes itself; this one signs
+    // UNSIGNED-PAYLOAD as it does over https (a public field of the client, read per request).
+    checksumClient.enableSHA256 = false;
+  }
   const requests = new S3Requests(
     { url, bucket: cfg.bucket, region: address.region, accessKey: address.accessKey, secretKey: address.secretKey },
     agent,
     (options, callback) => transport.request(options, callback),
   );
-  return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}`, requests };
+  return { client, checksumClient, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}`, requests };
 }
 
 /**

@@ -9,11 +9,16 @@
  * Background uploads are an optimisation, never a source of failure: if one fails (the store
  * went away for a moment), `finish` discards the upload and sends the whole file again from the
  * local copy, and reports an error only if that fails too.
+ *
+ * Each part (and the one PUT of a file that fits a part) is checked by the store against its
+ * CRC32 (`put.ts`), so a part that changed on the way is refused, and the client hashes nothing.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import type { S3Location } from './connect.js';
+import type { Sha256Hex } from '../types.js';
 import { asUnavailable } from './errors.js';
 import { PartSlots } from './part-slots.js';
+import { putChecked, putVerified, uploadPartChecked } from './put.js';
 
 /**
  * Bytes per uploaded part, and so per upload in memory: above S3's 5 MiB minimum for all parts
@@ -74,10 +79,7 @@ export class PartUploader {
     const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
     // The part's buffer exists only while it holds a slot.
-    const { etag } = await partSlots.run(async (buffer) => {
-      const body = await this.#read(buffer, this.#uploaded, length);
-      return client.uploadPart({ bucketName: bucket, objectName: this.key, uploadID: uploadId, partNumber: part, headers: {} }, body);
-    });
+    const etag = await partSlots.run(async (buffer) => uploadPartChecked(this.loc, this.key, uploadId, part, await this.#read(buffer, this.#uploaded, length)));
     this.#etags.push({ part, etag });
     this.#uploaded += length;
   }
@@ -112,7 +114,7 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      await partSlots.run(async (buffer) => this.loc.client.putObject(this.loc.bucket, this.key, await this.#read(buffer, 0, size), size));
+      await partSlots.run(async (buffer) => putChecked(this.loc, this.key, await this.#read(buffer, 0, size)));
       return;
     }
     while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
@@ -121,6 +123,21 @@ export class PartUploader {
     if (id === undefined) throw new Error(`no multipart upload for ${this.key}`);
     await this.loc.client.completeMultipartUpload(this.loc.bucket, this.key, id, this.#etags);
     this.#uploadId = undefined;
+  }
+
+  /**
+   * Drops any parts sent and PUTs the file's first `size` bytes (at most `PART_SIZE`) at `key`
+   * in one request that the store verifies against `sha256` (`put.ts`): a blob that turned out
+   * to fit one part goes straight to its own key.
+   */
+  async putWhole(key: string, size: number, sha256: Sha256Hex): Promise<void> {
+    if (size > PART_SIZE) throw new Error(`${size} bytes do not fit one part`);
+    await this.cancel();
+    try {
+      await partSlots.run(async (buffer) => putVerified(this.loc, key, await this.#read(buffer, 0, size), sha256));
+    } catch (err) {
+      throw asUnavailable(err, this.loc.endpoint, `uploading ${key}`);
+    }
   }
 
   /** Aborts an unfinished multipart upload (best effort: MinIO and S3 lifecycle rules expire them too). */

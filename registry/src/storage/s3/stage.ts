@@ -2,29 +2,34 @@
  * The s3 backend's staged write. Bytes stream into a local scratch file (the data dir's scratch
  * folder, never the bucket) through the same `FsStage` the fs backend uses, so hashing, counting,
  * undoing a failed append, `read` and `readBack` are one implementation for both backends.
+ * `commit` checks the digest on that copy first, asks the store whether the blob is there already
+ * (then nothing is sent), and otherwise publishes it one of three ways:
  *
- *   1. while appends go on, each whole `PART_SIZE` part of the file that no append can undo any
- *      more is sent as a part of a multipart upload to `<prefix>staging/<stage id>` (`parts.ts`;
- *      the `minio` client's own `putObject` would buffer up to 64 MiB of a stream);
- *   2. `commit`, once the digest is verified, sends the last part and completes the upload (a
- *      blob that fits in one part is one PUT), so the staging object appears only complete;
- *   3. a server-side copy puts it at the blob's key; 4. the staging object is deleted.
+ *   - a blob that fits one part (`PART_SIZE`): one PUT straight to its blob key, which the store
+ *     verifies against the sha256 the stage computed (`put.ts`);
+ *   - a larger blob whose digest was known when the stage began (`StageOptions.expected`): its
+ *     whole parts go, while appends go on, to a multipart upload to the blob key itself
+ *     (`parts.ts`), completed only once the digest matched and aborted otherwise;
+ *   - any other larger blob: the same multipart upload, to `<prefix>staging/<stage id>`, then a
+ *     server-side copy to the blob key, then the staging object is deleted.
  *
- * So a blob's key only ever holds complete, verified bytes; a process killed between 2 and 4
- * leaves a staging object, and one killed before 2 an unfinished multipart upload: both are
- * removed by age (`S3BlobStore.sweepStaging`, or MinIO's own expiry of stale uploads).
+ * A PUT and the completion of a multipart upload are atomic, so a blob's key only ever holds
+ * complete, verified bytes. A process killed before a completion leaves an unfinished multipart
+ * upload, and one killed between copy and delete a staging object: both are removed by age
+ * (`S3BlobStore.sweepStaging`, or the store's own expiry of stale uploads).
  */
 import { unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { FsStage } from '../fs/stage.js';
-import type { AppendOptions, BlobInfo, BlobStage, ByteRange, Sha256Hex } from '../types.js';
+import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage, type ByteRange, type Sha256Hex } from '../types.js';
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
-import { PartUploader } from './parts.js';
+import { PART_SIZE, PartUploader } from './parts.js';
 
-/** What the stage needs from its store: where staging objects go and how one is published. */
+/** What the stage needs from its store: where objects go and how a staging object is published. */
 export interface StageTarget {
   loc: S3Location;
+  blobKey(digest: Sha256Hex): string;
   stagingKey(id: string): string;
   /** Makes the staging object at `from` (`size` bytes) visible under `digest` (and removes nothing). */
   publish(from: string, digest: Sha256Hex, size: number): Promise<void>;
@@ -36,19 +41,22 @@ export class S3Stage implements BlobStage {
   /** Set when a commit may have left a staging object (its removal failed): `abort` retries it. */
   #stagingLeft = false;
 
-  /** Sends whole parts to the staging key while appends go on (`parts.ts`). */
+  /** Sends whole parts to the blob key (digest known) or the staging key while appends go on (`parts.ts`). */
   readonly #parts: PartUploader;
 
   private constructor(
     private readonly local: FsStage,
     private readonly target: StageTarget,
+    /** The digest the bytes must have, when known before they arrive. */
+    private readonly expected: Sha256Hex | undefined,
   ) {
-    this.#parts = new PartUploader(target.loc, target.stagingKey(local.id), local.path);
+    const key = expected === undefined ? target.stagingKey(local.id) : target.blobKey(expected);
+    this.#parts = new PartUploader(target.loc, key, local.path);
   }
 
-  static async create(scratchDir: string, target: StageTarget): Promise<S3Stage> {
+  static async create(scratchDir: string, target: StageTarget, expected?: Sha256Hex): Promise<S3Stage> {
     // The callback runs only at commit, long after `stage` is assigned.
-    const stage: S3Stage = new S3Stage(await FsStage.create(scratchDir, (path, digest) => stage.#publish(path, digest)), target);
+    const stage: S3Stage = new S3Stage(await FsStage.create(scratchDir, (path, digest) => stage.#publish(path, digest)), target, expected);
     return stage;
   }
 
@@ -82,9 +90,20 @@ export class S3Stage implements BlobStage {
     return this.local.readBack(range);
   }
 
-  /** `FsStage.commit` checks the digest, then calls `#publish` with the scratch file. */
-  commit(expected?: Sha256Hex): Promise<BlobInfo> {
-    return this.local.commit(expected);
+  /**
+   * `FsStage.commit` checks the digest (the one given here, else the stage's `expected`), then
+   * calls `#publish` with the scratch file. Other bytes than expected abort the upload at once.
+   */
+  async commit(expected?: Sha256Hex): Promise<BlobInfo> {
+    if (expected !== undefined && this.expected !== undefined && expected !== this.expected) {
+      throw new Error(`stage ${this.id} was begun for ${this.expected}, not ${expected}`);
+    }
+    try {
+      return await this.local.commit(expected ?? this.expected);
+    } catch (err) {
+      if (err instanceof DigestMismatchError) await this.#parts.cancel();
+      throw err;
+    }
   }
 
   /**
@@ -99,23 +118,33 @@ export class S3Stage implements BlobStage {
   }
 
   /**
-   * Uploads the verified scratch file and publishes it. On success the local file is unlinked:
-   * the stage's read handle keeps its bytes readable until `abort`, as after an fs commit.
+   * Uploads the verified scratch file and publishes it (see the top of this file). On success the
+   * local file is unlinked: the stage's read handle keeps its bytes readable until `abort`, as
+   * after an fs commit.
    */
   async #publish(path: string, digest: Sha256Hex): Promise<void> {
     if (await this.target.has(digest)) {
       await this.#parts.cancel();
+    } else if (this.size <= PART_SIZE) {
+      await this.#parts.putWhole(this.target.blobKey(digest), this.size, digest);
+    } else if (digest === this.expected) {
+      // The parts went to the blob key itself.
+      await this.#parts.finish(this.size);
     } else {
-      const key = this.target.stagingKey(this.id);
-      this.#stagingLeft = true;
-      try {
-        await this.#parts.finish(this.size);
-        await this.target.publish(key, digest, this.size);
-      } finally {
-        await this.#removeStaging().catch(() => undefined);
-      }
+      await this.#publishByCopy(digest);
     }
     await unlink(path).catch(() => undefined);
+  }
+
+  async #publishByCopy(digest: Sha256Hex): Promise<void> {
+    const key = this.target.stagingKey(this.id);
+    this.#stagingLeft = true;
+    try {
+      await this.#parts.finish(this.size);
+      await this.target.publish(key, digest, this.size);
+    } finally {
+      await this.#removeStaging().catch(() => undefined);
+    }
   }
 
   async #removeStaging(): Promise<void> {

@@ -1,0 +1,65 @@
+/**
+ * The s3 backend's uploads of bytes it holds in memory, each checked by the store against a
+ * checksum sent with it, so the store refuses (and keeps nothing of) a body that changed on the
+ * way, and this process hashes each byte only as much as it must:
+ *
+ * - `putVerified`: one PUT of a whole object whose sha256 the caller already computed (a stage
+ *   hashes every byte on its way in). Over http that digest is the signed payload hash
+ *   (`x-amz-content-sha256`), over https the client signs `UNSIGNED-PAYLOAD`; either way it also
+ *   goes as `x-amz-checksum-sha256`, which the store checks too. No second sha256 and no MD5 here
+ *   (the `minio` client's `putObject` computes both over every body).
+ * - `uploadPartChecked` (a part of a multipart upload) and `putChecked` (an object whose digest
+ *   is not known yet): signed `UNSIGNED-PAYLOAD` and checked by their CRC32
+ *   (`x-amz-checksum-crc32`; zlib's, far cheaper than a sha256). A blob's own sha256 was
+ *   verified on the local copy before its upload is completed.
+ *
+ * A PUT is atomic: a refused body leaves the key as it was (absent, for a blob key).
+ */
+import type { IncomingMessage } from 'node:http';
+import { crc32 } from 'node:zlib';
+import type { Sha256Hex } from '../types.js';
+import type { S3Location } from './connect.js';
+
+/** PUTs `body` at `key`; the store refuses it unless its sha256 is `sha256`. */
+export async function putVerified(loc: S3Location, key: string, body: Buffer, sha256: Sha256Hex): Promise<void> {
+  const { client, bucket } = loc;
+  const headers = { 'content-length': String(body.length), 'x-amz-checksum-sha256': Buffer.from(sha256, 'hex').toString('base64') };
+  // The client signs the payload hash only over http; over https it must be given none.
+  const signed = client.enableSHA256 ? sha256 : '';
+  drain(await client.makeRequestStreamAsync({ method: 'PUT', bucketName: bucket, objectName: key, headers }, body, signed, [200], ''));
+}
+
+/**
+ * PUTs `body` at `key` checked by its CRC32 only: for bytes whose digest is not known yet (a
+ * shared stage's chunk, verified when the blob is assembled).
+ */
+export async function putChecked(loc: S3Location, key: string, body: Buffer): Promise<void> {
+  await putCrc32(loc, key, '', body);
+}
+
+/** Uploads `body` as part `part` of the multipart upload `uploadId` to `key`; returns its ETag. */
+export async function uploadPartChecked(loc: S3Location, key: string, uploadId: string, part: number, body: Buffer): Promise<string> {
+  const res = await putCrc32(loc, key, `uploadId=${encodeURIComponent(uploadId)}&partNumber=${part}`, body);
+  const etag = res.headers.etag;
+  if (typeof etag !== 'string' || etag === '') throw new Error(`the store gave no ETag for part ${part} of ${key}`);
+  return etag.replace(/^"|"$/g, '');
+}
+
+async function putCrc32(loc: S3Location, key: string, query: string, body: Buffer): Promise<IncomingMessage> {
+  const headers = { 'content-length': String(body.length), 'x-amz-checksum-crc32': crc32Base64(body) };
+  const res = await loc.checksumClient.makeRequestStreamAsync({ method: 'PUT', bucketName: loc.bucket, objectName: key, query, headers }, body, '', [200], '');
+  drain(res);
+  return res;
+}
+
+/** S3's `x-amz-checksum-crc32`: the big-endian CRC32, in base64. */
+function crc32Base64(body: Buffer): string {
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE(crc32(body));
+  return out.toString('base64');
+}
+
+/** A successful upload's answer has nothing to read; its socket goes back to the pool. */
+function drain(res: IncomingMessage): void {
+  res.resume();
+}
