@@ -10,17 +10,25 @@
  * Run alone: `node --import tsx test/bench/pull-through.ts` (after `make build bench-tools`).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { oci } from '../support/config.js';
+import { oci, s3Storage, type ConfigPart } from '../support/config.js';
+import { startMinio, type Minio } from '../support/minio.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { cpuTime } from './process-stats.js';
+import { distributionS3Driver } from './s3.js';
 import { distributionMissing, distributionVersion, startDistribution, startVelodexBench, stopAll, type Server } from './servers.js';
 
 const IMAGES = 6;
 const WARM_RUNS = 3;
+/**
+ * velodex's worker processes: its default here (one per core), as a pod runs it, since the Go
+ * proxy uses every core too; `BENCH_PT_WORKERS` sets another count.
+ */
+const WORKERS = Number(process.env.BENCH_PT_WORKERS || cpus().length);
 const MiB = 1024 * 1024;
 
 async function crane(work: string, args: string[]): Promise<void> {
@@ -38,6 +46,81 @@ async function pullAll(work: string, prefix: string, repos: string[], round: str
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
+interface PullResult {
+  cold: number;
+  warm: number;
+  /** CPU seconds of the server's processes for the cold pull, and the median warm one (velodex only). */
+  cpu?: { cold: number; warm: number };
+}
+
+/**
+ * Cold, then warm (median of `WARM_RUNS`) pulls of every image through `prefix`, after an
+ * unmeasured pull of other images (so each server's first-request work, code compilation for
+ * velodex, is not in the cold figure: that is the steady state of a pod that has served before).
+ */
+async function pullRounds(work: string, name: string, server: Server, prefix: string, repos: string[], firstRepos: string[], progress: (msg: string) => void, withCpu: boolean): Promise<PullResult> {
+  const cpu = () => {
+    const t = cpuTime(server.pid);
+    return t.user + t.system;
+  };
+  progress(`${name}: an unmeasured pull of other images`);
+  await pullAll(work, prefix, firstRepos, `${server.name}-first`);
+  progress(`${name}: cold pull of ${IMAGES} images`);
+  const cpuBefore = cpu();
+  const cold = await pullAll(work, prefix, repos, `${server.name}-cold`);
+  const coldCpu = cpu() - cpuBefore;
+  const warm: number[] = [];
+  const warmCpu: number[] = [];
+  for (let r = 0; r < WARM_RUNS; r++) {
+    progress(`${name}: warm pull ${r + 1}/${WARM_RUNS}`);
+    const before = cpu();
+    warm.push(await pullAll(work, prefix, repos, `${server.name}-warm-${r}`));
+    warmCpu.push(cpu() - before);
+  }
+  return { cold, warm: median(warm), ...(withCpu ? { cpu: { cold: coldCpu, warm: median(warmCpu) } } : {}) };
+}
+
+/** velodex's cached index and the Distribution proxy on one backend, both over `upstream`. */
+async function measureBackend(
+  work: string,
+  logs: string,
+  backend: 'fs' | 's3',
+  upstream: Server,
+  repos: string[],
+  firstRepos: string[],
+  progress: (msg: string) => void,
+): Promise<{ velodex: PullResult; proxy: PullResult }> {
+  let minio: Minio | undefined;
+  try {
+    const storage: ConfigPart[] = [];
+    let proxyDriver: string[] | undefined;
+    if (backend === 's3') {
+      minio = await startMinio();
+      storage.push(s3Storage(minio, { prefix: 'pull-through' }));
+      const bucket = await minio.makeBucket('proxy');
+      proxyDriver = distributionS3Driver(minio, bucket);
+    }
+    const proxy = await startDistribution(join(work, `pt-proxy-${backend}`), join(work, `pt-proxy-${backend}.yml`), join(logs, `pt-proxy-${backend}.log`), proxyDriver, `distribution proxy (${backend})`, [
+      'proxy:',
+      `  remoteurl: ${upstream.url}`,
+    ]);
+    const dataDir = join(work, `pt-velodex-${backend}`);
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(join(dataDir, 'upload-token'), 'bench-token\n');
+    const velodex = await startVelodexBench(dataDir, 'warn', join(logs, `pt-velodex-${backend}.log`), [...storage, oci.cached('hub', upstream.url, { route: 'hub' })], WORKERS);
+    try {
+      return {
+        velodex: await pullRounds(work, `velodex (cached index, ${backend})`, velodex, `${new URL(velodex.url).host}/hub`, repos, firstRepos, progress, true),
+        proxy: await pullRounds(work, `Distribution proxy (${backend})`, proxy, new URL(proxy.url).host, repos, firstRepos, progress, false),
+      };
+    } finally {
+      await Promise.all([velodex.stop(), proxy.stop()]);
+    }
+  } finally {
+    await minio?.stop();
+  }
+}
+
 /** Runs the section and returns its Markdown. */
 export async function measurePullThrough(work: string, logs: string, progress: (msg: string) => void): Promise<string> {
   const missing = distributionMissing();
@@ -46,52 +129,47 @@ export async function measurePullThrough(work: string, logs: string, progress: (
   const upstream = await startDistribution(join(work, 'pt-upstream'), join(work, 'pt-upstream.yml'), join(logs, 'pt-upstream.log'), undefined, 'upstream');
   const repos: string[] = [];
   let bytes = 0;
-  for (let i = 0; i < IMAGES; i++) {
-    const image = buildImage({ seed: `bench-pull-${i}`, layers: 4, bigFileSize: 4 * MiB });
-    bytes += [image.config, ...image.layers].reduce((n, b) => n + b.bytes.length, 0);
-    const layout = writeLayout(join(work, `pt-layout-${i}`), [{ tag: 'v1', item: image }]);
-    const repo = `bench/image-${i}`;
+  const push = async (seed: string, repo: string) => {
+    const image = buildImage({ seed, layers: 4, bigFileSize: 4 * MiB });
+    const layout = writeLayout(join(work, `pt-layout-${seed}`), [{ tag: 'v1', item: image }]);
     progress(`pushing ${repo} to the upstream`);
     await crane(work, ['push', layout, `${new URL(upstream.url).host}/${repo}:v1`]);
+    return [image.config, ...image.layers].reduce((n, b) => n + b.bytes.length, 0);
+  };
+  for (let i = 0; i < IMAGES; i++) {
+    const repo = `bench/image-${i}`;
+    bytes += await push(`bench-pull-${i}`, repo);
     repos.push(repo);
   }
+  // Pulled first, unmeasured, by each server: several at once, so every worker of velodex serves some.
+  const firstRepos = ['bench/first-0', 'bench/first-1', 'bench/first-2'];
+  for (const [i, repo] of firstRepos.entries()) await push(`bench-pull-first-${i}`, repo);
 
-  const proxy = await startDistribution(join(work, 'pt-proxy'), join(work, 'pt-proxy.yml'), join(logs, 'pt-proxy.log'), undefined, 'distribution proxy', [
-    'proxy:',
-    `  remoteurl: ${upstream.url}`,
-  ]);
-  const dataDir = join(work, 'pt-velodex');
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(join(dataDir, 'upload-token'), 'bench-token\n');
-  const velodex = await startVelodexBench(dataDir, 'warn', join(logs, 'pt-velodex.log'), [oci.cached('hub', upstream.url, { route: 'hub' })]);
-
-  const results: Array<{ name: string; cold: number; warm: number }> = [];
-  for (const [name, server, prefix] of [
-    ['velodex (cached index)', velodex, `${new URL(velodex.url).host}/hub`],
-    ['Distribution proxy', proxy, new URL(proxy.url).host],
-  ] as Array<[string, Server, string]>) {
-    progress(`${name}: cold pull of ${IMAGES} images`);
-    const cold = await pullAll(work, prefix, repos, `${server.name}-cold`);
-    const warm: number[] = [];
-    for (let r = 0; r < WARM_RUNS; r++) {
-      progress(`${name}: warm pull ${r + 1}/${WARM_RUNS}`);
-      warm.push(await pullAll(work, prefix, repos, `${server.name}-warm-${r}`));
-    }
-    results.push({ name, cold, warm: median(warm) });
+  const results: Record<string, { velodex: PullResult; proxy: PullResult }> = {};
+  try {
+    for (const backend of ['fs', 's3'] as const) results[backend] = await measureBackend(work, logs, backend, upstream, repos, firstRepos, progress);
+  } finally {
+    await upstream.stop();
   }
-  await Promise.all([velodex.stop(), proxy.stop(), upstream.stop()]);
 
-  const [v, d] = results;
   const s = (ms: number) => (ms / 1000).toFixed(2);
   const lines = [
     `### OCI pull-through: ${IMAGES} images (${(bytes / MiB).toFixed(1)} MiB of blobs), pulled at once with crane; Distribution registry ${distributionVersion()} as upstream and as proxy`,
     '',
-    '| pull | velodex s | Distribution proxy s | proxy / velodex |',
-    '|---|--:|--:|--:|',
-    `| cold (empty cache) | ${s(v!.cold)} | ${s(d!.cold)} | ${(d!.cold / v!.cold).toFixed(2)}x |`,
-    `| warm (median of ${WARM_RUNS}) | ${s(v!.warm)} | ${s(d!.warm)} | ${(d!.warm / v!.warm).toFixed(2)}x |`,
-    '',
+    '| backend | pull | velodex s | Distribution proxy s | proxy / velodex | velodex CPU s |',
+    '|---|---|--:|--:|--:|--:|',
   ];
+  for (const [backend, { velodex: v, proxy: d }] of Object.entries(results)) {
+    lines.push(`| ${backend} | cold (empty cache) | ${s(v.cold)} | ${s(d.cold)} | ${(d.cold / v.cold).toFixed(2)}x | ${v.cpu?.cold.toFixed(2) ?? '-'} |`);
+    lines.push(`| ${backend} | warm (median of ${WARM_RUNS}) | ${s(v.warm)} | ${s(d.warm)} | ${(d.warm / v.warm).toFixed(2)}x | ${v.cpu?.warm.toFixed(2) ?? '-'} |`);
+  }
+  lines.push(
+    '',
+    'Each server first pulls three other images at once, unmeasured (its first-request work, for velodex the compilation of its code in each worker, is not in the cold figure).',
+    `velodex CPU s: user + system seconds of velodex's processes (${WORKERS} worker${WORKERS === 1 ? '' : 's'}${WORKERS === 1 ? '' : ' and their primary'}) for that pull (the warm one: the median run's).`,
+    's3: velodex on a prefix of a fresh MinIO\'s bucket, the proxy with the Distribution registry\'s s3 driver on another bucket of it.',
+    '',
+  );
   return lines.join('\n');
 }
 

@@ -94,7 +94,12 @@ export async function startS3Servers(work: string, logs: string, token: string, 
 
 /** The Distribution registry's s3 driver on MinIO: path-style, no TLS, redirects off. */
 function startDistributionS3(minio: Minio, bucket: string, configFile: string, logFile: string): Promise<Server> {
-  const driver = [
+  return startDistribution('', configFile, logFile, distributionS3Driver(minio, bucket), 'distribution (s3)');
+}
+
+/** The lines of the Distribution registry's s3 storage driver for `bucket` of `minio` (under `storage:`). */
+export function distributionS3Driver(minio: Minio, bucket: string): string[] {
+  return [
     '  s3:',
     `    accesskey: ${JSON.stringify(minio.accessKey)}`,
     `    secretkey: ${JSON.stringify(minio.secretKey)}`,
@@ -106,7 +111,6 @@ function startDistributionS3(minio: Minio, bucket: string, configFile: string, l
     '  redirect:',
     '    disable: true',
   ];
-  return startDistribution('', configFile, logFile, driver, 'distribution (s3)');
 }
 
 const rebase = (t: Target, base: string): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, base) });
