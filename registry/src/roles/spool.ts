@@ -9,7 +9,7 @@
  */
 import { Readable } from 'node:stream';
 
-const READ_CHUNK = 64 * 1024;
+const READ_CHUNK = 256 * 1024;
 
 type SpoolState = 'writing' | 'complete' | 'failed';
 
