@@ -78,9 +78,10 @@ export class FsStage implements BlobStage {
           // the stage, with no wait added (a chunk never waits for more to come).
           highWaterMark: COALESCE_BYTES,
           writev: (chunks, done) => {
-            landing = this.#write(chunks.map((c) => c.chunk as Buffer));
+            const buffers = chunks.map((c) => c.chunk as Buffer);
+            landing = this.#write(buffers);
             landing.then(() => {
-              opts.onWritten?.(this.#size);
+              opts.onWritten?.(this.#size, buffers);
               done();
             }, done);
           },
