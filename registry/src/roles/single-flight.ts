@@ -146,8 +146,8 @@ class Flight<M> {
     try {
       try {
         await stage.append(source.body, {
-          onWritten: (written) => {
-            spool.grew();
+          onWritten: (written, landed) => {
+            spool.grew(landed);
             lead?.send({ type: 'progress', written });
           },
         });

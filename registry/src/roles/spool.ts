@@ -5,11 +5,15 @@
  * lands (`grew` wakes the readers); a reader reads up to it with positional reads and sleeps until
  * it moves. A reader never makes the writer wait and the writer never buffers for a reader, so
  * memory stays bounded by the stream buffers however large the bytes and however slow the reader.
+ * Only the last two landings stay in memory, so a reader keeping up takes them from there instead
+ * of reading back what was just written; one that falls behind reads the file.
  * The stage is the store's, so the bytes every reader got are the ones its `commit` publishes.
  */
 import { Readable } from 'node:stream';
 
-const READ_CHUNK = 64 * 1024;
+const READ_CHUNK = 256 * 1024;
+/** Landings kept in memory for the readers (see `grew`): each is at most about 1 MiB. */
+const RECENT_LANDINGS = 2;
 
 type SpoolState = 'writing' | 'complete' | 'failed';
 
@@ -26,6 +30,8 @@ export class Spool {
   #state: SpoolState = 'writing';
   #error: Error | undefined;
   #wakers = new Set<() => void>();
+  /** The latest landings still in memory (see `grew`), oldest first. */
+  #recent: Array<{ start: number; end: number; chunks: readonly Buffer[] }> = [];
   #refs = 0;
   #closed = false;
 
@@ -39,9 +45,37 @@ export class Spool {
     return this.#stage.size;
   }
 
-  /** More bytes landed: readers waiting for them go on. */
-  grew(): void {
+  /**
+   * More bytes landed: readers waiting for them go on. With `landed` (the chunks that just landed,
+   * ending at the new size), a reader at them takes them from memory instead of reading them back.
+   */
+  grew(landed?: readonly Buffer[]): void {
+    if (landed && landed.length > 0) {
+      const end = this.#stage.size;
+      const start = end - landed.reduce((n, c) => n + c.length, 0);
+      this.#recent = [...this.#recent, { start, end, chunks: landed }].slice(-RECENT_LANDINGS);
+    }
     this.#wake();
+  }
+
+  /**
+   * Up to `max` bytes from `pos` out of the recent landings, without a copy; undefined when they
+   * are no longer in memory. Two landings are kept: a reader holding the last byte back stands
+   * one byte before the newest landing.
+   */
+  #fromMemory(pos: number, max: number): Buffer | undefined {
+    for (const landing of this.#recent) {
+      if (pos < landing.start || pos >= landing.end) continue;
+      let offset = landing.start;
+      for (const chunk of landing.chunks) {
+        if (pos < offset + chunk.length) {
+          const from = pos - offset;
+          return chunk.subarray(from, Math.min(chunk.length, from + max));
+        }
+        offset += chunk.length;
+      }
+    }
+    return undefined;
   }
 
   /** Readers that reach the end now end cleanly. Call only once the bytes have been verified. */
@@ -56,6 +90,7 @@ export class Spool {
     if (this.#state !== 'writing') return;
     this.#state = 'failed';
     this.#error = err;
+    this.#recent = [];
     this.#wake();
   }
 
@@ -74,6 +109,7 @@ export class Spool {
   reader(release: () => void): Readable {
     let pos = 0;
     let busy = false;
+    let again = false;
     // A read cut short by a failed spool's stage ending says why the spool failed, not EBADF.
     const failure = (err: Error): Error => (this.#isFailed() && this.#error ? this.#error : err);
     const read = async (stream: Readable): Promise<void> => {
@@ -88,6 +124,12 @@ export class Spool {
         const written = this.#stage.size;
         const available = (this.#state === 'complete' ? written : written - 1) - pos;
         if (available > 0) {
+          const held = this.#fromMemory(pos, available);
+          if (held) {
+            pos += held.length;
+            if (!stream.push(held)) return;
+            continue;
+          }
           const buf = Buffer.allocUnsafe(Math.min(available, READ_CHUNK));
           const bytesRead = await this.#stage.read(buf, pos);
           if (stream.destroyed) return;
@@ -104,17 +146,30 @@ export class Spool {
         await new Promise<void>((resolve) => this.#wakers.add(resolve));
       }
     };
+    // One read loop at a time. A `_read` call that comes while it runs (the stream asks again
+    // right after a push made inside the loop) is remembered, not dropped: the stream does not ask
+    // twice, so a dropped request would leave the reader waiting for a loop that already returned.
+    const pump = (stream: Readable): void => {
+      busy = true;
+      again = false;
+      read(stream).then(
+        () => {
+          busy = false;
+          if (again && !stream.destroyed) pump(stream);
+        },
+        (err: Error) => {
+          busy = false;
+          stream.destroy(failure(err));
+        },
+      );
+    };
     return new Readable({
       read() {
-        if (busy) return;
-        busy = true;
-        read(this).then(
-          () => (busy = false),
-          (err: Error) => {
-            busy = false;
-            this.destroy(failure(err));
-          },
-        );
+        if (busy) {
+          again = true;
+          return;
+        }
+        pump(this);
       },
       destroy(err, done) {
         release();
@@ -135,6 +190,7 @@ export class Spool {
     this.#refs--;
     if (this.#refs === 0 && !this.#closed) {
       this.#closed = true;
+      this.#recent = [];
       await this.#stage.abort().catch(() => undefined);
     }
   }

@@ -85,8 +85,12 @@ export interface StageOptions {
 }
 
 export interface AppendOptions {
-  /** Told the new size each time bytes land (for readers tailing the stage). */
-  onWritten?: (size: number) => void;
+  /**
+   * Told the new size each time bytes land (for readers tailing the stage), and the chunks that
+   * just landed, in order and ending at that size: readers may take them from memory. Nobody may
+   * change them.
+   */
+  onWritten?: (size: number, landed: readonly Buffer[]) => void;
   /**
    * The digest the whole stage must have once this append is in (an upload's last chunk): when
    * it has another, the append is undone like a failed one and `DigestMismatchError` thrown.

@@ -13,7 +13,8 @@
  * verified whole (`VerifiedVersions`: the fs backend's file identity and mtime, the s3 backend's
  * ETag) and streams those unhashed: every blob is verified on its first whole read, and again
  * whenever what is stored under its digest changed; a change that keeps the version (bits rotting
- * under an unchanged mtime) is found by the next process that reads it.
+ * under an unchanged mtime) is found by the next process that reads it. The fs store also counts
+ * a file it just published from a stage as verified: the stage hashed those bytes on their way in.
  */
 import { createHash } from 'node:crypto';
 import { pipeline, Transform, type Readable, type TransformCallback } from 'node:stream';

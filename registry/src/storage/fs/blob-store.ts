@@ -4,6 +4,7 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
+import type { Stats } from 'node:fs';
 import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -79,6 +80,10 @@ export class FsBlobStore implements BlobStore {
     await mkdir(dirname(target), { recursive: true });
     await rename(from, target);
     await fsyncPath(dirname(target));
+    // The stage hashed these bytes on their way in and found `digest`: the file as renamed is a
+    // verified version, so its first whole read need not hash it again (verify.ts).
+    const s = await unlessMissing(stat(target));
+    if (s) this.#verified.add(digest, versionOf(s));
   }
 
   /**
@@ -107,8 +112,7 @@ export class FsBlobStore implements BlobStore {
       // ends in an error, never in wrong bytes. A file already verified, unchanged since (same
       // inode, size and mtime), is not hashed again.
       const s = await fh.stat();
-      const version = `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
-      return new FileBody(fh, { start: 0, end: s.size - 1 }, this.#verified.verification(digest, version));
+      return new FileBody(fh, { start: 0, end: s.size - 1 }, this.#verified.verification(digest, versionOf(s)));
     } catch (err) {
       await fh.close();
       throw err;
@@ -136,6 +140,11 @@ export class FsBlobStore implements BlobStore {
       }
     }
   }
+}
+
+/** A stored file's identity and last change: what a verified read is remembered by. */
+function versionOf(s: Stats): string {
+  return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
 }
 
 async function exists(path: string): Promise<boolean> {

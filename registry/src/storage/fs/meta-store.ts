@@ -6,7 +6,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { statSync, type BigIntStats } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { fsyncPath } from './blob-store.js';
 import { deepFreeze } from '../freeze.js';
@@ -18,6 +18,8 @@ export class FsMetaStore implements MetaStore {
   readonly #root: string;
   readonly #tmp: string;
   readonly #parsed = new Map<string, { stamp: string; doc: unknown; version: string }>();
+  /** Folders under `meta/` this process made or found (see `#renameInto`), oldest first. */
+  readonly #folders = new Set<string>();
 
   constructor(
     root: string,
@@ -92,6 +94,20 @@ export class FsMetaStore implements MetaStore {
     }
   }
 
+  /**
+   * The version of `key` as stored now, null when absent: from the parsed-document cache when the
+   * file's stamp still matches (as `get` trusts it; a read-modify-write has just read the document
+   * there), else read from the file. Called under the key's lock: no other writer of this store moves it meanwhile.
+   */
+  async #currentVersion(key: string, path: string): Promise<string | null> {
+    const hit = this.#parsed.get(key);
+    if (hit) {
+      const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+      if ((st ? stampOf(st) : MISSING) === hit.stamp) return hit.stamp === MISSING ? null : hit.version;
+    }
+    return (await this.#read(key))?.version ?? null;
+  }
+
   #remember(key: string, entry: { stamp: string; doc: unknown; version: string }): void {
     this.#parsed.delete(key);
     this.#parsed.set(key, entry);
@@ -101,31 +117,57 @@ export class FsMetaStore implements MetaStore {
   async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
     const path = this.#path(key);
     return this.locks.run(key, async () => {
-      if (ifVersion !== undefined) {
-        const current = await this.#read(key);
-        if ((current?.version ?? null) !== ifVersion) throw new ConflictError(key);
-      }
+      if (ifVersion !== undefined && (await this.#currentVersion(key, path)) !== ifVersion) throw new ConflictError(key);
       const text = JSON.stringify(doc);
-      await mkdir(dirname(path), { recursive: true });
+      const dir = dirname(path);
       const tmp = join(this.#tmp, `meta-${randomUUID()}`);
       try {
-        await writeFile(tmp, text, { flag: 'wx' });
-        await fsyncPath(tmp);
-        await rename(tmp, path);
-      } finally {
+        await writeSynced(tmp, text);
+        await this.#renameInto(tmp, path);
+      } catch (err) {
+        // Renamed, the temp file is gone: only a failed write leaves one behind.
         await unlink(tmp).catch(() => undefined);
+        throw err;
       }
-      await fsyncPath(dirname(path));
+      await fsyncPath(dir);
       return versionOf(text);
     });
+  }
+
+  /**
+   * Renames `tmp` to `path`, making `path`'s folder first the first time this process writes
+   * there. Folders under `meta/` are never removed by the server, so one known to exist is not
+   * made again (a `mkdir -p` per write was a third of a write's system calls); should one be
+   * gone anyway, the rename fails with ENOENT and the folder is made again.
+   */
+  async #renameInto(tmp: string, path: string): Promise<void> {
+    const dir = dirname(path);
+    if (!this.#folders.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.#rememberFolder(dir);
+    }
+    try {
+      await rename(tmp, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      this.#folders.delete(dir);
+      await mkdir(dir, { recursive: true });
+      this.#rememberFolder(dir);
+      await rename(tmp, path);
+    }
+  }
+
+  #rememberFolder(dir: string): void {
+    this.#folders.add(dir);
+    if (this.#folders.size > MAX_KNOWN_FOLDERS) this.#folders.delete(this.#folders.values().next().value as string);
   }
 
   async delete(key: string, ifVersion?: string): Promise<boolean> {
     const path = this.#path(key);
     return this.locks.run(key, async () => {
-      const current = await this.#read(key);
-      if (!current) return false;
-      if (ifVersion !== undefined && current.version !== ifVersion) throw new ConflictError(key);
+      const current = await this.#currentVersion(key, path);
+      if (current === null) return false;
+      if (ifVersion !== undefined && current !== ifVersion) throw new ConflictError(key);
       await unlink(path);
       return true;
     });
@@ -140,6 +182,20 @@ export class FsMetaStore implements MetaStore {
       const rel = relative(this.#root, join(base, entry)).split(sep).join('/');
       yield rel.slice(0, -'.json'.length);
     }
+  }
+}
+
+/** Bound of the remembered folders: forgetting one costs one `mkdir -p` on its next write. */
+const MAX_KNOWN_FOLDERS = 4096;
+
+/** Writes `text` to a new file at `path` and fsyncs it, through one handle. */
+async function writeSynced(path: string, text: string): Promise<void> {
+  const fh = await open(path, 'wx');
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }
 
