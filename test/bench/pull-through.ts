@@ -13,7 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { oci, s3Storage, type ConfigPart } from '../support/config.js';
+import { oci, s3Storage } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
@@ -25,10 +25,10 @@ import { distributionMissing, distributionVersion, startDistribution, startVelod
 const IMAGES = 6;
 const WARM_RUNS = 3;
 /**
- * velodex's worker processes: its default here (one per core), as a pod runs it, since the Go
- * proxy uses every core too; `BENCH_PT_WORKERS` sets another count.
+ * velodex runs twice, on empty stores: as one process, and with its default worker count here
+ * (one per core, as a pod runs it; the Go proxy uses every core too).
  */
-const WORKERS = Number(process.env.BENCH_PT_WORKERS || cpus().length);
+const WORKER_COUNTS = [...new Set([1, cpus().length])];
 const MiB = 1024 * 1024;
 
 async function crane(work: string, args: string[]): Promise<void> {
@@ -89,14 +89,12 @@ async function measureBackend(
   repos: string[],
   firstRepos: string[],
   progress: (msg: string) => void,
-): Promise<{ velodex: PullResult; proxy: PullResult }> {
+): Promise<{ velodex: PullResult[]; proxy: PullResult }> {
   let minio: Minio | undefined;
   try {
-    const storage: ConfigPart[] = [];
     let proxyDriver: string[] | undefined;
     if (backend === 's3') {
       minio = await startMinio();
-      storage.push(s3Storage(minio, { prefix: 'pull-through' }));
       const bucket = await minio.makeBucket('proxy');
       proxyDriver = distributionS3Driver(minio, bucket);
     }
@@ -104,17 +102,25 @@ async function measureBackend(
       'proxy:',
       `  remoteurl: ${upstream.url}`,
     ]);
-    const dataDir = join(work, `pt-velodex-${backend}`);
-    mkdirSync(dataDir, { recursive: true });
-    writeFileSync(join(dataDir, 'upload-token'), 'bench-token\n');
-    const velodex = await startVelodexBench(dataDir, 'warn', join(logs, `pt-velodex-${backend}.log`), [...storage, oci.cached('hub', upstream.url, { route: 'hub' })], WORKERS);
     try {
-      return {
-        velodex: await pullRounds(work, `velodex (cached index, ${backend})`, velodex, `${new URL(velodex.url).host}/hub`, repos, firstRepos, progress, true),
-        proxy: await pullRounds(work, `Distribution proxy (${backend})`, proxy, new URL(proxy.url).host, repos, firstRepos, progress, false),
-      };
+      const velodex: PullResult[] = [];
+      for (const workers of WORKER_COUNTS) {
+        // Each on a store of its own, so each starts cold.
+        const name = `${backend}-${workers}w`;
+        const dataDir = join(work, `pt-velodex-${name}`);
+        mkdirSync(dataDir, { recursive: true });
+        writeFileSync(join(dataDir, 'upload-token'), 'bench-token\n');
+        const own = minio ? [s3Storage(minio, { prefix: `pull-through-${workers}w` })] : [];
+        const server = await startVelodexBench(dataDir, 'warn', join(logs, `pt-velodex-${name}.log`), [...own, oci.cached('hub', upstream.url, { route: 'hub' })], workers);
+        try {
+          velodex.push(await pullRounds(work, `velodex (cached index, ${backend}, ${workers} worker${workers === 1 ? '' : 's'})`, server, `${new URL(server.url).host}/hub`, repos, firstRepos, progress, true));
+        } finally {
+          await server.stop();
+        }
+      }
+      return { velodex, proxy: await pullRounds(work, `Distribution proxy (${backend})`, proxy, new URL(proxy.url).host, repos, firstRepos, progress, false) };
     } finally {
-      await Promise.all([velodex.stop(), proxy.stop()]);
+      await proxy.stop();
     }
   } finally {
     await minio?.stop();
@@ -145,7 +151,7 @@ export async function measurePullThrough(work: string, logs: string, progress: (
   const firstRepos = ['bench/first-0', 'bench/first-1', 'bench/first-2'];
   for (const [i, repo] of firstRepos.entries()) await push(`bench-pull-first-${i}`, repo);
 
-  const results: Record<string, { velodex: PullResult; proxy: PullResult }> = {};
+  const results: Record<string, { velodex: PullResult[]; proxy: PullResult }> = {};
   try {
     for (const backend of ['fs', 's3'] as const) results[backend] = await measureBackend(work, logs, backend, upstream, repos, firstRepos, progress);
   } finally {
@@ -156,17 +162,21 @@ export async function measurePullThrough(work: string, logs: string, progress: (
   const lines = [
     `### OCI pull-through: ${IMAGES} images (${(bytes / MiB).toFixed(1)} MiB of blobs), pulled at once with crane; Distribution registry ${distributionVersion()} as upstream and as proxy`,
     '',
-    '| backend | pull | velodex s | Distribution proxy s | proxy / velodex | velodex CPU s |',
-    '|---|---|--:|--:|--:|--:|',
+    '| backend | pull | velodex workers | velodex s | Distribution proxy s | proxy / velodex | velodex CPU s |',
+    '|---|---|--:|--:|--:|--:|--:|',
   ];
-  for (const [backend, { velodex: v, proxy: d }] of Object.entries(results)) {
-    lines.push(`| ${backend} | cold (empty cache) | ${s(v.cold)} | ${s(d.cold)} | ${(d.cold / v.cold).toFixed(2)}x | ${v.cpu?.cold.toFixed(2) ?? '-'} |`);
-    lines.push(`| ${backend} | warm (median of ${WARM_RUNS}) | ${s(v.warm)} | ${s(d.warm)} | ${(d.warm / v.warm).toFixed(2)}x | ${v.cpu?.warm.toFixed(2) ?? '-'} |`);
+  for (const [backend, { velodex, proxy: d }] of Object.entries(results)) {
+    for (const kind of ['cold', 'warm'] as const) {
+      velodex.forEach((v, i) => {
+        const pull = kind === 'cold' ? 'cold (empty cache)' : `warm (median of ${WARM_RUNS})`;
+        lines.push(`| ${backend} | ${pull} | ${WORKER_COUNTS[i]} | ${s(v[kind])} | ${s(d[kind])} | ${(d[kind] / v[kind]).toFixed(2)}x | ${v.cpu?.[kind].toFixed(2) ?? '-'} |`);
+      });
+    }
   }
   lines.push(
     '',
     'Each server first pulls three other images at once, unmeasured (its first-request work, for velodex the compilation of its code in each worker, is not in the cold figure).',
-    `velodex CPU s: user + system seconds of velodex's processes (${WORKERS} worker${WORKERS === 1 ? '' : 's'}${WORKERS === 1 ? '' : ' and their primary'}) for that pull (the warm one: the median run's).`,
+    "velodex CPU s: user + system seconds of velodex's processes (its workers and their primary) for that pull (the warm one: the median run's). Each velodex starts on an empty store of its own.",
     's3: velodex on a prefix of a fresh MinIO\'s bucket, the proxy with the Distribution registry\'s s3 driver on another bucket of it.',
     '',
   );
