@@ -44,6 +44,7 @@
 import type { IncomingMessage } from 'node:http';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 import type { S3Location } from './connect.js';
+import { ByteLru } from '../byte-lru.js';
 import { deepFreeze } from '../freeze.js';
 import { asUnavailable, isNotFound, isPreconditionFailed } from './errors.js';
 
@@ -57,7 +58,7 @@ export class S3MetaStore implements MetaStore {
   /** `<prefix>meta/`: every document's object name starts with it. */
   readonly #base: string;
   /** Parsed documents by key, with the ETag they were read at (see `get`); least recently used first. */
-  readonly #parsed = new Map<string, { etag: string; doc: unknown }>();
+  readonly #parsed = new ByteLru<{ etag: string; doc: unknown; bytes: number }>(MAX_CACHED_BYTES, (entry) => entry.bytes);
 
   constructor(loc: S3Location) {
     this.#loc = loc;
@@ -77,24 +78,18 @@ export class S3MetaStore implements MetaStore {
    * backend's are: callers copy before changing one (updateDoc does).
    */
   async get<T>(key: string): Promise<Versioned<T> | null> {
+    // `get` makes it the most recently used.
     const known = this.#parsed.get(key);
     const current = await this.#fetch(key, known?.etag);
     if (current === UNCHANGED && known) {
-      // Re-insert: Map order is the LRU order.
-      this.#parsed.delete(key);
-      this.#parsed.set(key, known);
       return { doc: known.doc as T, version: known.etag };
     }
     this.#parsed.delete(key);
     if (current === null || current === UNCHANGED || current.text === '') return null;
     const doc = deepFreeze(JSON.parse(current.text) as unknown);
-    if (current.text.length <= MAX_CACHED_DOC_BYTES) this.#remember(key, { etag: current.etag, doc });
+    // A parsed document costs a few times its text; ByteLru keeps none larger than the budget.
+    this.#parsed.set(key, { etag: current.etag, doc, bytes: current.text.length * 3 });
     return { doc: doc as T, version: current.etag };
-  }
-
-  #remember(key: string, entry: { etag: string; doc: unknown }): void {
-    this.#parsed.set(key, entry);
-    if (this.#parsed.size > MAX_CACHED_DOCS) this.#parsed.delete(this.#parsed.keys().next().value as string);
   }
 
   async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
@@ -225,9 +220,8 @@ export class S3MetaStore implements MetaStore {
   }
 }
 
-/** Bounds of the parsed-document cache: entries, and the size of a document worth keeping. */
-const MAX_CACHED_DOCS = 4096;
-const MAX_CACHED_DOC_BYTES = 1024 * 1024;
+/** The bytes the parsed-document cache may take, reckoned from the documents' text. */
+const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
 /** `#read`'s answer when the store said the document has not changed since the ETag asked about. */
 const UNCHANGED = Symbol('unchanged');
