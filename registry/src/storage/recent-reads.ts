@@ -17,7 +17,7 @@
 import type { MetaStore, ReadOptions, Versioned } from './types.js';
 
 /** Documents kept at once. */
-const MAX_COPIES = 16_384;
+const MAX_COPIES = 4096;
 
 interface Copy {
   found: Versioned<unknown> | null;
