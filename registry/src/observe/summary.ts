@@ -15,8 +15,8 @@
  * Cost and contention: a committed write adds one read and one conditional write of its index's
  * document before its response, and all writers of an index share that document, so on a shared
  * store every conflict costs another read and write. Within a process, the writes that arrive
- * while the document is being written wait and go together in the next write (`record`), so at
- * most one writer per process races for it, however many requests are in flight: 48 concurrent
+ * while the document is being written wait and go together in the next write (`updateDoc`'s
+ * group commit, storage/update.ts), so at most one writer per process races for it, however many requests are in flight: 48 concurrent
  * uploads through 3 processes on MinIO cost 8 read-write pairs, against about 200 with one
  * compare-and-swap per upload. `updateDoc` gives up after about 5 s of conflicts; the client's
  * write does not fail then (`recordAfterCommit` logs it), only the serial misses those counts.
@@ -70,12 +70,6 @@ export function capRecent(uploads: RecentUpload[]): RecentUpload[] {
   return [...uploads].sort(newestFirst).slice(0, MAX_RECENT);
 }
 
-interface Waiting {
-  change: SummaryChange;
-  resolve(): void;
-  reject(err: unknown): void;
-}
-
 /** One write's change, applied to the document (serial, absolute project counts, recent uploads). */
 function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
   doc.serial += 1;
@@ -87,10 +81,6 @@ function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
 }
 
 export class IndexSummaries {
-  /** Changes waiting for the next write of their index's document, and the indexes being written. */
-  readonly #queued = new Map<string, Waiting[]>();
-  readonly #writing = new Set<string>();
-
   constructor(private readonly meta: MetaStore) {}
 
   static key(indexName: string): string {
@@ -103,43 +93,16 @@ export class IndexSummaries {
 
   /**
    * Counts one committed write of `indexName`. Writes of one index that arrive while its document
-   * is being written are applied together by the next write (one compare-and-swap for the batch),
-   * so a process contends for the document with the other processes only, never with itself:
-   * with P processes at most P writers race for it, however many requests are in flight.
+   * is being written are applied together by the next write (`updateDoc` groups them: one
+   * compare-and-swap for the batch), so a process contends for the document with the other
+   * processes only, never with itself: with P processes at most P writers race for it.
    */
-  record(indexName: string, change: SummaryChange = {}): Promise<void> {
-    let queue = this.#queued.get(indexName);
-    if (!queue) {
-      queue = [];
-      this.#queued.set(indexName, queue);
-    }
-    const done = new Promise<void>((resolve, reject) => queue.push({ change, resolve, reject }));
-    if (!this.#writing.has(indexName)) void this.#drain(indexName);
-    return done;
-  }
-
-  /** Writes the queued changes of `indexName`, a batch at a time, until none is left. */
-  async #drain(indexName: string): Promise<void> {
-    this.#writing.add(indexName);
-    try {
-      for (;;) {
-        const batch = this.#queued.get(indexName) ?? [];
-        this.#queued.delete(indexName);
-        if (batch.length === 0) return;
-        try {
-          await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => {
-            const doc = current ?? empty();
-            for (const { change } of batch) apply(doc, change);
-            return doc;
-          });
-          for (const w of batch) w.resolve();
-        } catch (err) {
-          for (const w of batch) w.reject(err);
-        }
-      }
-    } finally {
-      this.#writing.delete(indexName);
-    }
+  async record(indexName: string, change: SummaryChange = {}): Promise<void> {
+    await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => {
+      const doc = current ?? empty();
+      apply(doc, change);
+      return doc;
+    });
   }
 
   /**

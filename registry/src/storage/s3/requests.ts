@@ -95,7 +95,12 @@ async function refusal(res: IncomingMessage): Promise<S3RequestError> {
   const status = res.statusCode ?? 0;
   let text = '';
   for await (const chunk of res) {
-    if (text.length < MAX_ERROR_BODY) text += (chunk as Buffer).toString('utf8');
+    text += (chunk as Buffer).toString('utf8');
+    // Enough for the code: the rest is not waited for (the socket is dropped, not reused).
+    if (text.length >= MAX_ERROR_BODY) {
+      res.destroy();
+      break;
+    }
   }
   const code = /<Code>([^<]{1,128})<\/Code>/.exec(text)?.[1] ?? codeOfStatus(status);
   return new S3RequestError(code, status);
