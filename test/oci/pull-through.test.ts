@@ -4,6 +4,7 @@
  * a user would; the assertions are on what arrives, on the upstream request counts and on the
  * index's counters.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { oci } from '../support/config.js';
@@ -11,12 +12,15 @@ import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout } from '
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { until } from '../support/until.js';
+import { startVelodex } from '../support/velodex.js';
 import { blobPaths, CACHE, cacheStats, countOf, crane, pullThroughSuite, seed, since } from './pull-through-support.js';
 
 const s = pullThroughSuite('pull-through', {
   // A second cached index over the same upstream, one upstream fetch at a time.
   extraIndexes: (upstream) => [
     oci.cached('narrow', upstream, { route: 'narrow', upstreamConcurrency: 1, credentials: { username: 'mirror', password: 'mirror-password' }, upstreamHosts: ['localhost'] }),
+    // Tags confirmed for five minutes, as the default keeps them.
+    oci.cached('confirmed', upstream, { route: 'confirmed', ttlSecs: 300, credentials: { username: 'mirror', password: 'mirror-password' }, upstreamHosts: ['localhost'] }),
   ],
 });
 
@@ -341,5 +345,24 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
     });
     expect((await get(`${s.server.url}/v2/narrow/team/elsewhere/blobs/${config}`)).status).toBe(404);
     expect((await get(`${s.server.url}/v2/narrow/team/adopt/blobs/${config}`)).status).toBe(200);
+  });
+
+  // Last: it restarts the suite's server.
+  it('a tag the upstream confirmed is served by a restarted process (or another replica) without asking the upstream again', async () => {
+    const image = buildImage({ seed: 'pt-confirmed', layers: 2, bigFileSize: 64 * 1024 });
+    await seed(s, 'team/confirmed', 'v1', image);
+    const ref = `${s.host}/confirmed/team/confirmed:v1`;
+    await crane(s, ['pull', '--format', 'oci', ref, join(s.work, 'confirmed-1')]);
+    // The confirmation is stored with the tag, not kept in the process that asked.
+    const { dataDir, port } = s.server;
+    const config = readFileSync(join(dataDir, 'velodex.toml'), 'utf8');
+    await s.server.stop();
+    s.server = await startVelodex({ config, dataDir, port });
+    const from = s.proxy.requests.length;
+
+    await crane(s, ['pull', '--format', 'oci', ref, join(s.work, 'confirmed-2')]);
+
+    expect(layoutMismatches(readLayout(join(s.work, 'confirmed-2')), allBlobs(image))).toEqual([]);
+    expect(since(s, from)).toEqual([]);
   });
 });

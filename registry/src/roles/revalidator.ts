@@ -27,8 +27,8 @@
  * for either store of it:
  * - Python pages and lists (read-through.ts, `DocCache`): the record (validators, fetched-at,
  *   TTL) in the MetaStore beside the bytes' digest, so every replica sees each confirmation.
- * - OCI tags (oci/read/cached/repos.ts): the stored tag mapping; the confirmation time in process
- *   memory (a restart, or another replica, revalidates a tag once); `ask` a HEAD of the tag, and
+ * - OCI tags (oci/read/cached/repos.ts): the stored tag mapping, with the time until which the
+ *   upstream's last answer holds in the same document; `ask` a HEAD of the tag, and
  *   the manifest's GET when none is stored or the digest moved; counted per repository.
  */
 import { SlotsBusyError } from '../limits/slots.js';

@@ -48,6 +48,12 @@ export interface TagsDoc {
    * `pushedAt` stands in).
    */
   taggedAt?: Record<string, string>;
+  /**
+   * A cached index's tags only: until when the upstream's last answer about each tag holds (ms
+   * since the epoch). Kept with the mapping so that every worker and replica serves a confirmed
+   * tag without asking the upstream (oci/read/cached/confirmations.ts).
+   */
+  confirmedUntil?: Record<string, number>;
 }
 
 export interface ReferrersDoc {

@@ -14,6 +14,8 @@ export interface FoundManifest {
   record: ManifestRecord;
   /** The member index that recorded it: its holds on the bytes decide whether they are served (`seenIn`). */
   index: IndexConfig;
+  /** Found by a cached member's tag: until when the upstream's last answer about the tag holds (ms since the epoch). */
+  confirmedUntil?: number;
 }
 
 export interface MemberReader {

@@ -7,8 +7,9 @@
  * - a manifest by digest never changes: once stored it is served with no upstream contact; the
  *   first pull of one runs once per server (under the workers' shared lock);
  * - a tag is the cached role's one decision (roles/revalidator.ts): confirmed by the upstream at
- *   most every `cache_ttl_secs` (confirmations.ts); past that, one HEAD (shared by every
- *   concurrent request for the tag, and by the server's workers) compares
+ *   most every `cache_ttl_secs`, the confirmation stored with the mapping so that every worker and
+ *   replica relies on it (confirmations.ts); past that, one HEAD (shared by every concurrent
+ *   request for the tag, and by the server's workers) compares
  *   `Docker-Content-Digest` with the stored mapping (`refreshes`), and only a different digest
  *   fetches the manifest again (`changed`); a cold tag is fetched with one GET;
  * - when the upstream is down, answers 5xx or 429, the stored mapping is served (`stale_served`),
@@ -39,7 +40,7 @@ import { manifestRecord } from '../../model/manifest-record.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
 import { CachedBlobs } from './blobs.js';
-import { TagConfirmations } from './confirmations.js';
+import { confirmedUntil } from './confirmations.js';
 import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
 import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
 import { CachedUpstream } from './upstream.js';
@@ -82,7 +83,6 @@ export class CachedRepos implements MemberReader {
   readonly #holder: Holder;
   readonly #counters: IndexCounters;
   readonly #locks: KeyLocks | undefined;
-  readonly #confirmations: TagConfirmations;
   /** Tags: stored, confirmed, revalidated or served stale (roles/revalidator.ts). */
   readonly #tags: Revalidator<FoundManifest>;
   /** First pulls of manifests by digest, one per digest at a time. */
@@ -100,7 +100,6 @@ export class CachedRepos implements MemberReader {
     this.#locks = fetches?.locks;
     this.upstream = new CachedUpstream(new UpstreamRegistry(index, slots), counters);
     this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
-    this.#confirmations = new TagConfirmations(index.cacheTtlSecs);
     this.#tags = new Revalidator<FoundManifest>({
       counters,
       health: this.upstream.health,
@@ -210,15 +209,14 @@ export class CachedRepos implements MemberReader {
   }
 
   /**
-   * A tag as the revalidator sees it: the stored mapping, confirmed in this process's memory. A
-   * mapping that appeared after this request looked (`seen` null) was stored by a pull that just
-   * happened, here or in another worker: as good as a confirmation.
+   * A tag as the revalidator sees it: the stored mapping with the upstream's last confirmation of
+   * it (`confirmedUntil`). A mapping that appeared after this request looked (`seen` null) was
+   * stored by a pull that just happened, here or in another worker: as good as a confirmation.
    */
   #tagCopy(repo: readonly string[], tag: string, seen: FoundManifest | null): CachedCopy<FoundManifest, TagAnswer> {
-    const key = `${repo.join('/')}:${tag}`;
     return {
       stored: () => this.#stored.resolve(repo, { kind: 'tag', tag }),
-      isFresh: (_found, now) => seen === null || this.#confirmations.holds(key, now),
+      isFresh: (found, now) => seen === null || now < (found.confirmedUntil ?? 0),
       ask: (current) => this.#askTag(repo, tag, current),
       keep: (answer, current) => this.#keepTag(repo, tag, answer, current),
     };
@@ -241,19 +239,19 @@ export class CachedRepos implements MemberReader {
   }
 
   async #keepTag(repo: readonly string[], tag: string, answer: TagAnswer, current: FoundManifest | null): Promise<Kept<FoundManifest> | null> {
-    const key = `${repo.join('/')}:${tag}`;
     switch (answer.kind) {
-      case 'same':
-        this.#confirmations.confirm(key, answer.headers, Date.now());
+      case 'same': {
         // `ask` answers `same` only with a stored mapping.
-        return { doc: current!, same: true };
+        const found = current!;
+        const until = confirmedUntil(this.index.cacheTtlSecs, answer.headers, Date.now());
+        await this.#stored.confirmTag(repo, tag, found.hex, until);
+        return { doc: { ...found, ...(until !== undefined ? { confirmedUntil: until } : {}) }, same: true };
+      }
       case 'gone':
         await this.#stored.deleteTag(repo, tag);
-        this.#confirmations.forget(key);
         return null;
       case 'manifest': {
-        const found = await this.#keepManifest(repo, tag, answer, { tag });
-        this.#confirmations.confirm(key, answer.headers, Date.now());
+        const found = await this.#keepManifest(repo, tag, answer, { tag, confirmedUntil: confirmedUntil(this.index.cacheTtlSecs, answer.headers, Date.now()) });
         return { doc: found, same: found.hex === current?.hex };
       }
     }
@@ -285,7 +283,12 @@ export class CachedRepos implements MemberReader {
    * `Docker-Content-Digest`) and stored byte for byte with its media type, the tag pointed at it.
    * Content refused is MANIFEST_INVALID (counted `rejected`); nothing of it is stored.
    */
-  async #keepManifest(repo: readonly string[], reference: string, sent: UpstreamManifest, want: { digest?: string; tag?: string }): Promise<FoundManifest> {
+  async #keepManifest(
+    repo: readonly string[],
+    reference: string,
+    sent: UpstreamManifest,
+    want: { digest?: string; tag?: string; confirmedUntil?: number | undefined },
+  ): Promise<FoundManifest> {
     const name = repo.join('/');
     const { body, headers } = sent;
     const hex = createHash('sha256').update(body).digest('hex');
@@ -306,9 +309,8 @@ export class CachedRepos implements MemberReader {
     // The hold, then the bytes, then the documents that point at them.
     await this.#holder.hold(hex, body.length);
     await this.#store.put(Readable.from([body]), hex);
-    await this.#stored.putManifest(repo, hex, record, want.tag);
-    const stored = await this.#stored.manifest(repo, hex);
-    return { hex, record: stored ?? record, index: this.index };
+    const stored = await this.#stored.putManifest(repo, hex, record, want.tag, want.confirmedUntil);
+    return { hex, record: stored, index: this.index, ...(want.confirmedUntil !== undefined ? { confirmedUntil: want.confirmedUntil } : {}) };
   }
 }
 

@@ -56,13 +56,15 @@ export class HostedRepos implements MemberReader {
     if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex, opts);
     const key = `${repo.join('/')}:${ref.tag}`;
     const guess = this.#lastTargets.get(key);
-    const [tags, guessed] = await Promise.all([this.tags(repo, opts), guess === undefined ? null : this.#heldManifest(repo, guess, opts)]);
-    const hex = tagTarget(tags, ref.tag);
+    const [tagsDoc, guessed] = await Promise.all([this.meta.get<TagsDoc>(keys.tags(this.index, repo), opts), guess === undefined ? null : this.#heldManifest(repo, guess, opts)]);
+    const hex = tagsDoc ? tagTarget(tagsDoc.doc.tags, ref.tag) : undefined;
     this.#lastTargets.delete(key);
     if (hex === undefined) return null;
     this.#lastTargets.set(key, hex);
     if (this.#lastTargets.size > MAX_TAG_GUESSES) this.#lastTargets.delete(this.#lastTargets.keys().next().value as string);
-    return hex === guess ? guessed : this.#heldManifest(repo, hex, opts);
+    const found = hex === guess ? guessed : await this.#heldManifest(repo, hex, opts);
+    const until = tagsDoc?.doc.confirmedUntil && tagTarget(tagsDoc.doc.confirmedUntil, ref.tag);
+    return found && until !== undefined ? { ...found, confirmedUntil: until } : found;
   }
 
   /**
@@ -88,8 +90,10 @@ export class HostedRepos implements MemberReader {
    * Records a manifest whose bytes are already in the blob store, then its referrer entry and tag.
    * A manifest already recorded keeps its record, so its media type is the one of its first
    * accepted push (a record without a manifest media type, from an earlier version, is replaced).
+   * `confirmedUntil`: a cached index's tag, confirmed by its upstream until then (`TagsDoc`).
+   * Returns the record as stored.
    */
-  async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string): Promise<void> {
+  async putManifest(repo: readonly string[], hex: string, pushed: ManifestRecord, tag?: string, confirmedUntil?: number): Promise<ManifestRecord> {
     const { doc } = await updateDoc<ManifestRecord>(this.meta, keys.manifest(this.index, repo, hex), (current) =>
       current && isManifestMediaType(current.mediaType) ? undefined : pushed,
     );
@@ -111,15 +115,42 @@ export class HostedRepos implements MemberReader {
       writes.push(
         updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
           const next = doc ?? { tags: {} };
-          if (tagTarget(next.tags, tag) === hex) return undefined;
-          setTag(next.tags, tag, hex);
-          // The tag's own push time (retention's keep_tags orders by it), in the same write.
-          setTag((next.taggedAt ??= {}), tag, pushed.pushedAt);
+          const moved = tagTarget(next.tags, tag) !== hex;
+          const confirming = confirmedUntil !== undefined && confirmedUntil > (tagTarget(next.confirmedUntil ?? {}, tag) ?? 0);
+          if (!moved && !confirming) return undefined;
+          if (moved) {
+            setTag(next.tags, tag, hex);
+            // The tag's own push time (retention's keep_tags orders by it), in the same write.
+            setTag((next.taggedAt ??= {}), tag, pushed.pushedAt);
+            if (next.confirmedUntil) delete next.confirmedUntil[tag];
+          }
+          if (confirmedUntil !== undefined) setTag((next.confirmedUntil ??= {}), tag, confirmedUntil);
           return next;
         }),
       );
     }
     await Promise.all(writes);
+    return record;
+  }
+
+  /**
+   * A cached index's upstream confirmed that `tag` still names `hex`, until `until` (ms since the
+   * epoch; undefined: the answer holds not at all). Nothing is written when the tag names another
+   * manifest by now, or a later confirmation is stored already.
+   */
+  async confirmTag(repo: readonly string[], tag: string, hex: string, until: number | undefined): Promise<void> {
+    await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+      if (!doc || tagTarget(doc.tags, tag) !== hex) return undefined;
+      const stored = doc.confirmedUntil ? tagTarget(doc.confirmedUntil, tag) : undefined;
+      if (until === undefined) {
+        if (stored === undefined) return undefined;
+        delete doc.confirmedUntil![tag];
+        return doc;
+      }
+      if (stored !== undefined && stored >= until) return undefined;
+      setTag((doc.confirmedUntil ??= {}), tag, until);
+      return doc;
+    });
   }
 
   /**
@@ -136,6 +167,7 @@ export class HostedRepos implements MemberReader {
       }
       delete doc.tags[tag];
       if (doc.taggedAt) delete doc.taggedAt[tag];
+      if (doc.confirmedUntil) delete doc.confirmedUntil[tag];
       return doc;
     });
     return named;
@@ -156,6 +188,7 @@ export class HostedRepos implements MemberReader {
       for (const t of stale) {
         delete doc.tags[t];
         if (doc.taggedAt) delete doc.taggedAt[t];
+        if (doc.confirmedUntil) delete doc.confirmedUntil[t];
       }
       return doc;
     });
@@ -215,10 +248,10 @@ export class HostedRepos implements MemberReader {
  * `__proto__`: read only own properties and define (never assign) them, so no tag can reach or
  * replace the object's prototype.
  */
-function tagTarget(tags: Record<string, string>, tag: string): string | undefined {
+function tagTarget<V>(tags: Record<string, V>, tag: string): V | undefined {
   return Object.hasOwn(tags, tag) ? tags[tag] : undefined;
 }
 
-function setTag(tags: Record<string, string>, tag: string, hex: string): void {
-  Object.defineProperty(tags, tag, { value: hex, enumerable: true, writable: true, configurable: true });
+function setTag<V>(tags: Record<string, V>, tag: string, value: V): void {
+  Object.defineProperty(tags, tag, { value, enumerable: true, writable: true, configurable: true });
 }
