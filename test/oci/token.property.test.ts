@@ -141,6 +141,20 @@ describe('token verification', () => {
     expect((await at(-120_000)).ok).toBe(false);
   });
 
+  it('remembers a token that verified only for its lifetime, and hands out what it grants frozen', async () => {
+    let now = T0;
+    const clocked = new TokenSigner(KEY, () => now);
+    const { token } = await clocked.issue('uploader', [{ type: 'repository', name: 'team/app', actions: ['pull'] }]);
+    const first = await clocked.verify(token);
+    expect(first.ok && Object.isFrozen(first.access[0])).toBe(true);
+    now = T0 + (TOKEN_LIFETIME_SECS + 20) * 1000;
+    expect(await clocked.verify(token)).toBe(first);
+    now = T0 + (TOKEN_LIFETIME_SECS + 31) * 1000;
+    expect(await clocked.verify(token)).toEqual({ ok: false, reason: 'expired' });
+    now = T0 - 120_000;
+    expect((await clocked.verify(token)).ok).toBe(false);
+  });
+
   it('refuses a token for another service or from another issuer, though signed with the key', async () => {
     const sign = (aud: string, iss: string) =>
       new SignJWT({ access: [] }).setProtectedHeader({ alg: 'HS256' }).setAudience(aud).setIssuer(iss).setSubject('x').setIssuedAt(T0 / 1000).setExpirationTime(T0 / 1000 + 60).sign(KEY);

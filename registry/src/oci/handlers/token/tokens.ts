@@ -4,10 +4,15 @@
  * `iat`, `jti`, and `access`: the granted `{type, name, actions}`). Only velodex reads them, so a
  * symmetric key is enough; every replica holds the same one. Verification checks the signature
  * first and the claims after it, so a forged token is never judged by what it claims.
+ *
+ * A client sends its token with every request of a pull, and a check costs a WebCrypto HMAC: a
+ * token that verified is remembered, by its exact text, until its lifetime ends (`#verified`).
+ * Only tokens this registry signed get there, so a client cannot fill that memory.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import { z } from 'zod';
+import { deepFreeze } from '../../../storage/freeze.js';
 import type { Access } from './scope.js';
 
 /** The `service` of the challenges and the tokens' audience and issuer: the design's wire name. */
@@ -19,6 +24,8 @@ const CLOCK_TOLERANCE_SECS = 30;
 /** Real tokens are well below 2 KiB; anything far larger is refused before it is parsed. */
 const MAX_TOKEN_LENGTH = 8192;
 const ALGORITHM = 'HS256';
+/** Verified tokens remembered; the oldest is forgotten beyond this. */
+const MAX_REMEMBERED = 4096;
 
 export interface IssuedToken {
   token: string;
@@ -34,17 +41,29 @@ export type TokenRejection = 'malformed' | 'bad-signature' | 'expired' | 'wrong-
  */
 export type Bindings = Record<string, string>;
 export type Verified = { ok: true; subject: string; access: Access[]; bindings: Bindings } | { ok: false; reason: TokenRejection };
+type Passed = Extract<Verified, { ok: true }>;
+
+/** A token that verified: what it grants, and from and until when that holds (ms since the epoch). */
+interface Remembered {
+  verified: Readonly<Passed>;
+  fromMs: number;
+  untilMs: number;
+}
 
 const accessClaim = z.array(z.strictObject({ type: z.string(), name: z.string(), actions: z.array(z.string()) }));
 const bindingsClaim = z.record(z.string(), z.string());
 
 export class TokenSigner {
   readonly #key: Uint8Array;
+  /** The key as jose takes it without converting it on every call. */
+  readonly #secret: KeyObject;
   readonly #now: () => number;
+  readonly #verified = new Map<string, Remembered>();
 
   /** `now`: milliseconds since the epoch (tests move it). */
   constructor(key: Uint8Array, now: () => number = Date.now) {
     this.#key = key;
+    this.#secret = createSecretKey(key);
     this.#now = now;
   }
 
@@ -61,22 +80,25 @@ export class TokenSigner {
       .setNotBefore(iat)
       .setExpirationTime(iat + TOKEN_LIFETIME_SECS)
       .setJti(randomBytes(16).toString('base64url'))
-      .sign(this.#key);
+      .sign(this.#secret);
     return { token, expiresIn: TOKEN_LIFETIME_SECS, issuedAt };
   }
 
   /** Never throws for any input: what is wrong with a token is the answer. */
   async verify(token: string): Promise<Verified> {
     if (token.length > MAX_TOKEN_LENGTH) return { ok: false, reason: 'malformed' };
+    const now = this.#now();
+    const remembered = this.#verified.get(token);
+    if (remembered && now >= remembered.fromMs && now < remembered.untilMs) return remembered.verified;
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, this.#key, {
+      ({ payload } = await jwtVerify(token, this.#secret, {
         algorithms: [ALGORITHM],
         issuer: SERVICE,
         audience: SERVICE,
         requiredClaims: ['exp', 'iat', 'sub'],
         clockTolerance: CLOCK_TOLERANCE_SECS,
-        currentDate: new Date(this.#now()),
+        currentDate: new Date(now),
       }));
     } catch (err) {
       return { ok: false, reason: rejectionOf(err) };
@@ -84,7 +106,15 @@ export class TokenSigner {
     const access = accessClaim.safeParse(payload.access ?? []);
     const bindings = bindingsClaim.safeParse(payload.bindings ?? {});
     if (!access.success || !bindings.success || typeof payload.sub !== 'string') return { ok: false, reason: 'malformed' };
-    return { ok: true, subject: payload.sub, access: access.data, bindings: bindings.data };
+    // Handed to every request that presents the token: frozen, so none can change it for the next.
+    const verified: Passed = deepFreeze({ ok: true, subject: payload.sub, access: access.data, bindings: bindings.data });
+    // What jose allows: `nbf` up to the tolerance ahead, `exp` up to the tolerance behind.
+    const fromMs = ((payload.nbf ?? payload.iat ?? 0) - CLOCK_TOLERANCE_SECS) * 1000;
+    const untilMs = ((payload.exp ?? 0) + CLOCK_TOLERANCE_SECS) * 1000;
+    this.#verified.delete(token);
+    this.#verified.set(token, { verified, fromMs, untilMs });
+    if (this.#verified.size > MAX_REMEMBERED) this.#verified.delete(this.#verified.keys().next().value as string);
+    return verified;
   }
 
   /**
