@@ -9,7 +9,8 @@ import type { WorkerPeers } from '../observe/peers.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
 import type { KeyLocks } from '../storage/key-locks.js';
 import { WorkerKeyLocks } from './key-locks.js';
-import { isOurs, type FromWorker, type ToWorker } from './messages.js';
+import { BatchedSender, messagesIn } from './batches.js';
+import type { FromWorker, ToWorker } from './messages.js';
 import { WorkerFlights } from './worker-flights.js';
 
 export interface WorkerLink extends WorkerPeers {
@@ -49,22 +50,26 @@ export class ClusterLink implements WorkerLink {
   readonly #answers = new Map<string, Answer>();
   readonly #waiting = new Map<number, (msg: ToWorker) => void>();
   readonly #flights = new WorkerFlights((msg) => this.#send(msg));
+  readonly #outbox = new BatchedSender<FromWorker>((msg) => {
+    if (process.connected && process.send) process.send(msg);
+  });
   #nextId = 1;
 
   constructor(readonly workers: number) {
     this.fetches = { flights: this.#flights, locks: this.locks };
-    process.on('message', (msg: unknown) => {
-      if (!isOurs<ToWorker>(msg)) return;
-      if (msg.velodex === 'ask') void this.#answer(msg.id, msg.topic);
-      else if (msg.velodex === 'flying' || msg.velodex === 'flight') this.#flights.receive(msg);
-      else this.#waiting.get(msg.id)?.(msg);
+    process.on('message', (received: unknown) => {
+      for (const msg of messagesIn<ToWorker>(received)) {
+        if (msg.velodex === 'ask') void this.#answer(msg.id, msg.topic);
+        else if (msg.velodex === 'flying' || msg.velodex === 'flight') this.#flights.receive(msg);
+        else this.#waiting.get(msg.id)?.(msg);
+      }
     });
   }
 
   /** False when the primary is gone: there is nobody to tell (the worker is stopping too). */
   #send(msg: FromWorker): boolean {
     if (!process.connected || !process.send) return false;
-    process.send(msg);
+    this.#outbox.send(msg);
     return true;
   }
 

@@ -16,7 +16,8 @@ import type { Config } from '../config/types.js';
 import { loggerOptions } from '../observe/log.js';
 import { FlightTable, type Forward } from './flight-table.js';
 import { LockTable } from './lock-table.js';
-import { isOurs, type FromWorker, type ToWorker } from './messages.js';
+import { BatchedSender, messagesIn } from './batches.js';
+import type { FromWorker, ToWorker } from './messages.js';
 
 /** The environment variable that tells a forked worker its slot (0-based). */
 export const WORKER_SLOT_ENV = 'VELODEX_WORKER_SLOT';
@@ -57,8 +58,18 @@ export function runPrimary(config: Config): void {
   let stopping = false;
   let exitCode = 0;
 
+  // What the primary tells each worker within one turn goes as one batch (batches.ts).
+  const outboxes = new Map<Worker, BatchedSender<ToWorker>>();
   const send = (worker: Worker, msg: ToWorker): void => {
-    if (worker.isConnected()) worker.send(msg);
+    if (!worker.isConnected()) return;
+    let outbox = outboxes.get(worker);
+    if (!outbox) {
+      outbox = new BatchedSender<ToWorker>((batch) => {
+        if (worker.isConnected()) worker.send(batch);
+      });
+      outboxes.set(worker, outbox);
+    }
+    outbox.send(msg);
   };
   const grant = (h: { worker: number; id: number }): void => {
     const w = cluster.workers?.[h.worker];
@@ -135,13 +146,14 @@ export function runPrimary(config: Config): void {
     slot.worker = worker;
     slot.startedAt = Date.now();
     slot.listening = false;
-    worker.on('message', (msg: unknown) => {
-      if (isOurs<FromWorker>(msg)) onMessage(worker, msg);
+    worker.on('message', (received: unknown) => {
+      for (const msg of messagesIn<FromWorker>(received)) onMessage(worker, msg);
     });
   };
 
   cluster.on('exit', (worker, code, signal) => {
     const slot = slots.find((s) => s.worker === worker);
+    outboxes.delete(worker);
     for (const h of locks.dropWorker(worker.id)) grant(h);
     for (const f of flights.dropWorker(worker.id)) forward(f);
     for (const [id, g] of gatherings) {
