@@ -123,6 +123,7 @@ describe('the mirror form of hosts.toml', () => {
       upstreamHosts: [],
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
+      tokens: [],
     };
     const links = linksFor(originOf({ host: c.host }, 'http'));
     const hosts = ociDiscovery.index({ index: cached, members: [cached], writable: null }, links).client_configuration?.containerd;

@@ -38,6 +38,7 @@ function index(upstream: string, creds?: { user: string; pass: string }): Cached
     upstreamHosts: [],
     policy: { denyProjects: [], allowProjects: [] },
     webhooks: [],
+    tokens: [],
     ...(creds ? { upstreamUsername: new Secret(creds.user, 'inline'), upstreamPassword: new Secret(creds.pass, 'inline') } : {}),
   };
 }

@@ -11,7 +11,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Secret } from '../config/secret.js';
 import { HttpError } from '../http/errors.js';
 import { logAuthFailed } from '../observe/security-log.js';
-import { parseBasic, sameSecret } from './auth.js';
+import { parseBasic, sameSecret } from './secrets.js';
 
 export const ADMIN_REALM = 'velodex admin';
 export const ADMIN_CHALLENGE = `Basic realm="${ADMIN_REALM}", charset="UTF-8"`;

@@ -20,11 +20,12 @@ export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'worker
 function writes(ix: IndexConfig): string {
   if (ix.role === 'virtual') return ix.uploadTarget ? `writes go to ${ix.uploadTarget}` : 'read-only';
   if (ix.role !== 'hosted') return 'read-only';
+  const named = ix.tokens.length === 0 ? '' : ` and ${ix.tokens.length} named token${ix.tokens.length === 1 ? '' : 's'}`;
   const source = ix.uploadToken?.source;
-  if (!source) return 'uploads disabled (no upload_token)';
-  if (source.startsWith('file:')) return `upload token in ${source.slice('file:'.length)}`;
-  if (source.startsWith('env:')) return `upload token from $${source.slice('env:'.length)}`;
-  return 'upload token in the config file';
+  if (!source) return ix.tokens.some((t) => t.scopes.includes('upload')) ? `uploads with ${ix.tokens.length} named token${ix.tokens.length === 1 ? '' : 's'}` : 'uploads disabled (no upload_token)';
+  if (source.startsWith('file:')) return `upload token in ${source.slice('file:'.length)}${named}`;
+  if (source.startsWith('env:')) return `upload token from $${source.slice('env:'.length)}${named}`;
+  return `upload token in the config file${named}`;
 }
 
 function workerCount(n: number): string {

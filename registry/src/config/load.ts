@@ -14,6 +14,7 @@ import { processSecretSources, resolveSecret, secretSpellings, type SecretSource
 import type { CacheBudget, Config, IndexConfig, RetentionRules, RetentionSchedule, StorageConfig } from './types.js';
 import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
+import { resolveTokens } from './tokens.js';
 import { resolveWebhook } from './webhook.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
@@ -247,6 +248,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
       minReleaseAgeSecs: ix.policy?.['min-release-age'] === undefined ? undefined : (parseDuration(ix.policy['min-release-age']) ?? undefined),
     },
     webhooks: (ix.webhook ?? []).map((w, j) => resolveWebhook(w, `${where}.webhook[${j}]`, secrets)),
+    tokens: resolveTokens(ix.token, where, role, secrets),
   };
   switch (role) {
     case 'hosted':

@@ -47,6 +47,19 @@ export const webhookSchema = z.strictObject({
   events: z.array(z.enum(['upload', 'yank', 'unyank', 'delete', 'restore'])).optional(),
 });
 
+/** One named token of an index (`[[index.token]]`, access/tokens.ts): what it may do, where, until when. */
+export const tokenSchema = z.strictObject({
+  // Names appear in logs, `/+status`, webhooks and the UI in place of the secret.
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  ...secretFields('secret'),
+  scopes: z
+    .array(z.enum(['read', 'upload', 'delete'], { message: 'must be "read", "upload" or "delete"' }))
+    .min(1, 'must name at least one of "read", "upload", "delete"'),
+  projects: z.array(z.string().min(1, 'must be a non-empty glob ("*" any run of characters, "?" one character)')).optional(),
+  // A TOML date or offset date-time, or the same as a string (config/load.ts reads both).
+  expires: z.union([z.date(), z.string()]).optional(),
+});
+
 export const indexSchema = z.strictObject({
   // Index names become parts of storage keys and appear in URLs of the discovery documents.
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
@@ -57,6 +70,7 @@ export const indexSchema = z.strictObject({
   members: z.array(z.string()).optional(),
   upload_target: z.string().optional(),
   ...secretFields('upload_token'),
+  token: z.array(tokenSchema).optional(),
   volatile: z.boolean().optional(),
   upstream_concurrency: positiveInt.optional(),
   cache_ttl_secs: z.number().int().min(0).optional(),

@@ -31,6 +31,20 @@ export interface WebhookConfig {
   events?: string[];
 }
 
+/** What a named token may do: read a private index, upload, delete (yank, delete, restore, promote, OCI deletes). */
+export type TokenScope = 'read' | 'upload' | 'delete';
+
+/** One `[[index.token]]`: a named secret with scopes, optional name globs and an optional expiry. */
+export interface IndexToken {
+  name: string;
+  secret: Secret;
+  scopes: TokenScope[];
+  /** Globs over the names inside the index (projects, repositories); absent: every name. */
+  projects?: string[];
+  /** When it stops being accepted; absent: never. */
+  expiresAt?: Date;
+}
+
 /** What every index has, whatever its role. */
 interface IndexBase {
   name: string;
@@ -40,6 +54,8 @@ interface IndexBase {
   ecosystem: EcosystemId;
   policy: PolicyConfig;
   webhooks: WebhookConfig[];
+  /** Named tokens (`[[index.token]]`); empty when none. */
+  tokens: IndexToken[];
 }
 
 export interface HostedIndex extends IndexBase {

@@ -2,6 +2,7 @@
  * Builds discovery documents from the configuration and the request's origin only: no storage,
  * no upstream. Nothing here reads a `Secret`; upstream URLs go through `displayUrl`.
  */
+import { acceptsScope } from '../access/tokens.js';
 import { displayUrl } from '../config/sanitize.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { membersOf, writeTarget } from '../roles/write-target.js';
@@ -57,7 +58,7 @@ export class DiscoveryBuilder {
     const view: IndexView = {
       index,
       members: membersOf(index, this.#byName),
-      writable: target?.uploadToken ? target : null,
+      writable: target && acceptsScope(target, 'upload') ? target : null,
     };
     const part = this.ecosystems.get(index.ecosystem)?.index(view, links);
     return {

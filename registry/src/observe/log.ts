@@ -76,6 +76,7 @@ export function configSecrets(config: Config): string[] {
   const values: string[] = [];
   for (const ix of config.indexes) {
     if (ix.role === 'hosted') found.push(ix.uploadToken);
+    for (const token of ix.tokens) found.push(token.secret);
     if (ix.role === 'cached') {
       found.push(ix.upstreamPassword);
       values.push(...urlSecrets(ix.upstream));

@@ -29,13 +29,15 @@ export interface AuthFailedEvent {
   index: string;
   method: string;
   client: string;
-  /** `missing-credentials` or `wrong-credentials`: which of the two, never what was sent. */
+  /** `missing-credentials`, `wrong-credentials`, `expired-credentials`, `insufficient-scope`...: never what was sent. */
   reason: string;
+  /** The named token that was recognised (expired, or short of a scope): its name, never its secret. */
+  token?: string;
 }
 
 export function logAuthFailed(log: FastifyBaseLogger, e: AuthFailedEvent): void {
   log.warn(
-    { event: 'auth_failed', index: e.index, method: e.method, client: e.client, reason: e.reason },
+    { event: 'auth_failed', index: e.index, method: e.method, client: e.client, reason: e.reason, ...(e.token !== undefined ? { token: e.token } : {}) },
     `authentication failed: ${e.method} on ${e.index} from ${e.client} (${e.reason})`,
   );
 }

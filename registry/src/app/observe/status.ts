@@ -89,6 +89,14 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
         }
       : {}),
     ...(ix.role === 'hosted' ? { upload_token: secretInfo(ix.uploadToken) } : {}),
+    // Named tokens by name: never a secret, nor a hint of one beyond where it is read from.
+    tokens: ix.tokens.map((t) => ({
+      name: t.name,
+      scopes: t.scopes,
+      ...(t.projects ? { projects: t.projects } : {}),
+      ...(t.expiresAt ? { expires: t.expiresAt.toISOString(), expired: Date.now() >= t.expiresAt.getTime() } : {}),
+      source: secretInfo(t.secret).source,
+    })),
   };
 }
 

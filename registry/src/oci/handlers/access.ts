@@ -2,7 +2,8 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../access/auth.js';
+import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, type WriteDenial, type WriteScope } from '../../access/auth.js';
+import { acceptsScope, expiredMessage, scopeRefusal, type Credential } from '../../access/tokens.js';
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { resolveRoute } from '../../http/resolve.js';
 import { logAuthFailed } from '../../observe/security-log.js';
@@ -11,7 +12,8 @@ import { OciError } from '../model/errors.js';
 import { checkName } from '../model/names.js';
 import type { OciCall, Target } from './exchange.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
-import { checkBearerWrite, writeScope, type BearerCredentials } from './token/credentials.js';
+import { grantsWrite, writeScope, type BearerCredentials } from './token/credentials.js';
+import type { TokenSigner } from './token/tokens.js';
 
 export function resolveName(ociIndexes: readonly IndexConfig[], segments: readonly string[]): Target {
   checkName(segments);
@@ -24,51 +26,95 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
   return { index: hit.index, repo: hit.rest, name };
 }
 
-/**
- * The hosted index that receives a write to the call's name, or an UNAUTHORIZED / DENIED error.
- * Basic credentials are checked against that index's upload token; a bearer token of the realm
- * (already verified) must grant a write on this very name (`authorizeBearer`).
- */
+/** A write let through: the hosted index it lands in, and who writes (for logs and webhooks). */
+export interface OciWriteGrant {
+  hosted: HostedIndex;
+  actor?: string;
+}
+
+/** What a write of `method` needs: `delete` for DELETE, `upload` for everything else. */
+export function scopeOf(method: string): WriteScope {
+  return method === 'DELETE' ? 'delete' : 'upload';
+}
+
+/** `authorizeWriteBy`, for the writes that need only the hosted index. */
 export function authorizeWrite(call: OciCall): HostedIndex {
-  const { deps, target: { index }, request, credentials } = call;
+  return authorizeWriteBy(call).hosted;
+}
+
+/**
+ * The hosted index that receives a write to the call's name, and who writes; or an UNAUTHORIZED /
+ * DENIED error. Basic credentials are checked against that index's credentials (its upload token,
+ * its named tokens: access/tokens.ts); a bearer token of the realm (already verified) must grant a
+ * write on this very name and still stand for a credential of the index that may do this write
+ * (`authorizeBearer`).
+ */
+export function authorizeWriteBy(call: OciCall): OciWriteGrant {
+  const { deps, target: { index, repo }, request, credentials } = call;
   const hosted = writeTarget(index, deps.indexByName);
-  if (credentials.kind === 'bearer') return authorizeBearer(call, credentials, hosted);
-  const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined);
-  if (check.ok && hosted) return hosted;
-  const reason = check.ok ? 'read-only' : check.reason;
-  noteWriteDenial(request, deps.clientAddress, index, reason);
-  if (reason === 'missing-credentials' || reason === 'wrong-credentials') {
-    throw new OciError('UNAUTHORIZED', WRITE_DENIAL_MESSAGES[reason], { 'WWW-Authenticate': BASIC_CHALLENGE });
-  }
-  throw denied(index, reason);
+  const scope = scopeOf(request.method);
+  if (credentials.kind === 'bearer') return authorizeBearer(call, credentials, hosted, scope);
+  const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined, { scope, name: repo.join('/') });
+  if (check.ok) return { hosted: check.target, ...(check.actor !== undefined ? { actor: check.actor } : {}) };
+  noteWriteDenial(request, deps.clientAddress, index, check);
+  if (isCredentialsDenial(check.reason)) throw new OciError('UNAUTHORIZED', check.message, { 'WWW-Authenticate': BASIC_CHALLENGE });
+  if (check.reason === 'insufficient-scope') throw new OciError('DENIED', `index "${index.name}": ${check.message}`);
+  throw denied(index, check.reason, check.message);
 }
 
 /**
  * A write with a bearer token: it must grant a write action on this name (else the challenge for
- * the scope the write needs, `error="insufficient_scope"`) and still be bound to the target's
- * current upload token (else `invalid_token`: it was issued before a rotation).
+ * the scope the write needs, `error="insufficient_scope"`), and be bound to a credential the
+ * target still has (else `invalid_token`: it was issued for a token rotated or removed since),
+ * unexpired, whose scopes reach this write (else DENIED).
  */
-function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: HostedIndex | null): HostedIndex {
-  const { deps, target: { index, name }, request } = call;
+function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: HostedIndex | null, scope: WriteScope): OciWriteGrant {
+  const { deps, target: { index, name, repo }, request } = call;
   if (!hosted) throw denied(index, 'read-only');
-  if (!hosted.uploadToken) throw denied(index, 'uploads-disabled');
-  const verdict = checkBearerWrite(token, name, hosted.name, deps.tokens.bindingOf(hosted.uploadToken.reveal()));
-  if (verdict === 'ok') return hosted;
-  logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason: verdict });
+  if (!acceptsScope(hosted, scope)) throw denied(index, 'uploads-disabled');
+  const log = (reason: string, tokenName?: string) =>
+    logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason, ...(tokenName !== undefined ? { token: tokenName } : {}) });
   const realm = realmOf(deps.originOf, request);
-  if (verdict === 'stale-upload-token') {
-    throw new OciError('UNAUTHORIZED', `the bearer token was issued for an upload token of index "${hosted.name}" that has changed since: log in again with the current one`, {
+  if (!grantsWrite(token.access, name)) {
+    log('insufficient-scope');
+    throw new OciError(
+      'UNAUTHORIZED',
+      `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" (or a token of it that may write here) as the password`,
+      { 'WWW-Authenticate': bearerChallenge(realm, { scope: writeScope(name, request.method), error: 'insufficient_scope' }) },
+      [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
+    );
+  }
+  const credential = boundCredential(hosted, token.bindings[hosted.name], deps.tokens);
+  if (!credential) {
+    log('stale-upload-token');
+    throw new OciError('UNAUTHORIZED', `the bearer token was issued for a token of index "${hosted.name}" that has changed since: log in again with the current one`, {
       'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),
     });
   }
-  throw new OciError(
-    'UNAUTHORIZED',
-    `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" as the password`,
-    { 'WWW-Authenticate': bearerChallenge(realm, { scope: writeScope(name, request.method), error: 'insufficient_scope' }) },
-    [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
-  );
+  if (credential.kind === 'named' && credential.token.expiresAt !== undefined && Date.now() >= credential.token.expiresAt.getTime()) {
+    log('expired-credentials', credential.token.name);
+    throw new OciError('UNAUTHORIZED', expiredMessage(credential.token), { 'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }) });
+  }
+  const refusal = scopeRefusal(credential, scope, repo.join('/'));
+  if (refusal) {
+    log('insufficient-scope', credential.kind === 'named' ? credential.token.name : undefined);
+    throw new OciError('DENIED', `index "${index.name}": ${refusal}`);
+  }
+  return { hosted, ...(token.subject.startsWith('token:') ? { actor: token.subject } : {}) };
 }
 
-function denied(index: IndexConfig, reason: WriteDenial): OciError {
-  return new OciError('DENIED', `index "${index.name}": ${WRITE_DENIAL_MESSAGES[reason]}`);
+/**
+ * The credential of `hosted` a realm token was bound to (`bindingOf` its secret, tokens.ts);
+ * undefined when none has that fingerprint any more.
+ */
+export function boundCredential(hosted: HostedIndex, binding: string | undefined, signer: TokenSigner): Credential | undefined {
+  if (binding === undefined) return undefined;
+  if (hosted.uploadToken && signer.bindingOf(hosted.uploadToken.reveal()) === binding) return { kind: 'upload-token' };
+  const token = hosted.tokens.find((t) => signer.bindingOf(t.secret.reveal()) === binding);
+  return token && { kind: 'named', token };
+}
+
+function denied(index: IndexConfig, reason: WriteDenial, message?: string): OciError {
+  const text = message ?? (reason === 'read-only' ? 'this index does not accept writes' : 'uploads are disabled on this index (no upload token is configured)');
+  return new OciError('DENIED', `index "${index.name}": ${text}`);
 }

@@ -18,8 +18,7 @@ import { manifestRecord } from '../model/manifest-record.js';
 import { parseReference, type Reference } from '../model/names.js';
 import { viewOf } from '../read/index-holds.js';
 import { ensureQuota } from './quota.js';
-import { parseBasic } from '../../access/auth.js';
-import { authorizeWrite } from './access.js';
+import { authorizeWrite, authorizeWriteBy } from './access.js';
 import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
 import { removeManifest, removeTag } from './removal.js';
@@ -157,9 +156,8 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(call);
+  const { hosted, actor } = authorizeWriteBy(call);
   const ref = readReference(reference);
-  const actor = parseBasic(request.headers.authorization)?.username;
   const origin = { via: target.index, requestId: request.id, log: request.log, ...(actor ? { actor } : {}) };
   const removed =
     ref.kind === 'tag'

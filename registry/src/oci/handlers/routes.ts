@@ -18,7 +18,8 @@ import { layerContents } from './layer-contents.js';
 import { deleteManifest, getManifest, putManifest } from './manifests.js';
 import { listReferrers } from './referrers.js';
 import { listTags } from './tags.js';
-import { isUploadToken, issueToken } from './token-realm.js';
+import { parseBasic } from '../../access/secrets.js';
+import { identifyAnywhere, issueToken } from './token-realm.js';
 import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
@@ -43,18 +44,18 @@ function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
  * The version check is where docker learns how to authenticate: it sends credentials only after
  * this answered 401 with a challenge, so a request without credentials is sent to the token
  * realm (reads stay open on every other route). With a valid token, or Basic credentials whose
- * password is an upload token here, it is the spec's 200.
+ * password is a live credential of a hosted OCI index here, it is the spec's 200.
  */
 async function versionCheck(x: OciExchange): Promise<void> {
   const c = x.credentials;
-  if (c.kind === 'bearer' || (c.kind === 'basic' && isUploadToken(x.deps.ociIndexes, c.header))) {
+  if (c.kind === 'bearer' || (c.kind === 'basic' && identifyAnywhere(x.deps.ociIndexes, parseBasic(c.header)?.password).kind === 'credential')) {
     await x.reply.code(200).header('Content-Length', '0').send();
     return;
   }
   const message =
     c.kind === 'none'
       ? `authentication required: fetch a bearer token from ${TOKEN_PATH} (anonymous tokens allow pulls; log in with an upload token to push), or send HTTP Basic credentials`
-      : 'the password is not the upload token of any hosted OCI index on this registry';
+      : 'the password is not the upload token of any hosted OCI index on this registry, nor a live named token of one';
   throw new OciError('UNAUTHORIZED', message, { 'WWW-Authenticate': bearerChallenge(realmOf(x.deps.originOf, x.request)) });
 }
 

@@ -1,14 +1,18 @@
 /**
  * The token realm, `GET /v2/token?service=velodex&scope=repository:<name>:pull,push`, in the
  * distribution registry's token protocol. Anyone gets `pull` (reads are open); a caller whose
- * Basic password is the upload token of the index a name writes to (a hosted index, or a virtual
- * index's upload target) also gets the write actions it asked for on that name, and nothing on a
- * name that writes elsewhere. A password that is the upload token of no hosted OCI index is a 401,
- * which is what makes `docker login` with a wrong password fail. The answer carries the token
- * twice (`token` and the OAuth2 spelling `access_token`), as the spec allows clients to read either.
+ * Basic password is a credential of the index a name writes to (a hosted index, or a virtual
+ * index's upload target: its upload token, or a named token, access/tokens.ts) also gets the write
+ * actions it asked for on that name that the credential may do (`push`: upload; `delete`), and
+ * nothing on a name that writes elsewhere. A password that is a credential of no hosted OCI index
+ * is a 401, which is what makes `docker login` with a wrong password fail; a named token past its
+ * expiry is a 401 that says so. The answer carries the token twice (`token` and the OAuth2
+ * spelling `access_token`), as the spec allows clients to read either.
  */
-import { BASIC_CHALLENGE, checkWrite } from '../../access/auth.js';
-import type { HostedIndex, IndexConfig } from '../../config/types.js';
+import { BASIC_CHALLENGE } from '../../access/auth.js';
+import { parseBasic } from '../../access/secrets.js';
+import { actorOf, expiredMessage, hasScope, identify, reachesName, type Credential, type Identified } from '../../access/tokens.js';
+import type { IndexConfig } from '../../config/types.js';
 import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { OciError, OciStatusError } from '../model/errors.js';
@@ -38,17 +42,32 @@ export async function issueToken(x: OciExchange): Promise<void> {
   if (header !== undefined && !/^Basic\s/i.test(header)) {
     throw new OciError('UNAUTHORIZED', 'the token realm takes HTTP Basic credentials (an upload token as the password) or none', { 'WWW-Authenticate': BASIC_CHALLENGE });
   }
-  if (header !== undefined && !isUploadToken(deps.ociIndexes, header)) {
-    logAuthFailed(request.log, { index: TOKEN_PATH, method: request.method, client: deps.clientAddress(request), reason: 'wrong-credentials' });
-    throw new OciError(
-      'UNAUTHORIZED',
-      'the password is not the upload token of any hosted OCI index on this registry: log in with an index\'s upload token as the password (any username)',
-      { 'WWW-Authenticate': BASIC_CHALLENGE },
-    );
+  const basic = header === undefined ? null : parseBasic(header);
+  let subject = 'anonymous';
+  if (header !== undefined) {
+    const who = identifyAnywhere(deps.ociIndexes, basic?.password);
+    if (who.kind !== 'credential') {
+      const expired = who.kind === 'expired' ? who.token : undefined;
+      logAuthFailed(request.log, {
+        index: TOKEN_PATH,
+        method: request.method,
+        client: deps.clientAddress(request),
+        reason: expired ? 'expired-credentials' : 'wrong-credentials',
+        ...(expired ? { token: expired.name } : {}),
+      });
+      throw new OciError(
+        'UNAUTHORIZED',
+        expired
+          ? expiredMessage(expired)
+          : 'the password is not the upload token of any hosted OCI index on this registry, nor a named token of one: log in with one as the password (any username)',
+        { 'WWW-Authenticate': BASIC_CHALLENGE },
+      );
+    }
+    subject = actorOf(who.credential, undefined) ?? 'uploader';
   }
   const bindings: Bindings = {};
-  const access = wanted.flatMap((w) => grant(x, w, header, bindings));
-  const issued = await deps.tokens.issue(header === undefined ? 'anonymous' : 'uploader', access, bindings);
+  const access = wanted.flatMap((w) => grant(x, w, basic?.password, bindings));
+  const issued = await deps.tokens.issue(subject, access, bindings);
   await reply
     .code(200)
     .header('Cache-Control', 'no-store')
@@ -56,39 +75,57 @@ export async function issueToken(x: OciExchange): Promise<void> {
     .send(JSON.stringify({ token: issued.token, access_token: issued.token, expires_in: issued.expiresIn, issued_at: issued.issuedAt.toISOString() }));
 }
 
-/** Whether the Basic password in `header` is the upload token of one of the hosted `indexes`. */
-export function isUploadToken(indexes: readonly IndexConfig[], header: string): boolean {
-  // Every index is compared (constant time each), so the answer's timing says nothing of which matched.
-  return indexes.map((ix) => ix.role === 'hosted' && checkWrite(ix, header).ok).includes(true);
+/**
+ * Whom `password` identifies on any hosted index of `indexes`: a live credential first, else a
+ * token past its expiry, else nobody. Every index is compared (constant time each), so the
+ * answer's timing says nothing of which matched.
+ */
+export function identifyAnywhere(indexes: readonly IndexConfig[], password: string | undefined): Identified {
+  if (password === undefined) return { kind: 'unknown' };
+  const found = indexes.filter((ix) => ix.role === 'hosted').map((ix) => identify(ix, password));
+  return found.find((f) => f.kind === 'credential') ?? found.find((f) => f.kind === 'expired') ?? { kind: 'unknown' };
 }
 
 /**
  * What of one requested scope is granted (empty: nothing). Only repositories have access rules
- * here. A write grant binds the token to the upload token it was granted for (`bindings`).
+ * here. A write grant binds the token to the credential it was granted for (`bindings`).
  */
-function grant(x: OciExchange, wanted: Access, header: string | undefined, bindings: Bindings): Access[] {
+function grant(x: OciExchange, wanted: Access, password: string | undefined, bindings: Bindings): Access[] {
   if (wanted.type !== 'repository') return [];
   const actions = new Set<string>();
   if (wanted.actions.some((a) => PULL.has(a))) actions.add('pull');
   const writes = wanted.actions.includes('*') ? [...WRITE] : wanted.actions.filter((a) => WRITE.has(a));
-  const target = writes.length > 0 && header !== undefined ? writableBy(x, wanted.name, header) : null;
-  if (target?.uploadToken) {
-    for (const a of writes) actions.add(a);
-    bindings[target.name] = x.deps.tokens.bindingOf(target.uploadToken.reveal());
+  const writer = writes.length > 0 && password !== undefined ? writerOf(x, wanted.name, password) : null;
+  if (writer) {
+    const allowed = writes.filter((a) => hasScope(writer.credential, a === 'delete' ? 'delete' : 'upload') && reachesName(writer.credential, writer.repo));
+    for (const a of allowed) actions.add(a);
+    if (allowed.length > 0) bindings[writer.target.name] = x.deps.tokens.bindingOf(writer.secret);
   }
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
 }
 
-/** The hosted index a write to `name` lands in, when `header` carries its upload token; else null. */
-function writableBy(x: OciExchange, name: string, header: string): HostedIndex | null {
-  let index: IndexConfig;
+interface Writer {
+  target: IndexConfig;
+  /** The repository under the index route. */
+  repo: string;
+  credential: Credential;
+  /** The credential's secret: what the token is bound to. */
+  secret: string;
+}
+
+/** The hosted index a write to `name` lands in and the live credential of it that `password` is; else null. */
+function writerOf(x: OciExchange, name: string, password: string): Writer | null {
+  let resolved;
   try {
-    index = resolveName(x.deps.ociIndexes, name.split('/')).index;
+    resolved = resolveName(x.deps.ociIndexes, name.split('/'));
   } catch (err) {
     // A name no OCI index serves, or outside the grammar: the write would fail anyway.
     if (err instanceof OciError) return null;
     throw err;
   }
-  const target = writeTarget(index, x.deps.indexByName);
-  return checkWrite(target, header).ok ? target : null;
+  const target = writeTarget(resolved.index, x.deps.indexByName);
+  if (!target) return null;
+  const who = identify(target, password);
+  if (who.kind !== 'credential') return null;
+  return { target, repo: resolved.repo.join('/'), credential: who.credential, secret: password };
 }

@@ -13,6 +13,8 @@ import { REJECTION_MESSAGES, type Bindings, type TokenSigner } from './tokens.js
 
 export interface BearerCredentials {
   kind: 'bearer';
+  /** Whom the realm issued it to: `anonymous`, `uploader` (an upload token), or `token:<name>`. */
+  subject: string;
   access: Access[];
   bindings: Bindings;
 }
@@ -32,7 +34,7 @@ export async function readCredentials(request: FastifyRequest, signer: TokenSign
   const bearer = BEARER.exec(header);
   if (!bearer) return { kind: 'basic', header };
   const verified = await signer.verify(bearer[1] ?? '');
-  if (verified.ok) return { kind: 'bearer', access: verified.access, bindings: verified.bindings };
+  if (verified.ok) return { kind: 'bearer', subject: verified.subject, access: verified.access, bindings: verified.bindings };
   throw new OciError('UNAUTHORIZED', REJECTION_MESSAGES[verified.reason], {
     'WWW-Authenticate': bearerChallenge(realmOf(originOf, request), { error: 'invalid_token' }),
   });
@@ -43,20 +45,13 @@ export function writeScope(name: string, method: string): string {
   return `repository:${name}:${method === 'DELETE' ? 'delete' : 'pull,push'}`;
 }
 
-/** Write actions all mean the same in velodex (one upload token allows them all): any of them lets a write through. */
+/**
+ * Any write action the realm granted on the name lets a write through here; what the credential
+ * behind the token may do (upload, delete, which repositories) is checked again on every write
+ * (access.ts), so a token outlives no change of it.
+ */
 const WRITE_ACTIONS = new Set(['push', 'delete', '*']);
 
 export function grantsWrite(access: readonly Access[], name: string): boolean {
   return access.some((a) => a.type === 'repository' && a.name === name && a.actions.some((x) => WRITE_ACTIONS.has(x)));
-}
-
-export type BearerWriteVerdict = 'ok' | 'insufficient-scope' | 'stale-upload-token';
-
-/**
- * Whether a verified token lets a write to `name` through, landing in the hosted index
- * `targetName` whose upload token has the fingerprint `binding` now.
- */
-export function checkBearerWrite(token: BearerCredentials, name: string, targetName: string, binding: string): BearerWriteVerdict {
-  if (!grantsWrite(token.access, name)) return 'insufficient-scope';
-  return token.bindings[targetName] === binding ? 'ok' : 'stale-upload-token';
 }

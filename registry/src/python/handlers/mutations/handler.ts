@@ -6,7 +6,6 @@
  * success too (the mutations are idempotent).
  */
 import type { Holder } from '../../../storage/holds.js';
-import { parseBasic } from '../../../access/auth.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { compareVersions } from '../../model/pep440.js';
@@ -52,7 +51,8 @@ export async function handleMutation(
   project: string,
   version?: string,
 ): Promise<void> {
-  const target = authorizeWrite(deps, req.index, req);
+  const grant = authorizeWrite(deps, req.index, req, project);
+  const { target } = grant;
   const normalized = normalizeName(project);
   const reason = action === 'yank' ? await yankReason(req) : '';
   const inScope = versionScope(version);
@@ -88,7 +88,7 @@ export async function handleMutation(
   if (changed.length > hostedChanged.length) await deps.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
   if (changed.length > 0) {
     // Uploaded files change in the write target; cached files only through the route's overrides.
-    const actor = parseBasic(req.request.headers.authorization)?.username;
+    const { actor } = grant;
     await deps.events.emit({
       event: action,
       index: req.index.name,

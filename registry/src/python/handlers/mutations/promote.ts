@@ -18,7 +18,7 @@ import { authorizeWrite } from './auth.js';
 import { versionScope, type MutationDeps, type MutationResult } from './handler.js';
 
 export async function handlePromote(deps: MutationDeps, req: IndexRequest, project: string, version: string): Promise<void> {
-  const target = authorizeWrite(deps, req.index, req);
+  const { target } = authorizeWrite(deps, req.index, req, project);
   const source = sourceIndex(deps, req);
   const layers = membersOf(source, deps.indexByName).filter((m) => m.role === 'hosted');
   if (layers.includes(target)) {

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BASIC_CHALLENGE, checkWrite, noteWriteDenial, WRITE_DENIAL_MESSAGES, type WriteDenial } from '../../../access/auth.js';
+import { BASIC_CHALLENGE, checkWrite, grantRefusal, isCredentialsDenial, noteWriteDenial, type WriteDenial, type WriteRefusal } from '../../../access/auth.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import type { IndexConfig } from '../../../config/types.js';
@@ -31,7 +31,17 @@ const DENIAL_STATUS: Record<WriteDenial, number> = {
   'uploads-disabled': 403,
   'missing-credentials': 401,
   'wrong-credentials': 401,
+  'expired-credentials': 401,
+  'insufficient-scope': 403,
 };
+
+/** The answer to a refused upload, logged first. */
+function refused(services: UploadServices, index: IndexConfig, request: IndexRequest['request'], refusal: WriteRefusal): HttpError {
+  noteWriteDenial(request, services.clientAddress, index, refusal);
+  const headers: Record<string, string> = isCredentialsDenial(refusal.reason) ? { 'www-authenticate': BASIC_CHALLENGE } : {};
+  // (`Allow` is set by the dispatcher, which knows the path's routes.)
+  return new HttpError(DENIAL_STATUS[refusal.reason], refusal.message, headers);
+}
 
 /**
  * What an upload uses of the server's services: the write check's (indexes, client address), the
@@ -65,16 +75,9 @@ interface Accepted {
 }
 
 async function upload(services: UploadServices, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
-  const target = writeTarget(index, services.indexByName);
-  const auth = checkWrite(target, request.headers.authorization);
-  if (!auth.ok) {
-    noteWriteDenial(request, services.clientAddress, index, auth.reason);
-    const headers: Record<string, string> =
-      auth.reason === 'missing-credentials' || auth.reason === 'wrong-credentials' ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-    // (`Allow` is set by the dispatcher, which knows the path's routes.)
-    throw new HttpError(DENIAL_STATUS[auth.reason], WRITE_DENIAL_MESSAGES[auth.reason], headers);
-  }
-  if (!target) throw new Error('unreachable: a write check passed without a target');
+  const auth = checkWrite(writeTarget(index, services.indexByName), request.headers.authorization, { scope: 'upload' });
+  if (!auth.ok) throw refused(services, index, request, auth);
+  const { target } = auth;
   if (!/^multipart\/form-data(?:\s*;|\s*$)/i.test(request.headers['content-type'] ?? '')) {
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
   }
@@ -93,6 +96,9 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
     throw err;
   }
   try {
+    // A named token may reach some projects only: known once the form named the file.
+    const outOfScope = grantRefusal(auth, 'upload', form.file.name.project, normalizeName);
+    if (outOfScope) throw refused(services, index, request, outOfScope);
     const denied = policy.projectDenial('upload', form.file.name.project);
     if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
     // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
