@@ -141,6 +141,19 @@ describe('the CRDs at kubectl apply time', () => {
     ['a budget in a unit the grammar lacks', '  route: team/a\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  maxBytes: 10Pi\n', 'spec.maxBytes'],
     ['an evictUnusedAfter that is no duration', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  evictUnusedAfter: a month\n', 'spec.evictUnusedAfter'],
     ['an evictUnusedAfter of zero', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  evictUnusedAfter: "0"\n', 'spec.evictUnusedAfter must be at least 1s'],
+    [
+      'an upload token on a virtual index',
+      '  route: team/a\n  ecosystem: python\n  role: virtual\n  members: [b]\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read, upload] }]\n',
+      "spec.tokens: the upload and delete scopes are only for a hosted index (a virtual index's writes land in its upload target, whose tokens apply",
+    ],
+    ['a delete token on a cached index', '  route: team/a\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [delete] }]\n', 'spec.tokens: the upload and delete scopes are only for a hosted index'],
+    ['two tokens of one name', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: a }, scopes: [read] }, { name: ci, secretRef: { name: t, key: b }, scopes: [upload] }]\n', 'Duplicate value'],
+    ['a token name with a slash', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci/release, secretRef: { name: t, key: k }, scopes: [upload] }]\n', 'spec.tokens[0].name'],
+    ['a token without scopes', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [] }]\n', 'spec.tokens[0].scopes'],
+    ['a token with an unknown scope', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [admin] }]\n', 'Unsupported value: "admin"'],
+    ['a token without a secretRef', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, scopes: [upload] }]\n', 'spec.tokens[0].secretRef: Required value'],
+    ['a token expiry that is no date', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read], expires: "next June" }]\n', 'spec.tokens[0].expires'],
+    ['a token expiry without an offset', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read], expires: "2027-06-30T00:00:00" }]\n', 'spec.tokens[0].expires'],
   ])('refuses %s', async (_what, spec, message) => {
     const res = await kubectl(['apply', '-f', '-'], indexYaml('bad', spec), true);
     expect(res.code).not.toBe(0);
@@ -162,6 +175,11 @@ describe('the CRDs at kubectl apply time', () => {
     ['a quota in bytes as a string', '  route: team/q\n  ecosystem: python\n  role: hosted\n  quotaBytes: "1048576"\n'],
     ['a budget with a fraction', '  route: team/q\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  maxBytes: 1.5G\n  evictUnusedAfter: 30d\n'],
     ['a budget in KiB-style units and eviction after seconds', '  route: team/q\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  maxBytes: 500MiB\n  evictUnusedAfter: "86400"\n'],
+    [
+      'named tokens: write scopes on a hosted index, read on a virtual one, a date or a date-time with an offset',
+      '  route: team/q\n  ecosystem: python\n  role: hosted\n  tokens:\n    - { name: ci-release, secretRef: { name: t, key: k }, scopes: [upload, delete], projects: ["team-*", libfoo], expires: "2027-06-30T00:00:00Z" }\n    - { name: readers.v2, secretRef: { name: t, key: r }, scopes: [read], expires: "2027-06-30" }\n    - { name: dev_1, secretRef: { name: t, key: d }, scopes: [read, upload], expires: "2027-06-30T08:00:00.5+02:00" }\n',
+    ],
+    ['a read token on a virtual index', '  route: team/q\n  ecosystem: python\n  role: virtual\n  members: [b]\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read] }]\n'],
   ])('accepts %s', async (_what, spec) => {
     await kubectl(['apply', '--dry-run=server', '-f', '-'], indexYaml('sized', spec));
   });

@@ -38,7 +38,8 @@ describe('EventKeys', () => {
   const hook = index('team', 'hook', { registry: 'other', webhooks: [{ urlSecretRef: { name: 'hooks', key: 'chat' }, secretRef: { name: 'tokens', key: 'signing' } }] });
   const cache = index('team', 'hub', { role: 'cached', upstream: 'https://registry-1.docker.io', ecosystem: 'oci', upstreamCredentialsSecretRef: { name: 'hub-account' } });
   const lost = index('team', 'lost', { registry: 'nowhere' });
-  const indexes = [hosted, hook, cache, lost];
+  const ci = index('team', 'ci', { registry: 'other', tokens: [{ name: 'ci-release', secretRef: { name: 'ci-tokens', key: 'release' }, scopes: ['upload'] }] });
+  const indexes = [hosted, hook, cache, lost, ci];
 
   it('keys every registry, and the registry of every index (one that does not exist too: its indexes are told so)', () => {
     const keys = new EventKeys(view(registries, indexes));
@@ -65,6 +66,8 @@ describe('EventKeys', () => {
     expect(of(secret('team', 'tokens'))).toEqual(['team/default', 'team/other']);
     expect(of(secret('team', 'hooks'))).toEqual(['team/other']);
     expect(of(secret('team', 'hub-account'))).toEqual(['team/default']);
+    // A named token's Secret, like the upload token's: rotating it rolls the pods of its registry.
+    expect(of(secret('team', 'ci-tokens'))).toEqual(['team/other']);
     expect(of(secret('team', 's3'))).toEqual(['team/default']);
     expect(of(secret('team', 'other-s3'))).toEqual(['team/other']);
     expect(of(secret('lab', 's3'))).toEqual(['lab/default']);

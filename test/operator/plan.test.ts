@@ -130,6 +130,34 @@ describe('planNamespace', () => {
     expect(plan.refused.get('h4')?.reason).toBe('ImageNotAllowed');
   });
 
+  it("refuses an index whose named token's Secret or key is missing or not opted in, naming the token, as for the upload token", () => {
+    const token = (name: string, secret: string, key: string) => ({ name, secretRef: { name: secret, key }, scopes: ['upload' as const] });
+    const noKey = index('tok-nokey', { route: 'team/tok-nokey', ecosystem: 'python', role: 'hosted', tokens: [token('ci-release', 'tokens', 'release')] });
+    const noSecret = index('tok-absent', { route: 'team/tok-absent', ecosystem: 'python', role: 'hosted', tokens: [token('reader', 'tokens', 'hosted'), token('ci', 'absent', 'token')] });
+    const borrowed = index('tok-borrow', { route: 'team/tok-borrow', ecosystem: 'python', role: 'hosted', tokens: [token('ci', 'kube-admin', 'token')] });
+    const plan = planNamespace([registry('default')], [noKey, noSecret, borrowed], input());
+    expect(plan.refused.get('tok-nokey')).toEqual({ reason: 'SecretNotFound', message: 'spec.tokens[ci-release].secretRef: Secret "tokens" has no key "release"' });
+    expect(plan.refused.get('tok-absent')).toEqual({ reason: 'SecretNotFound', message: 'spec.tokens[ci].secretRef: Secret "absent" does not exist in this namespace' });
+    expect(plan.refused.get('tok-borrow')).toMatchObject({ reason: 'SecretNotOptedIn', message: expect.stringMatching(/^spec\.tokens\[ci\]\.secretRef: Secret "kube-admin" is not labelled/) as unknown });
+    expect(plan.registries.get('default')?.served).toEqual([]);
+  });
+
+  // Needs the registry side of issue 27 ([[index.token]] in its config schema).
+  it("serves an index with named tokens, mounting each token's Secret", () => {
+    const team = index('tok-team', {
+      route: 'team/tok-team',
+      ecosystem: 'python',
+      role: 'hosted',
+      tokens: [{ name: 'ci-release', secretRef: { name: 'tokens', key: 'hosted' }, scopes: ['upload', 'delete'], projects: ['team-*'], expires: '2027-06-30' }],
+    });
+    const plan = planNamespace([registry('default')], [team], input());
+    expect(plan.refused.get('tok-team')).toBeUndefined();
+    const rp = plan.registries.get('default');
+    expect(rp?.served.map((ix) => ix.metadata.name)).toEqual(['tok-team']);
+    expect(rp?.config?.secrets).toEqual(['s3', 'tokens']);
+    expect(rp?.config?.toml).toContain('secret_file = "/var/run/velodex/secrets/tokens/hosted"');
+  });
+
   it('refuses a webhook URL with user info, and takes a URL from an opted-in Secret', () => {
     const creds = index('creds', { route: 'x/creds', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci:hunter2@ci.example/hook' }] });
     const both = index('both', { route: 'x/both', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci.example/hook', urlSecretRef: { name: 'hook-urls', key: 'chat' } }] });
@@ -195,6 +223,20 @@ describe("the registry's config check, as the plan reads it", () => {
     expect(plan.refused.get('py')).toEqual({ reason: 'InvalidSpec', message: 'spec.retention applies to hosted oci indexes only; PackageIndex "py" is a hosted python index' });
     // The check of the registry agrees: the rendered keys reach the registry's config.
     expect(check(stanza('py', 'hosted = true\nkeep_tags = [{ match = "v*", newest = 2 }]')).index).toBe('py');
+  });
+
+  it('refuses a named token with a write scope on an index that is not hosted, or two tokens of one name (a CRD without the rules), naming the index', () => {
+    const ref = { name: 'tokens', key: 'hosted' };
+    const cache = index('cache2', { route: 'team/cache2', ecosystem: 'python', role: 'cached', upstream: 'https://pypi.org/simple/', tokens: [{ name: 'ci', secretRef: ref, scopes: ['read', 'upload'] }] });
+    const blend = index('blend2', { route: 'team/blend2', ecosystem: 'oci', role: 'virtual', members: ['x'], tokens: [{ name: 'ci', secretRef: ref, scopes: ['upload', 'delete'] }] });
+    const twice = index('twice', { route: 'team/twice', ecosystem: 'python', role: 'hosted', tokens: [{ name: 'ci', secretRef: ref, scopes: ['read'] }, { name: 'ci', secretRef: ref, scopes: ['upload'] }] });
+    const plan = planNamespace([registry('default')], [cache, blend, twice], input());
+    expect(plan.refused.get('cache2')).toEqual({
+      reason: 'InvalidSpec',
+      message: 'spec.tokens[ci]: the upload scope is only for a hosted index (a virtual index\'s writes land in its upload target, whose tokens apply); PackageIndex "cache2" is a cached python index',
+    });
+    expect(plan.refused.get('blend2')?.message).toMatch(/^spec\.tokens\[ci\]: the upload and delete scopes are only for a hosted index .*PackageIndex "blend2" is a virtual oci index$/);
+    expect(plan.refused.get('twice')).toEqual({ reason: 'InvalidSpec', message: 'spec.tokens: the name "ci" is given twice; a token\'s name is unique within its index' });
   });
 
   it('refuses a quota on an index that is not hosted and a cache budget on one that is not cached (a CRD without the rules), naming the index', () => {

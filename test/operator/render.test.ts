@@ -185,6 +185,54 @@ describe('registry config rendering', () => {
     );
   });
 
+  describe('named tokens', () => {
+    const tokenSecrets: Record<string, Record<string, string>> = { ...secretData, 'ci-tokens': { release: 'release-token-not-in-config', reader: 'reader-token-not-in-config' } };
+    const team = index('team', {
+      route: 'team/simple',
+      ecosystem: 'python',
+      role: 'hosted',
+      uploadTokenSecretRef: { name: 'tokens', key: 'hosted' },
+      tokens: [
+        { name: 'ci-release', secretRef: { name: 'ci-tokens', key: 'release' }, scopes: ['upload', 'delete'], projects: ['team-*', 'libfoo'], expires: '2027-06-30T00:00:00Z' },
+        { name: 'readers', secretRef: { name: 'ci-tokens', key: 'reader' }, scopes: ['read'], expires: '2027-06-30' },
+      ],
+    });
+    const mirror = index('mirror', { route: 'team/mirror', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', tokens: [{ name: 'pull', secretRef: { name: 'ci-tokens', key: 'reader' }, scopes: ['read'] }] });
+    const tables = (rendered: ReturnType<typeof renderRegistryConfig>) => new Map((parse(rendered.toml) as { index: Record<string, unknown>[] }).index.map((t) => [t.name, t]));
+
+    it('renders each as an [[index.token]] table whose secret is the mounted Secret file, beside upload_token_file', () => {
+      const rendered = renderRegistryConfig(registry, [team, mirror]);
+      const t = tables(rendered);
+      expect(t.get('team')).toMatchObject({
+        upload_token_file: '/var/run/velodex/secrets/tokens/hosted',
+        token: [
+          { name: 'ci-release', secret_file: '/var/run/velodex/secrets/ci-tokens/release', scopes: ['upload', 'delete'], projects: ['team-*', 'libfoo'], expires: '2027-06-30T00:00:00Z' },
+          { name: 'readers', secret_file: '/var/run/velodex/secrets/ci-tokens/reader', scopes: ['read'], expires: '2027-06-30' },
+        ],
+      });
+      expect(t.get('mirror')?.token).toEqual([{ name: 'pull', secret_file: '/var/run/velodex/secrets/ci-tokens/reader', scopes: ['read'] }]);
+      // expires stays a TOML string (the registry reads a date or a date-time from it), never a TOML date-time.
+      expect(rendered.toml).toContain('expires = "2027-06-30T00:00:00Z"');
+      expect(rendered.toml).toContain('expires = "2027-06-30"');
+      // The Secret is mounted, and hashed into the pods' checksum, like every other one the config reads.
+      expect(rendered.secrets).toEqual(['admin', 'ci-tokens', 's3-creds', 'tokens']);
+      expect(rendered.secretFiles.get('/var/run/velodex/secrets/ci-tokens/release')).toEqual({ name: 'ci-tokens', key: 'release' });
+      for (const values of Object.values(tokenSecrets)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
+    });
+
+    it('renders no token key for an index without tokens, or with an empty list', () => {
+      const plain = index('plain', { route: 'team/plain', ecosystem: 'python', role: 'hosted', tokens: [] });
+      expect(tables(renderRegistryConfig(registry, [plain, ...indexes])).get('plain')).not.toHaveProperty('token');
+      expect(tables(renderRegistryConfig(registry, indexes)).get('hosted')).not.toHaveProperty('token');
+    });
+
+    // Needs the registry side of issue 27 ([[index.token]] in its config schema): until it lands the
+    // registry's strict schema refuses \`token\` as an unknown key.
+    it("is accepted by the registry's own config check", () => {
+      expect(() => parsed(renderRegistryConfig(registry, [team, mirror]), tokenSecrets)).not.toThrow();
+    });
+  });
+
   it('renders a webhook URL taken from a Secret as url_file, which the registry reads as a secret', () => {
     const chatUrl = 'https://hooks.chat.example/services/T0/B0/chat-key-not-in-config';
     const hooked = index('hooked', { route: 'team/hooked', ecosystem: 'python', role: 'hosted', webhooks: [{ urlSecretRef: { name: 'hook-urls', key: 'chat' }, secretRef: { name: 'hooks', key: 'ci' } }] });

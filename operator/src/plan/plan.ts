@@ -116,6 +116,18 @@ function specRefusal(ix: PackageIndex): Refusal | null {
   for (const field of ['maxBytes', 'evictUnusedAfter'] as const) {
     if (ix.spec[field] !== undefined && ix.spec.role !== 'cached') return { reason: 'InvalidSpec', message: `spec.${field} is only for a cached index; ${kind}` };
   }
+  const tokenNames = new Set<string>();
+  for (const token of ix.spec.tokens ?? []) {
+    if (tokenNames.has(token.name)) return { reason: 'InvalidSpec', message: `spec.tokens: the name "${token.name}" is given twice; a token's name is unique within its index` };
+    tokenNames.add(token.name);
+    const writes = token.scopes.filter((scope) => scope !== 'read');
+    if (writes.length > 0 && ix.spec.role !== 'hosted') {
+      return {
+        reason: 'InvalidSpec',
+        message: `spec.tokens[${token.name}]: the ${writes.join(' and ')} ${writes.length > 1 ? 'scopes are' : 'scope is'} only for a hosted index (a virtual index's writes land in its upload target, whose tokens apply); ${kind}`,
+      };
+    }
+  }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
     const where = `spec.webhooks[${i}]`;
     if ((hook.url === undefined) === (hook.urlSecretRef === undefined)) return { reason: 'InvalidSpec', message: `${where}: give exactly one of url and urlSecretRef` };

@@ -24,6 +24,7 @@ export function indexSecretUses(ix: PackageIndex): SecretUse[] {
   const s = ix.spec;
   const uses: SecretUse[] = [];
   if (s.uploadTokenSecretRef) uses.push({ ref: s.uploadTokenSecretRef, field: 'spec.uploadTokenSecretRef' });
+  for (const token of s.tokens ?? []) uses.push({ ref: token.secretRef, field: `spec.tokens[${token.name}].secretRef` });
   if (s.upstreamCredentialsSecretRef) {
     const { username, password } = upstreamCredentialKeys(s.upstreamCredentialsSecretRef);
     uses.push({ ref: username, field: 'spec.upstreamCredentialsSecretRef' }, { ref: password, field: 'spec.upstreamCredentialsSecretRef' });

@@ -142,6 +142,16 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       break;
   }
   if (s.uploadTokenSecretRef) table.upload_token_file = file(s.uploadTokenSecretRef);
+  if (s.tokens?.length) {
+    table.token = s.tokens.map((t) => ({
+      name: t.name,
+      secret_file: file(t.secretRef),
+      scopes: t.scopes,
+      ...(t.projects ? { projects: t.projects } : {}),
+      // A TOML string, not a TOML date-time: the registry reads both spellings the CRD allows.
+      ...(t.expires !== undefined ? { expires: t.expires } : {}),
+    }));
+  }
   if (s.volatile !== undefined) table.volatile = s.volatile;
   if (s.policy) {
     const p = s.policy;

@@ -69,6 +69,25 @@ export interface IndexWebhook {
   secretRef?: SecretKeyRef;
 }
 
+/** What a named token may do (docs/access.md): `delete` covers yank, delete, restore, promote and OCI deletes. */
+export type TokenScope = 'read' | 'upload' | 'delete';
+
+/**
+ * A named token of an index, rendered as an `[[index.token]]` table (its secret as `secret_file`).
+ * `upload` and `delete` only on a hosted index: a virtual index's writes land in its upload
+ * target, whose tokens apply (the CRD and the plan both check it).
+ */
+export interface IndexToken {
+  /** What logs, `/+status`, webhooks and the UI show; unique within the index. */
+  name: string;
+  secretRef: SecretKeyRef;
+  scopes: TokenScope[];
+  /** Globs over project names or repository paths (`*`, `?`); absent: every project. */
+  projects?: string[];
+  /** An RFC 3339 date-time with an offset, or a date ("2027-06-30"); passed on as a string. */
+  expires?: string;
+}
+
 /** A Secret with an upstream's username and password, under these keys (defaults below). */
 export interface UpstreamCredentialsRef {
   name: string;
@@ -99,6 +118,8 @@ export interface PackageIndexSpec {
   cacheTtlSeconds?: number;
   upstreamCredentialsSecretRef?: UpstreamCredentialsRef;
   uploadTokenSecretRef?: SecretKeyRef;
+  /** Named tokens beside the upload token (rendered as `[[index.token]]`). */
+  tokens?: IndexToken[];
   volatile?: boolean;
   members?: string[];
   uploadTarget?: string;
