@@ -10,7 +10,7 @@
  */
 import { stringify } from 'smol-toml';
 // Types only: the bench harness uses these builders without loading the server's modules.
-import type { FileConfig, IndexFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
+import type { FileConfig, IndexFileConfig, TokenFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
 
 /** A piece of a config file: some indexes, a top-level table, a top-level key. */
 export type ConfigPart = FileConfig;
@@ -47,6 +47,16 @@ export interface WebhookOptions {
   events?: WebhookEvent[];
 }
 
+/** A named token (`[[index.token]]`). */
+export interface TokenOptions {
+  name: string;
+  secret: SecretValue;
+  scopes: Array<'read' | 'upload' | 'delete'>;
+  projects?: string[];
+  /** A date or offset date-time, as a string. */
+  expires?: string;
+}
+
 /** What every role may set. */
 export interface IndexOptions {
   /** `root/<name>` unless given. */
@@ -55,6 +65,7 @@ export interface IndexOptions {
   ecosystem?: string;
   policy?: PolicyOptions;
   webhooks?: WebhookOptions[];
+  tokens?: TokenOptions[];
 }
 
 export interface HostedOptions extends IndexOptions {
@@ -93,7 +104,8 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
     'min-release-age': o.policy.minReleaseAge,
   };
   const webhook = o.webhooks?.map((w): WebhookFileConfig => ({ ...secret('url', w.url), ...secret('secret', w.secret), events: w.events }));
-  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook }] };
+  const token = o.tokens?.map((t): TokenFileConfig => ({ name: t.name, ...secret('secret', t.secret), scopes: t.scopes, projects: t.projects, expires: t.expires }));
+  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook, token }] };
 }
 
 /** A hosted index. */

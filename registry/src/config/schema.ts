@@ -181,3 +181,4 @@ export const fileSchema = z.strictObject({
 export type FileConfig = z.infer<typeof fileSchema>;
 export type IndexFileConfig = z.infer<typeof indexSchema>;
 export type WebhookFileConfig = z.infer<typeof webhookSchema>;
+export type TokenFileConfig = z.infer<typeof tokenSchema>;

@@ -9,11 +9,8 @@
  */
 import { ConfigError } from './errors.js';
 import { resolveSecret, type SecretSources } from './resolve-secret.js';
-import type { tokenSchema } from './schema.js';
+import type { TokenFileConfig } from './schema.js';
 import type { IndexToken, Role, TokenScope } from './types.js';
-import type { z } from 'zod';
-
-type TokenFileConfig = z.infer<typeof tokenSchema>;
 
 /** Scopes only a hosted index can honour: writes land in one (a virtual index's in its upload target). */
 const WRITE_SCOPES: readonly TokenScope[] = ['upload', 'delete'];
