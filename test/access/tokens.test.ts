@@ -59,6 +59,7 @@ beforeAll(async () => {
           { name: 'cleaner', secret: SECRETS.cleaner, scopes: ['delete'] },
           { name: 'old', secret: SECRETS.old, scopes: ['upload'], expires: '2020-01-01T00:00:00Z' },
         ],
+        webhooks: [{ url: `${receiver.url}/oci-hook` }],
       }),
     ),
   });
@@ -193,6 +194,8 @@ describe('named tokens on a hosted OCI index', () => {
     await login(SECRETS.cleaner);
     await crane(['delete', `${host()}/team/images/app@${digest}`]);
     expect((await fetch(`${server.url}/v2/team/images/app/manifests/${digest}`)).status).toBe(404);
+    const [hook] = await receiver.waitFor('/oci-hook', 1);
+    expect(hook?.json).toMatchObject({ event: 'delete', project: 'app', actor: 'token:cleaner' });
   });
 
   it('a token past its expiry is refused, and the message says it expired', async () => {
