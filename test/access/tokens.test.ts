@@ -206,6 +206,28 @@ describe('named tokens on a hosted OCI index', () => {
   });
 });
 
+describe('the audit log', () => {
+  it('has a write line for every write, naming the credential (never a secret, nor the Basic user name)', () => {
+    const writes = server
+      .logs()
+      .split('\n')
+      .filter((l) => l.includes('"event":"write"'))
+      .map((l) => JSON.parse(l) as { credential: string; what: string; index: string });
+    const seen = writes.map((w) => `${w.index} ${w.credential} ${w.what.split(' ')[0]}`);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'root/team token:ci-upload upload',
+        'root/team token:ops-delete yank',
+        'root/team token:ops-delete delete',
+        'root/team upload_token upload',
+        'team/images token:ci-push push',
+        'team/images token:cleaner delete',
+      ]),
+    );
+    expect(writes.find((w) => w.what.startsWith('push team/images/app:v1@sha256:'))?.credential).toBe('token:ci-push');
+  });
+});
+
 describe('secrets never leak', () => {
   it('no token secret appears in any log line, status, stats, metrics or webhook after a run that used them all', async () => {
     const seen = [

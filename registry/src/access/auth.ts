@@ -7,7 +7,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { HostedIndex, IndexConfig } from '../config/types.js';
-import { logAuthFailed } from '../observe/security-log.js';
+import { logAuthFailed, logWriteAccepted } from '../observe/security-log.js';
 import { parseBasic } from './secrets.js';
 import { acceptsScope, actorOf, expiredMessage, identify, reachesName, scopeRefusal, type Credential, type Normalize } from './tokens.js';
 
@@ -82,6 +82,11 @@ function tokenName(credential: Credential): string | undefined {
 /** Refusals that a client answers by sending other credentials: 401 with the Basic challenge. */
 export function isCredentialsDenial(reason: WriteDenial): boolean {
   return reason === 'missing-credentials' || reason === 'wrong-credentials' || reason === 'expired-credentials';
+}
+
+/** The audit line of a write `grant` let through (observe/security-log.ts). */
+export function noteWrite(request: FastifyRequest, clientAddress: (r: FastifyRequest) => string, index: IndexConfig, credential: string, what: string): void {
+  logWriteAccepted(request.log, { index: index.route, method: request.method, client: clientAddress(request), credential, what });
 }
 
 /**

@@ -50,6 +50,11 @@ export function actorOf(credential: Credential, username: string | undefined): s
   return credential.kind === 'named' ? `token:${credential.token.name}` : username || undefined;
 }
 
+/** How the audit log names `credential`: `upload_token` or `token:<name>`. */
+export function credentialLabel(credential: Credential): string {
+  return credential.kind === 'named' ? `token:${credential.token.name}` : 'upload_token';
+}
+
 /** A person's account of what `credential` lacks for `scope` on `name`; null when it lacks nothing. */
 export function scopeRefusal(credential: Credential, scope: TokenScope, name: string | undefined, normalize?: Normalize): string | null {
   if (credential.kind === 'upload-token') return null;

@@ -42,6 +42,25 @@ export function logAuthFailed(log: FastifyBaseLogger, e: AuthFailedEvent): void 
   );
 }
 
+export interface WriteAcceptedEvent {
+  /** The route of the index the request addressed. */
+  index: string;
+  method: string;
+  client: string;
+  /** Which credential wrote: `upload_token` or `token:<name>`; never a secret, nor the Basic user name. */
+  credential: string;
+  /** What was written, for a person: `upload alpha-1.0.tar.gz`, `yank alpha 1.0`, `push app:v1`. */
+  what: string;
+}
+
+/** The audit line of a write that was let through, at `info`: who wrote what, from where. */
+export function logWriteAccepted(log: FastifyBaseLogger, e: WriteAcceptedEvent): void {
+  log.info(
+    { event: 'write', index: e.index, method: e.method, client: e.client, credential: e.credential, what: e.what },
+    `write: ${e.what} on ${e.index} from ${e.client} with ${e.credential}`,
+  );
+}
+
 /** `headers_timeout`: the request head did not finish in time; `body_stalled`: the body stopped arriving. */
 export type CutReason = 'headers_timeout' | 'body_stalled';
 

@@ -3,7 +3,7 @@
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
 import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, type WriteDenial, type WriteScope } from '../../access/auth.js';
-import { acceptsScope, expiredMessage, scopeRefusal, type Credential } from '../../access/tokens.js';
+import { acceptsScope, credentialLabel, expiredMessage, scopeRefusal, type Credential } from '../../access/tokens.js';
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { resolveRoute } from '../../http/resolve.js';
 import { logAuthFailed } from '../../observe/security-log.js';
@@ -30,6 +30,8 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
 export interface OciWriteGrant {
   hosted: HostedIndex;
   actor?: string;
+  /** The credential, as the audit log names it (`credentialLabel`). */
+  credential: string;
 }
 
 /** What a write of `method` needs: `delete` for DELETE, `upload` for everything else. */
@@ -55,7 +57,7 @@ export function authorizeWriteBy(call: OciCall): OciWriteGrant {
   const scope = scopeOf(request.method);
   if (credentials.kind === 'bearer') return authorizeBearer(call, credentials, hosted, scope);
   const check = checkWrite(hosted, credentials.kind === 'basic' ? credentials.header : undefined, { scope, name: repo.join('/') });
-  if (check.ok) return { hosted: check.target, ...(check.actor !== undefined ? { actor: check.actor } : {}) };
+  if (check.ok) return { hosted: check.target, credential: credentialLabel(check.credential), ...(check.actor !== undefined ? { actor: check.actor } : {}) };
   noteWriteDenial(request, deps.clientAddress, index, check);
   if (isCredentialsDenial(check.reason)) throw new OciError('UNAUTHORIZED', check.message, { 'WWW-Authenticate': BASIC_CHALLENGE });
   if (check.reason === 'insufficient-scope') throw new OciError('DENIED', `index "${index.name}": ${check.message}`);
@@ -100,7 +102,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
     log('insufficient-scope', credential.kind === 'named' ? credential.token.name : undefined);
     throw new OciError('DENIED', `index "${index.name}": ${refusal}`);
   }
-  return { hosted, ...(token.subject.startsWith('token:') ? { actor: token.subject } : {}) };
+  return { hosted, credential: credentialLabel(credential), ...(token.subject.startsWith('token:') ? { actor: token.subject } : {}) };
 }
 
 /**

@@ -15,7 +15,8 @@ import { SMALL_BLOB_BYTES } from '../read/blob-bytes.js';
 import type { BlobPull } from '../read/cached/blobs.js';
 import { REQUEST_READ, type ReadOptions } from '../../storage/types.js';
 import { referencingManifest } from '../read/hosted/references.js';
-import { authorizeWrite } from './access.js';
+import { noteWrite } from '../../access/auth.js';
+import { authorizeWriteBy } from './access.js';
 import type { OciCall } from './exchange.js';
 
 const OCTET_STREAM = 'application/octet-stream';
@@ -174,7 +175,7 @@ function countDownload(call: OciCall, hex: string, bytes: number): void {
  */
 export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   const { deps, reply, target } = call;
-  const hosted = authorizeWrite(call);
+  const { hosted, credential } = authorizeWriteBy(call);
   const hex = parseDigest(digest);
   const unknown = () => new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored in ${target.name}`);
   // RFC 9110: a 405 names the methods the resource has now.
@@ -200,5 +201,6 @@ export async function deleteBlob(call: OciCall, digest: string): Promise<void> {
   if (released.last) deps.blobBytes.forget(hex);
   // Held, but the bytes had already gone missing: absent, as before the hold existed.
   if (released.last && !released.deleted) throw unknown();
+  noteWrite(call.request, deps.clientAddress, target.index, credential, `delete ${target.name}@sha256:${hex} (blob)`);
   await reply.code(202).header('Content-Length', '0').send();
 }

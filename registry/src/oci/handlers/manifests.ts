@@ -6,6 +6,7 @@
  * descriptor, then points the tag at it. GET/HEAD resolve through the index's members, hosted
  * first. DELETE by digest drops the record and the repository's hold on the bytes (removal.ts).
  */
+import { noteWrite } from '../../access/auth.js';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
@@ -18,7 +19,7 @@ import { manifestRecord } from '../model/manifest-record.js';
 import { parseReference, type Reference } from '../model/names.js';
 import { viewOf } from '../read/index-holds.js';
 import { ensureQuota } from './quota.js';
-import { authorizeWrite, authorizeWriteBy } from './access.js';
+import { authorizeWriteBy } from './access.js';
 import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
 import { removeManifest, removeTag } from './removal.js';
@@ -110,7 +111,7 @@ async function namedBlobs(call: OciCall, hosted: HostedIndex, required: readonly
 
 export async function putManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const hosted = authorizeWrite(call);
+  const { hosted, credential } = authorizeWriteBy(call);
   const ref = parseReference(reference);
   const body = await readCapped(request);
   const hex = createHash('sha256').update(body).digest('hex');
@@ -143,6 +144,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
   deps.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
   await recordManifestWrite(deps.summaries, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
+  noteWrite(request, deps.clientAddress, target.index, credential, `push ${target.name}${ref.kind === 'tag' ? `:${ref.tag}` : ''}@sha256:${hex}`);
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);
   if (checked.subject) reply.header('OCI-Subject', checked.subject.digest);
@@ -156,7 +158,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
  */
 export async function deleteManifest(call: OciCall, reference: string): Promise<void> {
   const { deps, target, request, reply } = call;
-  const { hosted, actor } = authorizeWriteBy(call);
+  const { hosted, actor, credential } = authorizeWriteBy(call);
   const ref = readReference(reference);
   const origin = { via: target.index, requestId: request.id, log: request.log, ...(actor ? { actor } : {}) };
   const removed =
@@ -164,5 +166,6 @@ export async function deleteManifest(call: OciCall, reference: string): Promise<
       ? (await removeTag(deps, hosted, target.repo, ref.tag, origin)) !== undefined
       : await removeManifest(deps, hosted, target.repo, ref.hex, origin);
   if (!removed) throw new OciError('MANIFEST_UNKNOWN', `manifest "${reference}" is unknown in ${target.name}`);
+  noteWrite(request, deps.clientAddress, target.index, credential, `delete ${target.name}${ref.kind === 'tag' ? `:${ref.tag}` : `@sha256:${ref.hex}`}`);
   await reply.code(202).header('Content-Length', '0').send();
 }

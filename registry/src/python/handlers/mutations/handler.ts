@@ -5,6 +5,8 @@
  * which get per-file overrides instead. The answer says how many files changed; zero is a
  * success too (the mutations are idempotent).
  */
+import { noteWrite } from '../../../access/auth.js';
+import { credentialLabel } from '../../../access/tokens.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
@@ -84,6 +86,7 @@ export async function handleMutation(
   }
   const result: MutationResult = { project: normalized, ...(version !== undefined ? { version } : {}), action, changed: changed.length, files: changed.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
+  noteWrite(req.request, deps.clientAddress, req.index, credentialLabel(grant.credential), `${action} ${normalized}${version !== undefined ? ` ${version}` : ''}`);
   if (hostedChanged.length > 0) await recordProjectWrite(deps.summaries, deps.records, target.name, normalized, req.request.log);
   if (changed.length > hostedChanged.length) await deps.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
   if (changed.length > 0) {

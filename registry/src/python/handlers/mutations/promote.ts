@@ -6,6 +6,8 @@
  * keeps its bytes, metadata and upload time, and starts un-yanked. All files or none: a filename
  * the target holds with other bytes stops the whole promotion with 409.
  */
+import { noteWrite } from '../../../access/auth.js';
+import { credentialLabel } from '../../../access/tokens.js';
 import type { IndexConfig } from '../../../config/types.js';
 import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
@@ -18,7 +20,8 @@ import { authorizeWrite } from './auth.js';
 import { versionScope, type MutationDeps, type MutationResult } from './handler.js';
 
 export async function handlePromote(deps: MutationDeps, req: IndexRequest, project: string, version: string): Promise<void> {
-  const { target } = authorizeWrite(deps, req.index, req, project);
+  const grant = authorizeWrite(deps, req.index, req, project);
+  const { target } = grant;
   const source = sourceIndex(deps, req);
   const layers = membersOf(source, deps.indexByName).filter((m) => m.role === 'hosted');
   if (layers.includes(target)) {
@@ -73,6 +76,7 @@ export async function handlePromote(deps: MutationDeps, req: IndexRequest, proje
   if (added.length > 0) await recordProjectWrite(deps.summaries, deps.records, target.name, normalized, req.request.log);
   const result: MutationResult & { from: string } = { project: normalized, version, action: 'promote', from: source.route, changed: added.length, files: added.sort() };
   req.request.log.info({ index: req.index.name, target: target.name, from: source.name, project: normalized, version, changed: added.length }, 'python promote');
+  noteWrite(req.request, deps.clientAddress, req.index, credentialLabel(grant.credential), `promote ${normalized} ${version} from ${source.route}`);
   await req.reply.code(200).type('application/json').send(result);
 }
 

@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BASIC_CHALLENGE, checkWrite, grantRefusal, isCredentialsDenial, noteWriteDenial, type WriteDenial, type WriteRefusal } from '../../../access/auth.js';
+import { BASIC_CHALLENGE, checkWrite, grantRefusal, isCredentialsDenial, noteWrite, noteWriteDenial, type WriteDenial, type WriteRefusal } from '../../../access/auth.js';
+import { credentialLabel } from '../../../access/tokens.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import type { IndexConfig } from '../../../config/types.js';
@@ -115,6 +116,7 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
       duplicate ? 'upload repeated identical file' : 'upload accepted',
     );
+    noteWrite(request, services.clientAddress, index, credentialLabel(auth.credential), `upload ${form.file.name.filename}${duplicate ? ' (identical, already stored)' : ''}`);
     if (!duplicate) {
       // A duplicate changes nothing (as for webhooks): it is not counted as an upload.
       services.counters.index(index.route).add('uploads', 1, archive.meta.project);
