@@ -49,7 +49,7 @@ let xssWheel: string;
 function uiConfig(upstreamUrl: string): string {
   return toml(
     admin(adminToken),
-    hosted('hosted', { token, quota: '1MiB' }),
+    hosted('hosted', { token, quota: '1MiB', tokens: [{ name: 'ci-release', secret: 'ui-named-token-secret-4b2c', scopes: ['upload'], projects: ['team-*'] }] }),
     cached('pypi', `${upstreamUrl}/simple/`, { ttlSecs: 1, maxBytes: '20MiB', evictUnusedAfter: '30d' }),
     virtual('dev', ['hosted', 'pypi'], { uploadTarget: 'hosted', policy: { denyProjects: ['evil-*'] } }),
     oci.hosted('oci', { token }),
@@ -228,6 +228,9 @@ describe('the web UI in Chromium', () => {
     await page.getByRole('heading', { name: 'Recent uploads' }).waitFor();
     await expect.poll(asked).toBe(before + 1);
     expect(await page.textContent('main')).toContain(project.wheelFilename);
+    // A named token by its name and what it may do, never its secret.
+    expect(await page.textContent('td.tokens >> nth=0')).toBe('ci-release (upload on team-*)');
+    expect(await page.content()).not.toContain('ui-named-token-secret-4b2c');
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
     // Without the token, neither the page nor its document shows anything of the status.

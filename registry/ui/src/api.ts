@@ -54,6 +54,8 @@ export interface StatusIndex {
   serial: number;
   upstream?: { url: string; offline: boolean };
   upload_token?: { configured: boolean; source?: string };
+  /** Named tokens, by name only (docs/access.md). */
+  tokens?: Array<{ name: string; scopes: string[]; projects?: string[]; expires?: string; expired?: boolean }>;
   members: string[];
   details?: { projects: number; files: number };
   /** What the index holds; null for a virtual index (its members hold the bytes). */

@@ -1,5 +1,5 @@
 /** `/admin/status`: `/+status?details=admin`, made readable. Read-only: nothing here writes. */
-import { getJson, type Status } from './api.js';
+import { getJson, type Status, type StatusIndex } from './api.js';
 import { fill, h, type Child } from './dom.js';
 import { duration } from './format.js';
 import { countedText, lastCollection, storedCell, storedText } from './stored.js';
@@ -27,7 +27,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
     h(
       'table',
       { class: 'indexes' },
-      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'stored', 'upload token'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'stored', 'upload token', 'named tokens'].map((c) => h('th', { scope: 'col' }, c)))),
       h(
         'tbody',
         {},
@@ -44,6 +44,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
             h('td', {}, ix.details?.files ?? '—'),
             h('td', { class: 'stored' }, storedCell(ix)),
             h('td', {}, ix.upload_token ? (ix.upload_token.configured ? `configured (${ix.upload_token.source ?? 'set'})` : 'none: uploads off') : '—'),
+            h('td', { class: 'tokens' }, ix.tokens?.length ? ix.tokens.map(tokenText).join('; ') : '—'),
           ),
         ),
       ),
@@ -58,4 +59,11 @@ export async function statusPage(app: HTMLElement): Promise<void> {
         )
       : h('p', {}, 'No uploads yet.'),
   );
+}
+
+/** A named token as the status page shows it: its name, what it may do, where and until when; never a secret. */
+function tokenText(t: NonNullable<StatusIndex['tokens']>[number]): string {
+  const where = t.projects ? ` on ${t.projects.join(', ')}` : '';
+  const until = t.expires ? (t.expired ? `, expired ${new Date(t.expires).toLocaleDateString()}` : `, until ${new Date(t.expires).toLocaleDateString()}`) : '';
+  return `${t.name} (${t.scopes.join(', ')}${where}${until})`;
 }
