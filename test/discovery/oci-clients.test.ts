@@ -124,6 +124,7 @@ describe('the mirror form of hosts.toml', () => {
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
       tokens: [],
+      private: false,
     };
     const links = linksFor(originOf({ host: c.host }, 'http'));
     const hosts = ociDiscovery.index({ index: cached, members: [cached], writable: null }, links).client_configuration?.containerd;

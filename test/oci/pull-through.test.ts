@@ -363,6 +363,8 @@ describe('pull-through cache (distribution registry upstream, token auth)', () =
     await crane(s, ['pull', '--format', 'oci', ref, join(s.work, 'confirmed-2')]);
 
     expect(layoutMismatches(readLayout(join(s.work, 'confirmed-2')), allBlobs(image))).toEqual([]);
-    expect(since(s, from)).toEqual([]);
+    // No tag lookup upstream. (A blob may be fetched again: the first server may have been stopped
+    // before it published the last one, which the client had whole as its digest verified.)
+    expect(since(s, from).filter((r) => r.includes('/manifests/'))).toEqual([]);
   });
 });

@@ -66,6 +66,8 @@ export interface IndexOptions {
   policy?: PolicyOptions;
   webhooks?: WebhookOptions[];
   tokens?: TokenOptions[];
+  /** `read = "token"`: a private index. */
+  read?: 'open' | 'token';
 }
 
 export interface HostedOptions extends IndexOptions {
@@ -105,7 +107,7 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
   };
   const webhook = o.webhooks?.map((w): WebhookFileConfig => ({ ...secret('url', w.url), ...secret('secret', w.secret), events: w.events }));
   const token = o.tokens?.map((t): TokenFileConfig => ({ name: t.name, ...secret('secret', t.secret), scopes: t.scopes, projects: t.projects, expires: t.expires }));
-  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook, token }] };
+  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook, token, read: o.read }] };
 }
 
 /** A hosted index. */

@@ -11,6 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { AdminGate } from '../access/admin-auth.js';
+import { ReadGate } from '../access/read-gate.js';
 import { ArchiveWalks } from '../archive/walks.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { originOf } from '../discovery/origin.js';
@@ -196,13 +197,14 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(async (scope) => registerDiscovery(scope, config, ecosystems, origin));
 
   const admin = new AdminGate(config.admin.token, clientAddress);
-  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage });
+  const readGate = new ReadGate(indexByName, clientAddress);
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage, readGate });
   await app.register(uiRoutes, { config, ecosystems, admin });
   await app.register(retentionRoute, { runner: retention, admin });
   await app.register(gcRoute, { gc, totals: gcTotals, admin });
 
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
-  await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError });
+  await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError, readGate });
 
   return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters };
 }

@@ -91,6 +91,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
 
   const indexes = (file.index ?? []).map((ix, i) => withinIndex(ix.name, () => resolveIndex(ix, i, secrets, ecosystems)));
   checkIndexes(indexes);
+  markPrivateViews(indexes);
 
   const s = file.storage ?? {};
   const storage: StorageConfig = {
@@ -249,6 +250,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
     },
     webhooks: (ix.webhook ?? []).map((w, j) => resolveWebhook(w, `${where}.webhook[${j}]`, secrets)),
     tokens: resolveTokens(ix.token, where, role, secrets),
+    private: ix.read === 'token',
   };
   switch (role) {
     case 'hosted':
@@ -374,6 +376,12 @@ function checkIndexes(indexes: IndexConfig[]): void {
       }
     }
   }
+}
+
+/** A virtual index over a private member is private too: it serves the member's contents. */
+function markPrivateViews(indexes: IndexConfig[]): void {
+  const byName = new Map(indexes.map((ix) => [ix.name, ix]));
+  for (const ix of indexes) if (ix.role === 'virtual' && ix.members.some((m) => byName.get(m)?.private)) ix.private = true;
 }
 
 /** Maps the first zod issue to a message that names the key and, inside `[[index]]`, the index. */

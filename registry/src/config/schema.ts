@@ -71,6 +71,8 @@ export const indexSchema = z.strictObject({
   upload_target: z.string().optional(),
   ...secretFields('upload_token'),
   token: z.array(tokenSchema).optional(),
+  // Who may read: anyone (the spec's default), or only a credential of the index (access/readers.ts).
+  read: z.enum(['open', 'token'], { message: 'must be "open" (anyone reads) or "token" (a token of the index is needed)' }).optional(),
   volatile: z.boolean().optional(),
   upstream_concurrency: positiveInt.optional(),
   cache_ttl_secs: z.number().int().min(0).optional(),

@@ -56,6 +56,11 @@ interface IndexBase {
   webhooks: WebhookConfig[];
   /** Named tokens (`[[index.token]]`); empty when none. */
   tokens: IndexToken[];
+  /**
+   * Reads need a credential of the index (access/readers.ts): `read = "token"` on the index, or,
+   * for a virtual index, on any of its members. False: anyone reads, as the spec's default.
+   */
+  private: boolean;
 }
 
 export interface HostedIndex extends IndexBase {

@@ -11,6 +11,7 @@ import type { ErrorHandler } from '../../ecosystem/error-handler.js';
 import { HttpError } from '../../http/errors.js';
 import { requestPath } from '../../http/path.js';
 import { resolveRoute } from '../../http/resolve.js';
+import type { ReadGate } from '../../access/read-gate.js';
 
 export interface IndexNamespaceOptions {
   /** The indexes served under their route, in config order. */
@@ -18,9 +19,14 @@ export interface IndexNamespaceOptions {
   ecosystemOf: (index: IndexConfig) => Ecosystem | undefined;
   /** Answers what no ecosystem took on: an unsafe path, a path no index serves. */
   answerError: ErrorHandler;
+  /** Who may read a private index (access/read-gate.ts). */
+  readGate: ReadGate;
 }
 
-export async function indexNamespace(scope: FastifyInstance, { routed, ecosystemOf, answerError }: IndexNamespaceOptions): Promise<void> {
+/** Reads need the gate's leave on a private index; writes are checked by their own handlers. */
+const READS = new Set(['GET', 'HEAD']);
+
+export async function indexNamespace(scope: FastifyInstance, { routed, ecosystemOf, answerError, readGate }: IndexNamespaceOptions): Promise<void> {
   /** The ecosystem a request was handed to, whose error handler answers its failures. */
   const servedBy = new WeakMap<FastifyRequest, Ecosystem>();
   scope.setErrorHandler((err, request, reply) => (servedBy.get(request)?.answerError ?? answerError)(err, request, reply));
@@ -30,6 +36,7 @@ export async function indexNamespace(scope: FastifyInstance, { routed, ecosystem
     if (!hit) throw new HttpError(404, `no index serves /${path.segments.join('/')}`);
     const ecosystem = ecosystemOf(hit.index);
     if (ecosystem) servedBy.set(request, ecosystem);
+    if (READS.has(request.method)) readGate.require(hit.index, request);
     await ecosystem?.handleIndexRequest?.({
       index: hit.index,
       rest: hit.rest,

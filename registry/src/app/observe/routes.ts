@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AdminGate } from '../../access/admin-auth.js';
+import type { ReadGate } from '../../access/read-gate.js';
 import type { Config } from '../../config/types.js';
 import type { Ecosystem } from '../../ecosystem/ecosystem.js';
 import type { IndexSummaries } from '../../observe/summary.js';
@@ -24,6 +25,8 @@ export interface ObserveOptions {
   counters: ServerCounters;
   startedAt: Date;
   admin: AdminGate;
+  /** One index's stats name its projects: a private index's only to a caller who reads it. */
+  readGate: ReadGate;
   /** What each index and the store hold (lifecycle/usage/). */
   usage: StatusSources['usage'];
 }
@@ -65,6 +68,8 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
 
   app.get('/+stats', async (request, reply) => {
     const query = parseStatsQuery(queryOf(request));
+    const named = query.depth === 'server' ? undefined : indexes.find((i) => i.route === query.route);
+    if (named) opts.readGate.require(named, request);
     const doc = buildStats({ indexes, ecosystems, counters: (await counters.totals()).usage, startedAt, usage: opts.usage }, query);
     return reply.header('cache-control', 'no-store').type('application/json').send(doc);
   });

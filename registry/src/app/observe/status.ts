@@ -89,6 +89,8 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
         }
       : {}),
     ...(ix.role === 'hosted' ? { upload_token: secretInfo(ix.uploadToken) } : {}),
+    // Reads need a credential of the index (access/readers.ts): its contents are shown to readers only.
+    private: ix.private,
     // Named tokens by name: never a secret, nor a hint of one beyond where it is read from.
     tokens: ix.tokens.map((t) => ({
       name: t.name,

@@ -4,6 +4,7 @@
  * the action at the end of its path and by method. HEAD is answered wherever GET is (the GET
  * handler runs; node sends no body for HEAD), and a 405 names the methods the route has in `Allow`.
  */
+import { authorizeRead } from './read-access.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { allowOf, handlerFor, type Methods } from '../../http/route-table.js';
 import { OciError } from '../model/errors.js';
@@ -40,6 +41,14 @@ function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
   return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
 }
 
+/** `named`, for a read: a private index's reads need credentials that read it (read-access.ts). */
+function namedRead(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
+  return named(name, (call) => {
+    authorizeRead(call);
+    return fn(call);
+  });
+}
+
 /**
  * The version check is where docker learns how to authenticate: it sends credentials only after
  * this answered 401 with a challenge, so a request without credentials is sent to the token
@@ -72,8 +81,8 @@ function routeOf(action: OciAction): Route {
       return {
         what: 'manifests',
         methods: {
-          GET: named(action.name, (c) => getManifest(c, ref, false)),
-          HEAD: named(action.name, (c) => getManifest(c, ref, true)),
+          GET: namedRead(action.name, (c) => getManifest(c, ref, false)),
+          HEAD: namedRead(action.name, (c) => getManifest(c, ref, true)),
           PUT: named(action.name, (c) => putManifest(c, ref)),
           DELETE: named(action.name, (c) => deleteManifest(c, ref)),
         },
@@ -84,14 +93,14 @@ function routeOf(action: OciAction): Route {
       return {
         what: 'blobs',
         methods: {
-          GET: named(action.name, (c) => getBlob(c, digest, false)),
-          HEAD: named(action.name, (c) => getBlob(c, digest, true)),
+          GET: namedRead(action.name, (c) => getBlob(c, digest, false)),
+          HEAD: namedRead(action.name, (c) => getBlob(c, digest, true)),
           DELETE: named(action.name, (c) => deleteBlob(c, digest)),
         },
       };
     }
     case 'blob-contents':
-      return { what: 'layer contents', methods: { GET: named(action.name, (c) => layerContents(c, action.digest)) } };
+      return { what: 'layer contents', methods: { GET: namedRead(action.name, (c) => layerContents(c, action.digest)) } };
     case 'upload-start':
       return { what: 'blob uploads', methods: { POST: named(action.name, startUpload) } };
     case 'upload': {
@@ -107,9 +116,9 @@ function routeOf(action: OciAction): Route {
       };
     }
     case 'tags':
-      return { what: 'tag lists', methods: { GET: named(action.name, listTags) } };
+      return { what: 'tag lists', methods: { GET: namedRead(action.name, listTags) } };
     case 'referrers':
-      return { what: 'referrers', methods: { GET: named(action.name, (c) => listReferrers(c, action.digest)) } };
+      return { what: 'referrers', methods: { GET: namedRead(action.name, (c) => listReferrers(c, action.digest)) } };
   }
 }
 

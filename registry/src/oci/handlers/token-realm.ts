@@ -11,6 +11,7 @@
  */
 import { BASIC_CHALLENGE } from '../../access/auth.js';
 import { parseBasic } from '../../access/secrets.js';
+import { readVerdict } from '../../access/readers.js';
 import { actorOf, expiredMessage, hasScope, identify, reachesName, type Credential, type Identified } from '../../access/tokens.js';
 import type { IndexConfig } from '../../config/types.js';
 import { logAuthFailed } from '../../observe/security-log.js';
@@ -59,7 +60,7 @@ export async function issueToken(x: OciExchange): Promise<void> {
         'UNAUTHORIZED',
         expired
           ? expiredMessage(expired)
-          : 'the password is not the upload token of any hosted OCI index on this registry, nor a named token of one: log in with one as the password (any username)',
+          : 'the password is not the upload token of any hosted OCI index on this registry, nor a named token of an OCI index: log in with one as the password (any username)',
         { 'WWW-Authenticate': BASIC_CHALLENGE },
       );
     }
@@ -76,13 +77,14 @@ export async function issueToken(x: OciExchange): Promise<void> {
 }
 
 /**
- * Whom `password` identifies on any hosted index of `indexes`: a live credential first, else a
+ * Whom `password` identifies on any index of `indexes`: a live credential first, else a
  * token past its expiry, else nobody. Every index is compared (constant time each), so the
  * answer's timing says nothing of which matched.
  */
 export function identifyAnywhere(indexes: readonly IndexConfig[], password: string | undefined): Identified {
   if (password === undefined) return { kind: 'unknown' };
-  const found = indexes.filter((ix) => ix.role === 'hosted').map((ix) => identify(ix, password));
+  // Named tokens sit on any index (a read token on a private cache), upload tokens on hosted ones.
+  const found = indexes.map((ix) => identify(ix, password));
   return found.find((f) => f.kind === 'credential') ?? found.find((f) => f.kind === 'expired') ?? { kind: 'unknown' };
 }
 
@@ -91,9 +93,10 @@ export function identifyAnywhere(indexes: readonly IndexConfig[], password: stri
  * here. A write grant binds the token to the credential it was granted for (`bindings`).
  */
 function grant(x: OciExchange, wanted: Access, password: string | undefined, bindings: Bindings): Access[] {
+  if (wanted.type === 'registry' && wanted.name === 'catalog') bindPrivateReads(x, password, bindings);
   if (wanted.type !== 'repository') return [];
   const actions = new Set<string>();
-  if (wanted.actions.some((a) => PULL.has(a))) actions.add('pull');
+  if (wanted.actions.some((a) => PULL.has(a)) && mayPull(x, wanted.name, password, bindings)) actions.add('pull');
   const writes = wanted.actions.includes('*') ? [...WRITE] : wanted.actions.filter((a) => WRITE.has(a));
   const writer = writes.length > 0 && password !== undefined ? writerOf(x, wanted.name, password) : null;
   if (writer) {
@@ -102,6 +105,33 @@ function grant(x: OciExchange, wanted: Access, password: string | undefined, bin
     if (allowed.length > 0) bindings[writer.target.name] = x.deps.tokens.bindingOf(writer.secret);
   }
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
+}
+
+/**
+ * Whether a token may pull `name`: anyone on an open index; on a private one only a password that
+ * reads it, which the token is then bound to (read-access.ts checks the binding on every read).
+ */
+function mayPull(x: OciExchange, name: string, password: string | undefined, bindings: Bindings): boolean {
+  let index: IndexConfig;
+  try {
+    index = resolveName(x.deps.ociIndexes, name.split('/')).index;
+  } catch (err) {
+    // A name no OCI index serves: pulling it finds nothing anyway.
+    if (err instanceof OciError) return true;
+    throw err;
+  }
+  if (!index.private) return true;
+  if (password === undefined || readVerdict(index, password, x.deps.indexByName).kind !== 'reads') return false;
+  bindings[index.name] = x.deps.tokens.bindingOf(password);
+  return true;
+}
+
+/** For the catalog: binds the token to every private index the password reads, so their repositories are listed. */
+function bindPrivateReads(x: OciExchange, password: string | undefined, bindings: Bindings): void {
+  if (password === undefined) return;
+  for (const index of x.deps.ociIndexes) {
+    if (index.private && readVerdict(index, password, x.deps.indexByName).kind === 'reads') bindings[index.name] = x.deps.tokens.bindingOf(password);
+  }
 }
 
 interface Writer {

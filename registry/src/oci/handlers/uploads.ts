@@ -8,6 +8,7 @@
  * verification: a hold that a failed push left behind would show the repository the bytes as soon
  * as any other repository or index stored that digest, to a caller who knew only the digest.
  */
+import { readVerdictOf } from './read-access.js';
 import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
 import { DigestMismatchError } from '../../storage/types.js';
@@ -90,7 +91,8 @@ async function mountBlob(call: OciCall, hosted: IndexConfig, hex: string): Promi
   if (!allowed && query.get('from') === null) allowed = heldInIndex(holders, hosted);
   if (!allowed) {
     const from = fromRepository(call);
-    allowed = from !== null && (await deps.holds.visible(from.index, from.repo, hex));
+    // Mounting from a private index reads it: only with credentials that read it (read-access.ts).
+    allowed = from !== null && readVerdictOf(deps, call.credentials, from.index, from.name).kind === 'reads' && (await deps.holds.visible(from.index, from.repo, hex));
   }
   if (!allowed) return false;
   const size = (await deps.blobs.stat(hex))?.size;

@@ -7,6 +7,8 @@
  * the target holds with other bytes stops the whole promotion with 409.
  */
 import { noteWrite } from '../../../access/auth.js';
+import { readVerdict } from '../../../access/readers.js';
+import { parseBasic } from '../../../access/secrets.js';
 import { credentialLabel } from '../../../access/tokens.js';
 import type { IndexConfig } from '../../../config/types.js';
 import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
@@ -87,6 +89,11 @@ function sourceIndex(deps: MutationDeps, req: IndexRequest): IndexConfig {
   const route = from.trim().replace(/^\/+|\/+$/g, '');
   const source = [...deps.indexByName.values()].find((ix) => ix.route === route);
   if (!source || source.ecosystem !== 'python') throw new HttpError(400, `from=${from} is not the route of a Python index`);
+  // A promotion reads the source: from a private index, only with credentials that read it too.
+  const password = parseBasic(req.request.headers.authorization)?.password;
+  if (readVerdict(source, password, deps.indexByName).kind !== 'reads') {
+    throw new HttpError(403, `from=${source.route} is private index "${source.name}", which these credentials may not read: promote with a token that reads it too`);
+  }
   return source;
 }
 
