@@ -187,6 +187,21 @@ describe('named tokens on a hosted OCI index', () => {
     expect(body.errors[0]).toMatchObject({ code: 'DENIED', message: 'index "images": the token "ci-push" may not upload "other" (its projects: app, app/*)' });
   });
 
+  it('through the token realm a write outside the globs is 401 insufficient_scope naming the token and what it lacks', async () => {
+    const scope = 'repository:team/images/other:pull,push';
+    const realm = await fetch(`${server.url}/v2/token?service=velodex&scope=${encodeURIComponent(scope)}`, {
+      headers: { authorization: `Basic ${Buffer.from(`ci:${SECRETS.ciPush}`).toString('base64')}` },
+    });
+    expect(realm.status).toBe(200);
+    const { token } = (await realm.json()) as { token: string };
+    const res = await fetch(`${server.url}/v2/team/images/other/blobs/uploads/`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toMatch(/scope="repository:team\/images\/other:pull,push",error="insufficient_scope"/);
+    const body = (await res.json()) as { errors: Array<{ code: string; message: string }> };
+    expect(body.errors[0]).toMatchObject({ code: 'UNAUTHORIZED', message: 'index "images": the token "ci-push" may not upload "other" (its projects: app, app/*)' });
+    expect(server.logs()).toMatch(/"event":"auth_failed","index":"team\/images","method":"POST","client":"[^"]+","reason":"insufficient-scope","token":"ci-push"/);
+  });
+
   it('deletes need the delete scope: refused for the pushing token, done by the cleaner', async () => {
     const digest = (await crane(['digest', `${host()}/team/images/app:v1`])).stdout.trim();
     const refused = await crane(['delete', `${host()}/team/images/app@${digest}`], true);

@@ -1,13 +1,16 @@
 /**
  * The common frame of the real-client suites (crane, oras, regctl, skopeo): one velodex per file,
  * its upload token and `host:port`, and a private temp folder that is the client's HOME, so no
- * configuration or credentials of the machine are used.
+ * configuration or credentials of the machine are used. The server runs the embedded default's
+ * indexes (the OCI one at `root/oci`), plus any a suite adds (an index with named tokens).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { defaultIndexes } from '../support/backend.js';
+import { toml, type ConfigPart } from '../support/config.js';
 import { defaultToken, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
 export interface ClientSuite {
@@ -24,15 +27,19 @@ export interface ClientSuite {
 
 /**
  * Registers the suite's `beforeAll`/`afterAll` and returns the suite, filled in once `beforeAll`
- * has run. `env` adds client configuration paths below `work`; `setup` runs last (a login).
+ * has run. `env` adds client configuration paths below `work`; `setup` runs last (a login);
+ * `indexes` are served beside the default's.
  */
 export function clientSuite(
   client: string,
-  opts: { env?: (work: string) => Record<string, string>; setup?: (suite: ClientSuite) => Promise<void> | void } = {},
+  opts: { env?: (work: string) => Record<string, string>; setup?: (suite: ClientSuite) => Promise<void> | void; indexes?: ConfigPart[] } = {},
 ): ClientSuite {
   const suite = {} as ClientSuite;
   beforeAll(async () => {
-    suite.server = await startVelodex();
+    // The default's indexes written out (its upload token generated into the data dir, as without a file).
+    const dataDir = tempDir();
+    const config = opts.indexes && toml(defaultIndexes(dataDir), ...opts.indexes);
+    suite.server = await startVelodex({ config, dataDir });
     suite.token = defaultToken(suite.server);
     suite.host = `127.0.0.1:${suite.server.port}`;
     suite.work = tempDir(`velodex-${client}-`);

@@ -4,7 +4,9 @@
  * token; `docker push` to a hosted index, then, logged out and with the image removed, `docker
  * pull` brings back the same digest; a push without login is refused; a login with team A's token
  * cannot push to team B; a push through a virtual index lands in its upload target. None of it
- * works without the token realm: docker sends credentials only after `/v2/` challenged it.
+ * works without the token realm: docker sends credentials only after `/v2/` challenged it. Named
+ * tokens: one that may upload to `app*` pushes there and pulls it back, and is refused elsewhere;
+ * one past its expiry cannot log in, and docker prints when it expired.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,13 +14,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDockerd, type Dockerd } from '../support/dockerd.js';
 import { tar } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
-import { toml } from '../support/config.js';
+import { oci, toml } from '../support/config.js';
 import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { twoTeams } from './api-support.js';
 
-/** The two teams, with writes to the virtual `all/oci` going to team A. */
-const CONFIG = toml(...twoTeams({ allUploadTarget: 'team-a' }));
+/** Named tokens of the index at `tokens/oci` (it has no upload token). */
+const NAMED = { ci: 'ci-docker-secret-4b7e21', old: 'old-docker-secret-90c3aa' };
+
+/**
+ * The two teams, with writes to the virtual `all/oci` going to team A; and an index whose only
+ * credentials are named tokens: `ci` may upload to `app*`, `old` is past its expiry.
+ */
+const CONFIG = toml(
+  ...twoTeams({ allUploadTarget: 'team-a' }),
+  oci.hosted('tokens', {
+    route: 'tokens/oci',
+    tokens: [
+      { name: 'ci', secret: NAMED.ci, scopes: ['upload'], projects: ['app*'] },
+      { name: 'old', secret: NAMED.old, scopes: ['upload'], expires: '2020-01-01' },
+    ],
+  }),
+);
 
 let server: Velodex;
 let engine: Dockerd;
@@ -40,7 +57,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const login = (password: string) => engine.docker(['login', '-u', '__token__', '--password-stdin', host], { input: `${password}\n`, allowFailure: true });
+const login = (password: string, user = '__token__') => engine.docker(['login', '-u', user, '--password-stdin', host], { input: `${password}\n`, allowFailure: true });
 const logout = () => engine.docker(['logout', host]);
 
 /** `docker push`; the digest it printed, or the failure. */
@@ -134,5 +151,46 @@ describe('docker', () => {
     expect(logs).toMatch(/"url":"\/v2\/token\?/);
     expect(logs).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/);
     for (const secret of ['token-a', 'token-b']) expect(logs).not.toContain(secret);
+  });
+});
+
+describe('docker with named tokens', () => {
+  it('logs in with a named token, pushes to a repository its globs match, and pulls the same image back', async () => {
+    const res = await login(NAMED.ci, 'ci');
+    expect(res.stdout, res.stderr).toMatch(/Login Succeeded/);
+    const ref = `${host}/tokens/oci/app-web:v1`;
+    const pushed = await push(ref);
+    expect(pushed.code, pushed.output).toBe(0);
+    expect(await servedDigest('tokens/oci/app-web', 'v1')).toBe(pushed.digest);
+    // Still logged in: the realm grants the pull to the named token too.
+    await engine.docker(['rmi', ref]);
+    const pulled = await engine.docker(['pull', ref], { timeoutMs: 120_000 });
+    expect(pulled.stdout).toContain(`Digest: ${pushed.digest}`);
+    const inspected = await engine.docker(['image', 'inspect', '--format', '{{json .RepoDigests}}', ref]);
+    expect(JSON.parse(inspected.stdout)).toContain(`${host}/tokens/oci/app-web@${pushed.digest}`);
+    expect(server.logs()).toMatch(/"event":"write","index":"tokens\/oci","method":"PUT","client":"127.0.0.1","credential":"token:ci","what":"push tokens\/oci\/app-web:v1@sha256:/);
+  });
+
+  it('refuses a push to a repository outside its globs, and docker says it was denied', async () => {
+    expect((await login(NAMED.ci, 'ci')).code).toBe(0);
+    const pushed = await push(`${host}/tokens/oci/other:v1`);
+    expect(pushed.code).not.toBe(0);
+    // Docker prints its own words for a refused upload, not velodex's message (skopeo shows that);
+    // the security log names the token.
+    expect(pushed.output).toMatch(/denied: requested access to the resource is denied/);
+    expect(server.logs()).toMatch(/"event":"auth_failed","index":"tokens\/oci","method":"POST","client":"127.0.0.1","reason":"insufficient-scope","token":"ci"/);
+    expect(await tags('tokens/oci/other')).toEqual([]);
+  });
+
+  it('refuses docker login with a token past its expiry, and docker prints when it expired', async () => {
+    await logout();
+    const res = await login(NAMED.old, 'ci');
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/unauthorized: the token "old" expired at 2020-01-01T00:00:00\.000Z: ask for a new one/);
+    expect(server.logs()).toMatch(/"index":"\/v2\/token","method":"GET","client":"127.0.0.1","reason":"expired-credentials","token":"old"/);
+  });
+
+  it('leaves no named token secret in the log', () => {
+    for (const secret of Object.values(NAMED)) expect(server.logs()).not.toContain(secret);
   });
 });

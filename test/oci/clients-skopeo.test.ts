@@ -1,17 +1,32 @@
 /**
  * skopeo (Debian's package) against velodex's hosted OCI index: images built on the fly as OCI
  * layouts are copied in with `docker://`, copied back out to another layout, and compared byte for
- * byte, the way a user mirrors images between a directory and a registry.
+ * byte, the way a user mirrors images between a directory and a registry. Named tokens: copies in
+ * with `--dest-creds` to a repository the token may upload to and not to another; `skopeo delete`
+ * only with a token that has the delete scope.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { allBlobs, buildImage, buildIndex, layoutMismatches, readLayout, writeLayout } from '../support/oci-image.js';
+import { oci } from '../support/config.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
 import { clientSuite, curlRepush } from './client-setup.js';
 
+/** Named tokens of the index at `tokens/oci`: `ci` may upload to `app*`, `janitor` may only delete. */
+const NAMED = { ci: 'ci-skopeo-secret-6d02f8', janitor: 'janitor-skopeo-secret-a51c39' };
+
 const c = clientSuite('skopeo', {
+  indexes: [
+    oci.hosted('tokens', {
+      route: 'tokens/oci',
+      tokens: [
+        { name: 'ci', secret: NAMED.ci, scopes: ['upload'], projects: ['app*'] },
+        { name: 'janitor', secret: NAMED.janitor, scopes: ['delete'] },
+      ],
+    }),
+  ],
   env: (work) => ({ REGISTRY_AUTH_FILE: join(work, 'auth.json') }),
   // A private auth file and trust policy: nothing from the machine's own container config is used.
   setup: ({ work }) => {
@@ -161,6 +176,39 @@ describe('skopeo', () => {
 
     const gone = await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest], true);
     expect(gone.code).not.toBe(0);
+    expect(gone.stderr.toLowerCase()).toMatch(/manifest unknown|not found|404/);
+  });
+});
+
+describe('skopeo with named tokens', () => {
+  const image = () => buildImage({ seed: 'skopeo-named', layers: 1, bigFileSize: 1024 });
+  const ref = (repo: string) => `docker://${c.host}/tokens/oci/${repo}`;
+  let src: string;
+
+  it('copies into a repository the token may upload to, and is refused outside its globs', async () => {
+    src = writeLayout(join(c.work, 'named-src'), [{ tag: 'v1', item: image() }]);
+    const ok = await skopeo(['copy', '--preserve-digests', '--dest-tls-verify=false', '--dest-creds', `ci:${NAMED.ci}`, `oci:${src}:v1`, ref('app:v1')], true);
+    expect(ok.code, ok.stderr).toBe(0);
+    const raw = await skopeo(['inspect', '--raw', '--tls-verify=false', ref('app:v1')]);
+    expect(Buffer.from(raw.stdout).equals(image().manifest.bytes)).toBe(true);
+
+    const refused = await skopeo(['copy', '--dest-tls-verify=false', '--dest-creds', `ci:${NAMED.ci}`, `oci:${src}:v1`, ref('other:v1')], true);
+    expect(refused.code).not.toBe(0);
+    // Through the token realm: the bearer token grants no push there, and the 401 says why.
+    expect(refused.stderr).toMatch(/the token \\*"ci\\*" may not upload \\*"other\\*" \(its projects: app\*\)/);
+    expect((await skopeo(['inspect', '--raw', '--tls-verify=false', ref('other:v1')], true)).code).not.toBe(0);
+  });
+
+  it('deletes only with a token that has the delete scope', async () => {
+    const byDigest = `${ref('app')}@${image().manifest.descriptor.digest}`;
+    const refused = await skopeo(['delete', '--tls-verify=false', '--creds', `ci:${NAMED.ci}`, byDigest], true);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/403 Forbidden/);
+    expect(refused.stderr).toMatch(/the token \\*"ci\\*" may not delete, yank, restore or promote \(its scopes: upload\)/);
+    expect((await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest])).code).toBe(0);
+
+    await skopeo(['delete', '--tls-verify=false', '--creds', `janitor:${NAMED.janitor}`, byDigest]);
+    const gone = await skopeo(['inspect', '--raw', '--tls-verify=false', byDigest], true);
     expect(gone.stderr.toLowerCase()).toMatch(/manifest unknown|not found|404/);
   });
 });

@@ -78,10 +78,15 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
     logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason, ...(tokenName !== undefined ? { token: tokenName } : {}) });
   const realm = realmOf(deps.originOf, request);
   if (!grantsWrite(token.access, name)) {
-    log('insufficient-scope');
+    // The realm bound the token to the credential it recognised, if any (token-realm.ts): name it and what it lacks.
+    const recognised = boundCredential(hosted, token.bindings[hosted.name], deps.tokens);
+    const refusal = recognised && scopeRefusal(recognised, scope, repo.join('/'));
+    log('insufficient-scope', recognised?.kind === 'named' ? recognised.token.name : undefined);
     throw new OciError(
       'UNAUTHORIZED',
-      `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" (or a token of it that may write here) as the password`,
+      refusal
+        ? `index "${index.name}": ${refusal}`
+        : `the bearer token does not allow writes to ${name}: log in with the upload token of index "${hosted.name}" (or a token of it that may write here) as the password`,
       { 'WWW-Authenticate': bearerChallenge(realm, { scope: writeScope(name, request.method), error: 'insufficient_scope' }) },
       [{ Type: 'repository', Name: name, Action: request.method === 'DELETE' ? 'delete' : 'push' }],
     );

@@ -90,7 +90,8 @@ export function identifyAnywhere(indexes: readonly IndexConfig[], password: stri
 
 /**
  * What of one requested scope is granted (empty: nothing). Only repositories have access rules
- * here. A write grant binds the token to the credential it was granted for (`bindings`).
+ * here. A write request by a credential of the target binds the token to it (`bindings`), granted
+ * or not: a grant is checked against it on every write, a refusal names what it lacks.
  */
 function grant(x: OciExchange, wanted: Access, password: string | undefined, bindings: Bindings): Access[] {
   if (wanted.type === 'registry' && wanted.name === 'catalog') bindPrivateReads(x, password, bindings);
@@ -102,7 +103,8 @@ function grant(x: OciExchange, wanted: Access, password: string | undefined, bin
   if (writer) {
     const allowed = writes.filter((a) => hasScope(writer.credential, a === 'delete' ? 'delete' : 'upload') && reachesName(writer.credential, writer.repo));
     for (const a of allowed) actions.add(a);
-    if (allowed.length > 0) bindings[writer.target.name] = x.deps.tokens.bindingOf(writer.secret);
+    // Bound even when no write was granted: a write refused later can then say what the token lacks.
+    bindings[writer.target.name] = x.deps.tokens.bindingOf(writer.secret);
   }
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
 }

@@ -35,9 +35,10 @@ export interface IssuedToken {
 
 export type TokenRejection = 'malformed' | 'bad-signature' | 'expired' | 'wrong-claims';
 /**
- * What a token says beyond the spec's claims: for each index it grants writes to, a keyed
- * fingerprint of the upload token it was issued for (`bindingOf`), so a token stops writing the
- * moment that upload token is rotated instead of living out its five minutes.
+ * What a token says beyond the spec's claims: for each index it was asked writes to by one of the
+ * index's credentials (its upload token, a named token), a keyed fingerprint of that credential's
+ * secret (`bindingOf`), so a token stops writing the moment the credential is rotated instead of
+ * living out its five minutes, and a write it was not granted can say what the credential lacks.
  */
 export type Bindings = Record<string, string>;
 export type Verified = { ok: true; subject: string; access: Access[]; bindings: Bindings } | { ok: false; reason: TokenRejection };
