@@ -226,10 +226,23 @@ describe('registry config rendering', () => {
       expect(tables(renderRegistryConfig(registry, indexes)).get('hosted')).not.toHaveProperty('token');
     });
 
-    // Needs the registry side of issue 27 ([[index.token]] in its config schema): until it lands the
-    // registry's strict schema refuses \`token\` as an unknown key.
-    it("is accepted by the registry's own config check", () => {
-      expect(() => parsed(renderRegistryConfig(registry, [team, mirror]), tokenSecrets)).not.toThrow();
+    it("is accepted by the registry's own config check, which reads each token's secret from its file", () => {
+      const config = parsed(renderRegistryConfig(registry, [team, mirror]), tokenSecrets);
+      const tokens = config.indexes.find((ix) => ix.name === 'team')?.tokens;
+      expect(tokens?.map((t) => [t.name, t.secret.reveal(), t.expiresAt?.toISOString()])).toEqual([
+        ['ci-release', 'release-token-not-in-config', '2027-06-30T00:00:00.000Z'],
+        ['readers', 'reader-token-not-in-config', '2027-06-30T00:00:00.000Z'],
+      ]);
+    });
+
+    it('renders spec.read as read, which makes the index private for the registry, and a virtual index over it too', () => {
+      const vault = index('vault', { route: 'team/vault', ecosystem: 'python', role: 'hosted', read: 'token', tokens: [{ name: 'readers', secretRef: { name: 'ci-tokens', key: 'reader' }, scopes: ['read'] }] });
+      const view = index('view', { route: 'team/view', ecosystem: 'python', role: 'virtual', members: ['vault'] });
+      const rendered = renderRegistryConfig(registry, [vault, view]);
+      expect(tables(rendered).get('vault')).toMatchObject({ read: 'token' });
+      expect(tables(rendered).get('view')).not.toHaveProperty('read');
+      const config = parsed(rendered, tokenSecrets);
+      expect(config.indexes.filter((ix) => ix.private).map((ix) => ix.name).sort()).toEqual(['vault', 'view']);
     });
   });
 

@@ -153,6 +153,7 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
     }));
   }
   if (s.volatile !== undefined) table.volatile = s.volatile;
+  if (s.read !== undefined) table.read = s.read;
   if (s.policy) {
     const p = s.policy;
     table.policy = {

@@ -121,6 +121,8 @@ export interface PackageIndexSpec {
   /** Named tokens beside the upload token (rendered as `[[index.token]]`). */
   tokens?: IndexToken[];
   volatile?: boolean;
+  /** Who may read (rendered as `read`): anyone (`open`, the default) or only a credential of the index (`token`). */
+  read?: 'open' | 'token';
   members?: string[];
   uploadTarget?: string;
   policy?: IndexPolicy;
