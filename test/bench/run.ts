@@ -50,6 +50,7 @@ import { measureLargeFiles } from './large-files.js';
 import { measurePullThrough } from './pull-through.js';
 import { measureUiWeight } from './ui-weight.js';
 import { measureWarmReads } from './warm-reads.js';
+import { measurePrivateReads } from './private-reads.js';
 import { gibLayerRss, measureReplicas, measureS3, startS3Servers, storeCallsPerRequest } from './s3.js';
 import { measureGc } from './gc.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
@@ -550,6 +551,25 @@ async function main(): Promise<void> {
         },
         distribution: missing ? undefined : (rootDir, label) => startDistribution(rootDir, `${rootDir}.yml`, join(logs, `${label.replace(/\W+/g, '-')}.log`)),
         load: PAGE_LOAD,
+        progress,
+      }),
+    );
+    console.log(
+      await measurePrivateReads({
+        work,
+        logs,
+        token,
+        upstreamSimple: py.peerSimple,
+        project: 'alpha',
+        pushImage: async (server, name) => {
+          const host = new URL(server.url).host;
+          await crane(work, ['auth', 'login', host, '-u', '__token__', '--password-stdin'], token);
+          progress(`pushing the image to ${name} with crane`);
+          await crane(work, ['push', image.layoutDir, `${host}/${name}:v1`]);
+          return { url: `${server.url}/v2/${name}/manifests/v1`, headers: OCI_ACCEPT };
+        },
+        load: PAGE_LOAD,
+        rounds: ROUNDS,
         progress,
       }),
     );

@@ -10,6 +10,7 @@
  * secret, in constant time each (tokens.ts).
  */
 import type { IndexConfig, IndexToken } from '../config/types.js';
+import { digestOf, matches } from './secrets.js';
 import { expiredMessage, identify } from './tokens.js';
 
 export type ReadVerdict = { kind: 'reads' } | { kind: 'expired'; token: IndexToken } | { kind: 'refused' };
@@ -17,10 +18,42 @@ export type ReadVerdict = { kind: 'reads' } | { kind: 'expired'; token: IndexTok
 const READS: ReadVerdict = { kind: 'reads' };
 const REFUSED: ReadVerdict = { kind: 'refused' };
 
+/**
+ * Passwords that read an index, and until when (the earliest expiry among the tokens involved):
+ * a client sends its credentials with every request, and a check hashes the password. Only
+ * passwords that read are kept, by index, at most `MAX_KEPT` each; indexes live as long as the config.
+ */
+const MAX_KEPT = 1024;
+const kept = new WeakMap<IndexConfig, Map<string, number>>();
+
 /** Whether `password` (undefined: none was sent) reads `index`; `byName` finds a virtual index's members. */
 export function readVerdict(index: IndexConfig, password: string | undefined, byName: ReadonlyMap<string, IndexConfig>, now: number = Date.now()): ReadVerdict {
   if (!index.private) return READS;
   if (password === undefined) return REFUSED;
+  const until = kept.get(index)?.get(password);
+  if (until !== undefined && now < until) return READS;
+  const verdict = checkedVerdict(index, password, byName, now);
+  if (verdict.kind === 'reads') keep(index, password, readsUntil(index, password, byName));
+  return verdict;
+}
+
+function keep(index: IndexConfig, password: string, until: number): void {
+  let passwords = kept.get(index);
+  if (!passwords) kept.set(index, (passwords = new Map()));
+  if (passwords.size >= MAX_KEPT) passwords.delete(passwords.keys().next().value as string);
+  passwords.set(password, until);
+}
+
+/** The earliest expiry of the named tokens `password` is, on the index and its members (Infinity: none expires). */
+function readsUntil(index: IndexConfig, password: string, byName: ReadonlyMap<string, IndexConfig>): number {
+  const indexes = [index, ...(index.role === 'virtual' ? index.members.flatMap((m) => byName.get(m) ?? []) : [])];
+  const given = digestOf(password);
+  let until = Infinity;
+  for (const ix of indexes) for (const t of ix.tokens) if (t.expiresAt && matches(given, t.secret)) until = Math.min(until, t.expiresAt.getTime());
+  return until;
+}
+
+function checkedVerdict(index: IndexConfig, password: string, byName: ReadonlyMap<string, IndexConfig>, now: number): ReadVerdict {
   const own = ownVerdict(index, password, now);
   if (index.role !== 'virtual' || own.kind === 'reads') return own;
   const privateMembers = index.members.map((m) => byName.get(m)).filter((m): m is IndexConfig => m?.private === true);

@@ -8,7 +8,7 @@
  */
 import type { IndexConfig, IndexToken, TokenScope } from '../config/types.js';
 import { compileGlob, type Glob } from '../policy/glob.js';
-import { sameSecret } from './secrets.js';
+import { digestOf, matches } from './secrets.js';
 
 export type Credential = { kind: 'upload-token' } | { kind: 'named'; token: IndexToken };
 
@@ -20,10 +20,11 @@ export type Normalize = (name: string) => string;
 
 export function identify(index: IndexConfig, password: string, now: number = Date.now()): Identified {
   let found: Identified = { kind: 'unknown' };
+  const given = digestOf(password);
   // Every secret is compared, whatever matched before.
-  if (index.role === 'hosted' && index.uploadToken && sameSecret(password, index.uploadToken.reveal())) found = { kind: 'credential', credential: { kind: 'upload-token' } };
+  if (index.role === 'hosted' && index.uploadToken && matches(given, index.uploadToken)) found = { kind: 'credential', credential: { kind: 'upload-token' } };
   for (const token of index.tokens) {
-    if (!sameSecret(password, token.secret.reveal()) || found.kind !== 'unknown') continue;
+    if (!matches(given, token.secret) || found.kind !== 'unknown') continue;
     found = token.expiresAt !== undefined && now >= token.expiresAt.getTime() ? { kind: 'expired', token } : { kind: 'credential', credential: { kind: 'named', token } };
   }
   return found;

@@ -60,6 +60,8 @@ export class TokenSigner {
   readonly #secret: KeyObject;
   readonly #now: () => number;
   readonly #verified = new Map<string, Remembered>();
+  /** Secret -> its binding: a private index's reads compare a token's binding with its readers' on every request. */
+  readonly #bindings = new Map<string, string>();
 
   /** `now`: milliseconds since the epoch (tests move it). */
   constructor(key: Uint8Array, now: () => number = Date.now) {
@@ -123,7 +125,13 @@ export class TokenSigner {
    * plain hash, no help to someone who reads it in a token and tries to guess the secret.
    */
   bindingOf(secret: string): string {
-    return createHmac('sha256', this.#key).update('velodex upload token\0').update(secret).digest('base64url').slice(0, 22);
+    const known = this.#bindings.get(secret);
+    if (known !== undefined) return known;
+    const binding = createHmac('sha256', this.#key).update('velodex upload token\0').update(secret).digest('base64url').slice(0, 22);
+    // The secrets asked about are the config's (a private index's readers, checked per read): few.
+    if (this.#bindings.size >= MAX_REMEMBERED) this.#bindings.delete(this.#bindings.keys().next().value as string);
+    this.#bindings.set(secret, binding);
+    return binding;
   }
 }
 
