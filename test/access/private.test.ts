@@ -113,6 +113,24 @@ describe('a private Python index', () => {
     expect(((await old.json()) as { message: string }).message).toBe('the token "old-reader" expired at 2020-01-01T00:00:00.000Z: ask for a new one');
   });
 
+  it('/+api marks it private, and its pip text, with the placeholder replaced by a read token, is a pip.conf that works', async () => {
+    const api = (await (await fetch(`${server.url}/root/secret/+api`)).json()) as { indexes?: unknown[] } & Record<string, unknown>;
+    const entry = ((await (await fetch(`${server.url}/+api`)).json()) as { indexes: Array<{ name: string; private?: boolean; client_configuration?: Record<string, { text: string }> }> }).indexes.find(
+      (ix) => ix.name === 'secret',
+    );
+    expect(entry?.private).toBe(true);
+    expect(JSON.stringify(api)).not.toContain(READER);
+    const text = entry?.client_configuration?.pip?.text ?? '';
+    expect(text).toContain('index-url = http://__token__:<read-token>@127.0.0.1');
+    const conf = join(work, 'pip.conf');
+    writeFileSync(conf, text.replace('<read-token>', READER));
+    const pip = await run(tool('pip'), ['download', '--no-deps', '--no-cache-dir', '--dest', join(work, 'pip', 'conf'), 'inside'], {
+      allowFailure: true,
+      env: { PIP_CONFIG_FILE: conf, PIP_DISABLE_PIP_VERSION_CHECK: '1', PIP_NO_INPUT: '1', HOME: join(work, 'no-netrc') },
+    });
+    expect(pip.code, pip.stderr).toBe(0);
+  });
+
   it('a virtual index over it is private too, read with a credential of the private member', async () => {
     expect((await fetch(`${server.url}/root/view/simple/`)).status).toBe(401);
     const pip = await pipDownload(withCredentials(`${server.url}/root/view/simple/`, READER), 'outside');

@@ -66,6 +66,7 @@ export class DiscoveryBuilder {
       route: index.route,
       ecosystem: index.ecosystem,
       role: index.role,
+      ...(index.private ? { private: true } : {}),
       ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
       ...(index.role === 'cached' ? { upstream: displayUrl(index.upstream) } : {}),
       urls: { api: links.url(indexApiPath(index)), ...part?.urls },

@@ -50,6 +50,8 @@ export interface IndexEntry extends IndexDiscovery {
   route: string;
   ecosystem: string;
   role: string;
+  /** Reads need a token of the index (docs/access.md#private-indexes); absent on an open index. */
+  private?: true;
   members?: string[];
   upload_target?: string;
   /** The upstream as `displayUrl` shows it: scheme and host, and a fingerprint of the rest. */

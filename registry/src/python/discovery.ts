@@ -45,16 +45,20 @@ function clientTexts(view: IndexView, links: Links, origin: Origin): Record<stri
   // first and takes any package it has from it alone (uv's first-index strategy), and `uv build`
   // still finds its build backend.
   const replacesPypi = view.members.some((m) => m.role === 'cached');
+  // A private index is read with a token of it (docs/access.md): a placeholder, never the token.
+  const reader = index.private ? withReadToken(simple) : simple;
+  const uvEnv = `UV_INDEX_${index.name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+  const privately = index.private ? `; private: set ${uvEnv}_USERNAME=__token__ and ${uvEnv}_PASSWORD=<read-token>` : '';
   const texts: Record<string, ClientText> = {
     pip: {
-      description: 'pip: install from this index',
+      description: index.private ? 'pip: install from this private index (replace <read-token> with a token of it)' : 'pip: install from this index',
       path: '~/.config/pip/pip.conf',
-      text: ['[global]', `index-url = ${simple}`, ...trusted, ''].join('\n'),
+      text: ['[global]', `index-url = ${reader}`, ...trusted, ''].join('\n'),
     },
     uv: {
-      description: replacesPypi
+      description: (replacesPypi
         ? 'uv projects (pyproject.toml): this index replaces PyPI'
-        : 'uv projects (pyproject.toml): packages this index has come from it; PyPI stays the default for the rest (build backends included)',
+        : 'uv projects (pyproject.toml): packages this index has come from it; PyPI stays the default for the rest (build backends included)') + privately,
       path: 'pyproject.toml',
       text: [
         '[[tool.uv.index]]',
@@ -74,4 +78,10 @@ function clientTexts(view: IndexView, links: Links, origin: Origin): Record<stri
     };
   }
   return texts;
+}
+
+/** `url` with the user `__token__` and the password placeholder `<read-token>`. */
+function withReadToken(url: string): string {
+  const at = url.indexOf('://') + 3;
+  return `${url.slice(0, at)}__token__:<read-token>@${url.slice(at)}`;
 }
