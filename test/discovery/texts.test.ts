@@ -49,6 +49,25 @@ describe('OCI texts', () => {
     expect(texts.docker?.text).toContain('insecure-registries');
     expect(ociTexts(hosted('images'), '127.0.0.1:4433').docker?.text).not.toContain('insecure-registries');
   });
+  it('a private index: the hosts.toml has a header table for the read token, a placeholder in it', () => {
+    const texts = ociTexts({ ...hosted('vault'), private: true }, 'reg.internal:4433');
+    expect(texts.containerd?.description).toMatch(/private: put a read token in the header$/);
+    expect(texts.containerd?.text).toBe(
+      [
+        'server = "http://reg.internal:4433"',
+        '',
+        '[host."http://reg.internal:4433"]',
+        '  capabilities = ["pull", "resolve", "push"]',
+        '  [host."http://reg.internal:4433".header]',
+        `    # printf '%s' "__token__:<read-token>" | base64 -w0`,
+        '    Authorization = "Basic <base64>"',
+        '',
+      ].join('\n'),
+    );
+    const mirror = ociTexts({ ...cached('hub', 'https://registry-1.docker.io'), private: true }, 'reg.internal:4433').containerd?.text;
+    expect(mirror).toContain('  override_path = true\n  [host."http://reg.internal:4433/v2/team/hub".header]\n');
+    expect(ociTexts(hosted('open'), 'reg.internal:4433').containerd?.text).not.toContain('header');
+  });
 });
 
 describe('Python texts', () => {

@@ -6,7 +6,9 @@
  * cannot push to team B; a push through a virtual index lands in its upload target. None of it
  * works without the token realm: docker sends credentials only after `/v2/` challenged it. Named
  * tokens: one that may upload to `app*` pushes there and pulls it back, and is refused elsewhere;
- * one past its expiry cannot log in, and docker prints when it expired.
+ * one past its expiry cannot log in, and docker prints when it expired. A private index
+ * (`read = "token"`): an anonymous pull is refused, a login with its `read` token pulls the digest
+ * its upload token pushed, and may not push.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,15 +18,18 @@ import { tar } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { oci, toml } from '../support/config.js';
 import { run } from '../support/run.js';
-import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { twoTeams } from './api-support.js';
 
 /** Named tokens of the index at `tokens/oci` (it has no upload token). */
 const NAMED = { ci: 'ci-docker-secret-4b7e21', old: 'old-docker-secret-90c3aa' };
 
+/** The private index at `vault/oci`: its upload token and a named token that may only read. */
+const VAULT = { upload: 'vault-docker-upload-7d2c1e', read: 'vault-docker-read-3fa86b' };
+
 /**
  * The two teams, with writes to the virtual `all/oci` going to team A; and an index whose only
- * credentials are named tokens: `ci` may upload to `app*`, `old` is past its expiry.
+ * credentials are named tokens: `ci` may upload to `app*`, `old` is past its expiry; and a private one.
  */
 const CONFIG = toml(
   ...twoTeams({ allUploadTarget: 'team-a' }),
@@ -35,6 +40,7 @@ const CONFIG = toml(
       { name: 'old', secret: NAMED.old, scopes: ['upload'], expires: '2020-01-01' },
     ],
   }),
+  oci.hosted('vault', { route: 'vault/oci', token: VAULT.upload, read: 'token', tokens: [{ name: 'puller', secret: VAULT.read, scopes: ['read'] }] }),
 );
 
 let server: Velodex;
@@ -192,5 +198,53 @@ describe('docker with named tokens', () => {
 
   it('leaves no named token secret in the log', () => {
     for (const secret of Object.values(NAMED)) expect(server.logs()).not.toContain(secret);
+  });
+});
+
+describe('docker and a private index', () => {
+  const ref = () => `${host}/vault/oci/app:v1`;
+  let digest: string;
+
+  beforeAll(async () => {
+    expect((await login(VAULT.upload)).code).toBe(0);
+    const pushed = await push(ref());
+    expect(pushed.code, pushed.output).toBe(0);
+    digest = pushed.digest!;
+    await logout();
+    await engine.docker(['rmi', ref()]);
+  }, 120_000);
+
+  it('refuses an anonymous pull, and docker says it may need a login', async () => {
+    await logout();
+    const pulled = await engine.docker(['pull', ref()], { allowFailure: true, timeoutMs: 120_000 });
+    expect(pulled.code).not.toBe(0);
+    // The realm gives an anonymous caller a token without `pull` here; docker words the refusal.
+    expect(pulled.stderr).toContain(`pull access denied for ${host}/vault/oci/app, repository does not exist or may require 'docker login'`);
+    expect(server.logs()).toMatch(/"event":"auth_failed","index":"vault\/oci","method":"GET","client":"127.0.0.1","reason":"insufficient-scope"/);
+    expect((await engine.docker(['image', 'inspect', ref()], { allowFailure: true })).code).not.toBe(0);
+  });
+
+  it('pulls the pushed digest after docker login with a read token', async () => {
+    const res = await login(VAULT.read, 'puller');
+    expect(res.stdout, res.stderr).toMatch(/Login Succeeded/);
+    const pulled = await engine.docker(['pull', ref()], { timeoutMs: 120_000 });
+    expect(pulled.stdout).toContain(`Digest: ${digest}`);
+    const inspected = await engine.docker(['image', 'inspect', '--format', '{{json .RepoDigests}}', ref()]);
+    expect(JSON.parse(inspected.stdout)).toContain(`${host}/vault/oci/app@${digest}`);
+  });
+
+  it('refuses a push with the read token, and stores no tag', async () => {
+    expect((await login(VAULT.read, 'puller')).code).toBe(0);
+    const pushed = await push(`${host}/vault/oci/app:v2`);
+    expect(pushed.code).not.toBe(0);
+    // The layer is there already (docker asked, with the pull the token has); the manifest PUT is refused in velodex's words.
+    expect(pushed.output).toContain('unauthorized: index "vault": the token "puller" may not upload (its scopes: read)');
+    expect(server.logs()).toMatch(/"event":"auth_failed","index":"vault\/oci","method":"PUT","client":"127.0.0.1","reason":"insufficient-scope","token":"puller"/);
+    const auth = { authorization: basicAuth(VAULT.read) };
+    expect(((await (await fetch(`${server.url}/v2/vault/oci/app/tags/list`, { headers: auth })).json()) as { tags: string[] }).tags).toEqual(['v1']);
+  });
+
+  it('leaves no secret of the private index in the log', () => {
+    for (const secret of Object.values(VAULT)) expect(server.logs()).not.toContain(secret);
   });
 });
