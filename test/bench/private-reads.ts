@@ -3,7 +3,7 @@
  * open and a private cached Python index over the same upstream, and an open and a private hosted
  * OCI index holding the same image. The private ones are read as their clients read them: pip's
  * Basic credentials on every page request, docker's realm token on every manifest GET (its
- * binding checked per request). Open and private are measured in alternating rounds; the ratio of
+ * binding checked per request); docker reads the open index with the realm's anonymous token. Open and private are measured in alternating rounds; the ratio of
  * their medians is the cost of the check.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -43,15 +43,18 @@ export async function measurePrivateReads(o: PrivateReadOptions): Promise<string
     const basic = `Basic ${Buffer.from(`__token__:${READ_TOKEN}`).toString('base64')}`;
     const openManifest = await o.pushImage(velodex, 'open/oci/bench/app');
     const privateManifest = await o.pushImage(velodex, 'private/oci/bench/app');
-    const realm = await fetch(`${velodex.url}/v2/token?service=velodex&scope=repository:private/oci/bench/app:pull`, { headers: { authorization: basic } });
-    const { token } = (await realm.json()) as { token: string };
+    // Docker reads either index with a realm token: the open one's anonymous, the private one's its reader's.
+    const tokenFor = async (repo: string, headers: Record<string, string>) =>
+      ((await (await fetch(`${velodex.url}/v2/token?service=velodex&scope=repository:${repo}:pull`, { headers })).json()) as { token: string }).token;
+    const token = await tokenFor('private/oci/bench/app', { authorization: basic });
+    const anonymousToken = await tokenFor('open/oci/bench/app', {});
     const targets: Record<'page' | 'manifest', { open: Target; private: Target & { headers: Record<string, string> } }> = {
       page: {
         open: { url: `${velodex.url}/open/pypi/simple/${o.project}/`, headers: { accept: 'text/html' } },
         private: { url: `${velodex.url}/private/pypi/simple/${o.project}/`, headers: { accept: 'text/html', authorization: basic } },
       },
       manifest: {
-        open: openManifest,
+        open: { url: openManifest.url, headers: { ...(openManifest.headers ?? {}), authorization: `Bearer ${anonymousToken}` } },
         private: { url: privateManifest.url, headers: { ...(privateManifest.headers ?? {}), authorization: `Bearer ${token}` } },
       },
     };

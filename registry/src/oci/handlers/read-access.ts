@@ -16,6 +16,7 @@ import type { OciCall } from './exchange.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
 import type { Credentials } from './token/credentials.js';
 import type { Access } from './token/scope.js';
+import type { TokenSigner } from './token/tokens.js';
 
 const PULLS = new Set(['pull', '*']);
 
@@ -30,8 +31,7 @@ export function readVerdictOf(deps: Pick<OciDeps, 'indexByName' | 'tokens'>, cre
     case 'bearer': {
       if (name !== undefined && !grantsPull(credentials.access, name)) return { kind: 'refused' };
       const binding = credentials.bindings[index.name];
-      if (binding === undefined) return { kind: 'refused' };
-      const secret = readerSecrets(index, deps.indexByName).find((s) => deps.tokens.bindingOf(s) === binding);
+      const secret = binding === undefined ? undefined : readersByBinding(deps, index).get(binding);
       return secret === undefined ? { kind: 'refused' } : readVerdict(index, secret, deps.indexByName);
     }
   }
@@ -58,6 +58,20 @@ export function authorizeRead(call: OciCall): void {
     { 'WWW-Authenticate': bearerChallenge(realm, { scope: `repository:${name}:pull`, ...(credentials.kind === 'bearer' ? { error: 'insufficient_scope' } : {}) }) },
     [{ Type: 'repository', Name: name, Action: 'pull' }],
   );
+}
+
+/**
+ * The secrets that may read `index`, by their binding under `deps.tokens`' key: a realm token
+ * names one by its binding, on every read. The config and the key live as long as the process.
+ */
+const bindingMaps = new WeakMap<TokenSigner, WeakMap<IndexConfig, Map<string, string>>>();
+
+function readersByBinding(deps: Pick<OciDeps, 'indexByName' | 'tokens'>, index: IndexConfig): Map<string, string> {
+  let byIndex = bindingMaps.get(deps.tokens);
+  if (!byIndex) bindingMaps.set(deps.tokens, (byIndex = new WeakMap()));
+  let map = byIndex.get(index);
+  if (!map) byIndex.set(index, (map = new Map(readerSecrets(index, deps.indexByName).map((s) => [deps.tokens.bindingOf(s), s]))));
+  return map;
 }
 
 function grantsPull(access: readonly Access[], name: string): boolean {
