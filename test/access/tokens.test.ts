@@ -142,6 +142,13 @@ describe('named tokens on a hosted Python index', () => {
     expect(await listed('other')).toEqual([other.wheelFilename]);
   });
 
+  it("/+status?details=admin's recent uploads name the credential of each", async () => {
+    const status = (await (await fetch(`${server.url}/+status?details=admin`)).json()) as { recent_uploads: Array<{ filename: string; by?: string }> };
+    const by = Object.fromEntries(status.recent_uploads.map((u) => [u.filename, u.by]));
+    expect(by[alpha.wheelFilename]).toBe('token:ci-upload');
+    expect(by[other.wheelFilename]).toBe('upload_token');
+  });
+
   it('/+status lists the tokens by name, scopes and expiry, and never their secrets', async () => {
     const status = (await (await fetch(`${server.url}/+status?details=admin`)).json()) as { indexes: Array<{ name: string; tokens: unknown[] }> };
     const team = status.indexes.find((ix) => ix.name === 'team');
@@ -207,6 +214,9 @@ describe('named tokens on a hosted OCI index', () => {
     const refused = await crane(['delete', `${host()}/team/images/app@${digest}`], true);
     expect(refused.code).not.toBe(0);
     await login(SECRETS.cleaner);
+    // Before the delete: the push is in the recent uploads, by the credential that pushed it.
+    const recent = ((await (await fetch(`${server.url}/+status?details=admin`)).json()) as { recent_uploads: Array<{ filename: string; by?: string }> }).recent_uploads;
+    expect(recent.find((u) => u.filename === digest)?.by).toBe('token:ci-push');
     await crane(['delete', `${host()}/team/images/app@${digest}`]);
     expect((await fetch(`${server.url}/v2/team/images/app/manifests/${digest}`)).status).toBe(404);
     const [hook] = await receiver.waitFor('/oci-hook', 1);

@@ -230,6 +230,8 @@ describe('the web UI in Chromium', () => {
     expect(await page.textContent('main')).toContain(project.wheelFilename);
     // A named token by its name and what it may do, never its secret.
     expect(await page.textContent('td.tokens >> nth=0')).toBe('ci-release (upload on team-*)');
+    // Who uploaded: the credential, never the Basic user name a client may have made up.
+    expect(await page.locator('table.recent tr', { hasText: project.wheelFilename }).locator('td.by').first().textContent()).toBe('upload_token');
     expect(await page.content()).not.toContain('ui-named-token-secret-4b2c');
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();

@@ -38,6 +38,8 @@ export interface RecentUpload {
   project: string;
   version?: string;
   filename: string;
+  /** Which credential uploaded it (`upload_token`, `token:<name>`), where the ecosystem keeps it. */
+  by?: string;
 }
 
 export interface IndexSummaryDoc {

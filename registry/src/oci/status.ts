@@ -55,7 +55,7 @@ async function scanOciIndex(meta: MetaStore, index: IndexConfig): Promise<Scanne
     const record = (await meta.get<ManifestRecord>(key))?.doc;
     if (!record) continue;
     const tag = await tagOf(repo, hex);
-    recent.push({ time: record.pushedAt, index: index.name, project: repo, ...(tag !== undefined ? { version: tag } : {}), filename: `sha256:${hex}` });
+    recent.push({ time: record.pushedAt, index: index.name, project: repo, ...(tag !== undefined ? { version: tag } : {}), filename: `sha256:${hex}`, ...(record.pushedBy ? { by: record.pushedBy } : {}) });
   }
   return { projects, recent };
 }
@@ -66,7 +66,7 @@ export async function recordManifestWrite(
   hosted: HostedRepos,
   repo: readonly string[],
   log: Log,
-  pushed?: { hex: string; tag?: string; time: string },
+  pushed?: { hex: string; tag?: string; time: string; by?: string },
 ): Promise<void> {
   const name = repo.join('/');
   const index = hosted.index.name;
@@ -79,7 +79,7 @@ export async function recordManifestWrite(
     return;
   }
   const uploads: RecentUpload[] = pushed
-    ? [{ time: pushed.time, index, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}` }]
+    ? [{ time: pushed.time, index, project: name, ...(pushed.tag !== undefined ? { version: pushed.tag } : {}), filename: `sha256:${pushed.hex}`, ...(pushed.by ? { by: pushed.by } : {}) }]
     : [];
   await summaries.recordAfterCommit(index, { projects: { [name]: manifests }, uploads }, log);
 }

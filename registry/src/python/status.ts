@@ -41,7 +41,7 @@ async function scanPythonIndex(records: ProjectRecords, index: IndexConfig): Pro
 }
 
 function uploadsOf(indexName: string, normalized: string, record: ProjectRecord): RecentUpload[] {
-  return Object.values(record.files).map((f) => ({ time: f.uploadTime, index: indexName, project: normalized, version: f.version, filename: f.filename }));
+  return Object.values(record.files).map((f) => ({ time: f.uploadTime, index: indexName, project: normalized, version: f.version, filename: f.filename, ...(f.uploadedBy ? { by: f.uploadedBy } : {}) }));
 }
 
 /**
@@ -60,7 +60,7 @@ export async function recordProjectWrite(summaries: IndexSummaries, records: Pro
   }
   const uploads = uploaded.flatMap((name) => {
     const f = files[name];
-    return f ? [{ time: f.uploadTime, index: indexName, project: normalized, version: f.version, filename: f.filename }] : [];
+    return f ? [{ time: f.uploadTime, index: indexName, project: normalized, version: f.version, filename: f.filename, ...(f.uploadedBy ? { by: f.uploadedBy } : {}) }] : [];
   });
   await summaries.recordAfterCommit(indexName, { projects: { [normalized]: Object.keys(files).length }, uploads }, log);
 }

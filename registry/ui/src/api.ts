@@ -95,7 +95,7 @@ export interface Status {
   /** The store in all (a blob several indexes hold counts once); counted_at: null until a collection counted it exactly. */
   stored: Stored & { counted_at: string | null };
   gc: { last_run: LastCollection | null };
-  recent_uploads?: { time: string; index: string; project: string; version?: string; filename: string }[];
+  recent_uploads?: { time: string; index: string; project: string; version?: string; filename: string; by?: string }[];
 }
 
 export interface Stats {

@@ -54,8 +54,14 @@ export async function statusPage(app: HTMLElement): Promise<void> {
       ? h(
           'table',
           { class: 'recent' },
-          h('thead', {}, h('tr', {}, ['when', 'index', 'project', 'version', 'file'].map((c) => h('th', { scope: 'col' }, c)))),
-          h('tbody', {}, s.recent_uploads.map((u) => h('tr', {}, h('td', {}, new Date(u.time).toLocaleString()), h('td', {}, u.index), h('td', {}, u.project), h('td', {}, u.version ?? ''), h('td', {}, u.filename)))),
+          h('thead', {}, h('tr', {}, ['when', 'index', 'project', 'version', 'file', 'by'].map((c) => h('th', { scope: 'col' }, c)))),
+          h(
+            'tbody',
+            {},
+            s.recent_uploads.map((u) =>
+              h('tr', {}, h('td', {}, new Date(u.time).toLocaleString()), h('td', {}, u.index), h('td', {}, u.project), h('td', {}, u.version ?? ''), h('td', {}, u.filename), h('td', { class: 'by' }, u.by ?? '')),
+            ),
+          ),
         )
       : h('p', {}, 'No uploads yet.'),
   );

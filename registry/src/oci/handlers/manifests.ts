@@ -24,6 +24,7 @@ import type { OciCall } from './exchange.js';
 import { manifestLocation } from './locations.js';
 import { removeManifest, removeTag } from './removal.js';
 import { recordManifestWrite } from '../status.js';
+import type { ManifestRecord } from '../model/meta.js';
 
 /** Blobs of one manifest checked at once. */
 const CHECKS_AT_ONCE = 8;
@@ -134,7 +135,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   const lost = gone.map((h) => `sha256:${h}`).find((d) => required.has(d));
   if (lost !== undefined) throw unknown(lost);
 
-  const record = manifestRecord(checked, hex, body.length);
+  const record: ManifestRecord = { ...manifestRecord(checked, hex, body.length), pushedBy: credential };
   await ensureQuota(call, hosted, hex, body.length);
 
   // The hold, then the bytes, then the documents that point at them.
@@ -143,7 +144,7 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   const repos = deps.members.hosted(hosted);
   await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
   deps.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));
-  await recordManifestWrite(deps.summaries, repos, target.repo, request.log, { hex, time: record.pushedAt, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
+  await recordManifestWrite(deps.summaries, repos, target.repo, request.log, { hex, time: record.pushedAt, by: credential, ...(ref.kind === 'tag' ? { tag: ref.tag } : {}) });
   noteWrite(request, deps.clientAddress, target.index, credential, `push ${target.name}${ref.kind === 'tag' ? `:${ref.tag}` : ''}@sha256:${hex}`);
 
   reply.code(201).header('Location', manifestLocation(target.name, hex)).header('Docker-Content-Digest', `sha256:${hex}`);

@@ -33,6 +33,8 @@ export interface ManifestRecord {
   descriptor: Descriptor;
   /** When it was first pushed (ISO 8601); what retention's `untagged_after` counts from. */
   pushedAt: string;
+  /** Which credential pushed it first (`upload_token`, `token:<name>`); absent for a pull-through or an earlier version's record. */
+  pushedBy?: string;
   /**
    * When a retention run first saw a record that has no `pushedAt` (one an earlier version
    * wrote without it): the time retention counts from instead (ISO 8601).

@@ -53,6 +53,8 @@ export interface FileRecord {
   requiresPython?: string;
   /** ISO 8601 UTC with a `Z`, when the upload was accepted. */
   uploadTime: string;
+  /** Which credential uploaded it: `upload_token` or `token:<name>` (access/tokens.ts); absent before it was kept. */
+  uploadedBy?: string;
   /** sha256 hex of the core metadata (wheel METADATA, sdist PKG-INFO): the `.metadata` sibling's blob. */
   metadataSha256?: string;
   /** PEP 592: absent or false when not yanked; a string (possibly empty) is the reason. */

@@ -111,7 +111,7 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
       ? await validateWheel(stage, form.file.name)
       : await validateSdist(stage, form.file.name);
     await ensureQuota(services, target, request, archive.meta.project, form.file.name.filename, form.file.size + archive.metadata.length);
-    const duplicate = await publish(services.stores, target, form.file, archive);
+    const duplicate = await publish(services.stores, target, form.file, archive, credentialLabel(auth.credential));
     request.log.info(
       { index: target.name, project: archive.meta.project, filename: form.file.name.filename, sha256: form.file.sha256, size: form.file.size, duplicate },
       duplicate ? 'upload repeated identical file' : 'upload accepted',
@@ -181,7 +181,7 @@ function alreadyExists(filename: string, sha256: string): HttpError {
 }
 
 /** Makes the upload visible. Returns true when the identical file was already there. */
-async function publish(stores: UploadServices['stores'], target: IndexConfig, file: StagedFile, archive: ValidatedArchive): Promise<boolean> {
+async function publish(stores: UploadServices['stores'], target: IndexConfig, file: StagedFile, archive: ValidatedArchive, uploadedBy: string): Promise<boolean> {
   const records = new ProjectRecords(stores.meta);
   const { blobs, holds } = stores;
   const { meta } = archive;
@@ -210,6 +210,7 @@ async function publish(stores: UploadServices['stores'], target: IndexConfig, fi
     size: file.size,
     ...(meta.requiresPython !== undefined ? { requiresPython: meta.requiresPython } : {}),
     uploadTime: new Date().toISOString(),
+    uploadedBy,
     metadataSha256: metadataBlob.digest,
   };
   const result = await records.update(target.name, meta.project, (current) => {
