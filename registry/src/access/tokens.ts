@@ -32,11 +32,12 @@ export function identify(index: IndexConfig, password: string, now: number = Dat
 
 /** Whether any credential of `index` could do `scope` (a token past its expiry counts: its holder is told so). */
 export function acceptsScope(index: IndexConfig, scope: TokenScope): boolean {
-  return (scope !== 'read' && index.role === 'hosted' && index.uploadToken !== undefined) || index.tokens.some((t) => t.scopes.includes(scope));
+  return (index.role === 'hosted' && index.uploadToken !== undefined) || index.tokens.some((t) => t.scopes.includes(scope));
 }
 
+/** The upload token may do everything on its index (it reads a private one too, readers.ts). */
 export function hasScope(credential: Credential, scope: TokenScope): boolean {
-  return credential.kind === 'upload-token' ? scope !== 'read' : credential.token.scopes.includes(scope);
+  return credential.kind === 'upload-token' || credential.token.scopes.includes(scope);
 }
 
 /** Whether `credential` reaches `name` (the project, or the repository under the index route). */
