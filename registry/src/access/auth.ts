@@ -48,6 +48,11 @@ const MESSAGES: Record<Exclude<WriteDenial, 'expired-credentials' | 'insufficien
   'wrong-credentials': 'the upload token is wrong',
 };
 
+/** The message of a refusal that says nothing of the credentials: a read-only index, uploads disabled. */
+export function writeDenialMessage(reason: 'read-only' | 'uploads-disabled'): string {
+  return MESSAGES[reason];
+}
+
 /** `target` is the index that would receive the write (a virtual index's upload target), or null. */
 export function checkWrite(target: IndexConfig | null, authorization: string | undefined, want: WriteWant): WriteCheck {
   const refuse = (reason: WriteDenial, message = MESSAGES[reason as keyof typeof MESSAGES], token?: string): WriteRefusal => ({ ok: false, reason, message, ...(token !== undefined ? { token } : {}) });

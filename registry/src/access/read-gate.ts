@@ -18,11 +18,6 @@ export class ReadGate {
     private readonly clientAddress: (r: FastifyRequest) => string,
   ) {}
 
-  /** Whether `request` may read `index` (no log line: a listing asks this of every index). */
-  reads(index: IndexConfig, request: FastifyRequest): boolean {
-    return !index.private || readVerdict(index, parseBasic(request.headers.authorization)?.password, this.byName).kind === 'reads';
-  }
-
   /** Throws the 401 (with the Basic challenge) of a request that may not read `index`, logged. */
   require(index: IndexConfig, request: FastifyRequest): void {
     if (!index.private) return;

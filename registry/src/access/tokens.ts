@@ -25,9 +25,14 @@ export function identify(index: IndexConfig, password: string, now: number = Dat
   if (index.role === 'hosted' && index.uploadToken && matches(given, index.uploadToken)) found = { kind: 'credential', credential: { kind: 'upload-token' } };
   for (const token of index.tokens) {
     if (!matches(given, token.secret) || found.kind !== 'unknown') continue;
-    found = token.expiresAt !== undefined && now >= token.expiresAt.getTime() ? { kind: 'expired', token } : { kind: 'credential', credential: { kind: 'named', token } };
+    found = isExpired(token, now) ? { kind: 'expired', token } : { kind: 'credential', credential: { kind: 'named', token } };
   }
   return found;
+}
+
+/** Whether `token` is past its `expires` at `now`. */
+export function isExpired(token: IndexToken, now: number = Date.now()): boolean {
+  return token.expiresAt !== undefined && now >= token.expiresAt.getTime();
 }
 
 /** Whether any credential of `index` could do `scope` (a token past its expiry counts: its holder is told so). */

@@ -16,10 +16,11 @@
  * document before its response, and all writers of an index share that document, so on a shared
  * store every conflict costs another read and write. Within a process, the writes that arrive
  * while the document is being written wait and go together in the next write (`updateDoc`'s
- * group commit, storage/update.ts), so at most one writer per process races for it, however many requests are in flight: 48 concurrent
- * uploads through 3 processes on MinIO cost 8 read-write pairs, against about 200 with one
- * compare-and-swap per upload. `updateDoc` gives up after about 5 s of conflicts; the client's
- * write does not fail then (`recordAfterCommit` logs it), only the serial misses those counts.
+ * group commit, storage/update.ts), so at most one writer per process races for it, however many
+ * requests are in flight: 48 concurrent uploads through 3 processes on MinIO cost 8 read-write
+ * pairs, against about 200 with one compare-and-swap per upload. `updateDoc` gives up after
+ * about 5 s of conflicts; the client's write does not fail then (`recordAfterCommit` logs it),
+ * only the serial misses those counts.
  *
  * The writer updates the summary after its own write has committed. A process that dies in
  * between leaves the summary one write behind: the ecosystem's scan (`Ecosystem.scanIndex`)

@@ -10,6 +10,7 @@
  * requests share that scan (summary-scans.ts). With `[admin] token` set, the admin details need
  * it (routes.ts).
  */
+import { isExpired } from '../../access/tokens.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { IndexConfig } from '../../config/types.js';
@@ -96,7 +97,7 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
       name: t.name,
       scopes: t.scopes,
       ...(t.projects ? { projects: t.projects } : {}),
-      ...(t.expiresAt ? { expires: t.expiresAt.toISOString(), expired: Date.now() >= t.expiresAt.getTime() } : {}),
+      ...(t.expiresAt ? { expires: t.expiresAt.toISOString(), expired: isExpired(t) } : {}),
       source: secretInfo(t.secret).source,
     })),
   };

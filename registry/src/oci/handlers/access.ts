@@ -2,8 +2,8 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, type WriteDenial, type WriteScope } from '../../access/auth.js';
-import { acceptsScope, credentialLabel, expiredMessage, scopeRefusal, type Credential } from '../../access/tokens.js';
+import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, writeDenialMessage, type WriteScope } from '../../access/auth.js';
+import { acceptsScope, credentialLabel, expiredMessage, isExpired, scopeRefusal, type Credential } from '../../access/tokens.js';
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { resolveRoute } from '../../http/resolve.js';
 import { logAuthFailed } from '../../observe/security-log.js';
@@ -35,7 +35,7 @@ export interface OciWriteGrant {
 }
 
 /** What a write of `method` needs: `delete` for DELETE, `upload` for everything else. */
-export function scopeOf(method: string): WriteScope {
+function scopeOf(method: string): WriteScope {
   return method === 'DELETE' ? 'delete' : 'upload';
 }
 
@@ -60,8 +60,7 @@ export function authorizeWriteBy(call: OciCall): OciWriteGrant {
   if (check.ok) return { hosted: check.target, credential: credentialLabel(check.credential), ...(check.actor !== undefined ? { actor: check.actor } : {}) };
   noteWriteDenial(request, deps.clientAddress, index, check);
   if (isCredentialsDenial(check.reason)) throw new OciError('UNAUTHORIZED', check.message, { 'WWW-Authenticate': BASIC_CHALLENGE });
-  if (check.reason === 'insufficient-scope') throw new OciError('DENIED', `index "${index.name}": ${check.message}`);
-  throw denied(index, check.reason, check.message);
+  throw new OciError('DENIED', `index "${index.name}": ${check.message}`);
 }
 
 /**
@@ -98,7 +97,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
       'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),
     });
   }
-  if (credential.kind === 'named' && credential.token.expiresAt !== undefined && Date.now() >= credential.token.expiresAt.getTime()) {
+  if (credential.kind === 'named' && isExpired(credential.token)) {
     log('expired-credentials', credential.token.name);
     throw new OciError('UNAUTHORIZED', expiredMessage(credential.token), { 'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }) });
   }
@@ -121,7 +120,6 @@ export function boundCredential(hosted: HostedIndex, binding: string | undefined
   return token && { kind: 'named', token };
 }
 
-function denied(index: IndexConfig, reason: WriteDenial, message?: string): OciError {
-  const text = message ?? (reason === 'read-only' ? 'this index does not accept writes' : 'uploads are disabled on this index (no upload token is configured)');
-  return new OciError('DENIED', `index "${index.name}": ${text}`);
+function denied(index: IndexConfig, reason: 'read-only' | 'uploads-disabled'): OciError {
+  return new OciError('DENIED', `index "${index.name}": ${writeDenialMessage(reason)}`);
 }

@@ -18,7 +18,7 @@ import { logAuthFailed } from '../../observe/security-log.js';
 import { writeTarget } from '../../roles/write-target.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { resolveName } from './access.js';
-import type { OciExchange } from './exchange.js';
+import type { OciExchange, Target } from './exchange.js';
 import { TOKEN_PATH } from './token/challenge.js';
 import { parseScopes, ScopeError, type Access } from './token/scope.js';
 import { SERVICE, type Bindings } from './token/tokens.js';
@@ -96,10 +96,12 @@ export function identifyAnywhere(indexes: readonly IndexConfig[], password: stri
 function grant(x: OciExchange, wanted: Access, password: string | undefined, bindings: Bindings): Access[] {
   if (wanted.type === 'registry' && wanted.name === 'catalog') bindPrivateReads(x, password, bindings);
   if (wanted.type !== 'repository') return [];
+  const target = targetOf(x, wanted.name);
   const actions = new Set<string>();
-  if (wanted.actions.some((a) => PULL.has(a)) && mayPull(x, wanted.name, password, bindings)) actions.add('pull');
+  // A name no OCI index serves: pulling it finds nothing anyway, and no write is granted.
+  if (wanted.actions.some((a) => PULL.has(a)) && (!target || mayPull(x, target.index, password, bindings))) actions.add('pull');
   const writes = wanted.actions.includes('*') ? [...WRITE] : wanted.actions.filter((a) => WRITE.has(a));
-  const writer = writes.length > 0 && password !== undefined ? writerOf(x, wanted.name, password) : null;
+  const writer = writes.length > 0 && password !== undefined && target ? writerOf(x, target, password) : null;
   if (writer) {
     const allowed = writes.filter((a) => hasScope(writer.credential, a === 'delete' ? 'delete' : 'upload') && reachesName(writer.credential, writer.repo));
     for (const a of allowed) actions.add(a);
@@ -109,19 +111,22 @@ function grant(x: OciExchange, wanted: Access, password: string | undefined, bin
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
 }
 
-/**
- * Whether a token may pull `name`: anyone on an open index; on a private one only a password that
- * reads it, which the token is then bound to (read-access.ts checks the binding on every read).
- */
-function mayPull(x: OciExchange, name: string, password: string | undefined, bindings: Bindings): boolean {
-  let index: IndexConfig;
+/** The index and repository a requested name addresses; null for a name no OCI index serves, or outside the grammar. */
+function targetOf(x: OciExchange, name: string): Target | null {
   try {
-    index = resolveName(x.deps.ociIndexes, name.split('/')).index;
+    return resolveName(x.deps.ociIndexes, name.split('/'));
   } catch (err) {
-    // A name no OCI index serves: pulling it finds nothing anyway.
-    if (err instanceof OciError) return true;
+    if (err instanceof OciError) return null;
     throw err;
   }
+}
+
+/**
+ * Whether a token may pull from `index`: anyone on an open index; on a private one only a
+ * password that reads it, which the token is then bound to (read-access.ts checks the binding on
+ * every read).
+ */
+function mayPull(x: OciExchange, index: IndexConfig, password: string | undefined, bindings: Bindings): boolean {
   if (!index.private) return true;
   if (password === undefined || readVerdict(index, password, x.deps.indexByName).kind !== 'reads') return false;
   bindings[index.name] = x.deps.tokens.bindingOf(password);
@@ -145,19 +150,11 @@ interface Writer {
   secret: string;
 }
 
-/** The hosted index a write to `name` lands in and the live credential of it that `password` is; else null. */
-function writerOf(x: OciExchange, name: string, password: string): Writer | null {
-  let resolved;
-  try {
-    resolved = resolveName(x.deps.ociIndexes, name.split('/'));
-  } catch (err) {
-    // A name no OCI index serves, or outside the grammar: the write would fail anyway.
-    if (err instanceof OciError) return null;
-    throw err;
-  }
-  const target = writeTarget(resolved.index, x.deps.indexByName);
+/** The hosted index a write to `addressed` lands in and the live credential of it that `password` is; else null. */
+function writerOf(x: OciExchange, addressed: Target, password: string): Writer | null {
+  const target = writeTarget(addressed.index, x.deps.indexByName);
   if (!target) return null;
   const who = identify(target, password);
   if (who.kind !== 'credential') return null;
-  return { target, repo: resolved.repo.join('/'), credential: who.credential, secret: password };
+  return { target, repo: addressed.repo.join('/'), credential: who.credential, secret: password };
 }

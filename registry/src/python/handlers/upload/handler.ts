@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { BASIC_CHALLENGE, checkWrite, grantRefusal, isCredentialsDenial, noteWrite, noteWriteDenial, type WriteDenial, type WriteRefusal } from '../../../access/auth.js';
+import { checkWrite, grantRefusal, noteWrite } from '../../../access/auth.js';
+import { refusedWrite } from '../write-refusal.js';
 import { credentialLabel } from '../../../access/tokens.js';
 import type { IndexRequest, ServerContext } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
@@ -27,22 +28,6 @@ import { validateWheel, type ValidatedArchive } from './wheel.js';
 import { recordProjectWrite } from '../../status.js';
 import { ensureQuota, ensureRoom } from './quota.js';
 
-const DENIAL_STATUS: Record<WriteDenial, number> = {
-  'read-only': 405,
-  'uploads-disabled': 403,
-  'missing-credentials': 401,
-  'wrong-credentials': 401,
-  'expired-credentials': 401,
-  'insufficient-scope': 403,
-};
-
-/** The answer to a refused upload, logged first. */
-function refused(services: UploadServices, index: IndexConfig, request: IndexRequest['request'], refusal: WriteRefusal): HttpError {
-  noteWriteDenial(request, services.clientAddress, index, refusal);
-  const headers: Record<string, string> = isCredentialsDenial(refusal.reason) ? { 'www-authenticate': BASIC_CHALLENGE } : {};
-  // (`Allow` is set by the dispatcher, which knows the path's routes.)
-  return new HttpError(DENIAL_STATUS[refusal.reason], refusal.message, headers);
-}
 
 /**
  * What an upload uses of the server's services: the write check's (indexes, client address), the
@@ -77,7 +62,7 @@ interface Accepted {
 
 async function upload(services: UploadServices, { index, request }: IndexRequest, checkStatus: WriteStatusCheck): Promise<Accepted> {
   const auth = checkWrite(writeTarget(index, services.indexByName), request.headers.authorization, { scope: 'upload' });
-  if (!auth.ok) throw refused(services, index, request, auth);
+  if (!auth.ok) throw refusedWrite(request, services.clientAddress, index, auth);
   const { target } = auth;
   if (!/^multipart\/form-data(?:\s*;|\s*$)/i.test(request.headers['content-type'] ?? '')) {
     throw badUpload('an upload must be a multipart/form-data form (the upload API that twine and uv publish use)');
@@ -99,7 +84,7 @@ async function upload(services: UploadServices, { index, request }: IndexRequest
   try {
     // A named token may reach some projects only: known once the form named the file.
     const outOfScope = grantRefusal(auth, 'upload', form.file.name.project, normalizeName);
-    if (outOfScope) throw refused(services, index, request, outOfScope);
+    if (outOfScope) throw refusedWrite(request, services.clientAddress, index, outOfScope);
     const denied = policy.projectDenial('upload', form.file.name.project);
     if (denied) throw new PolicyDenialError({ ...denied, filename: form.file.name.filename, version: form.file.name.version });
     // The status this route shows for the project (PEP 792), e.g. quarantined by an upstream.
