@@ -15,7 +15,7 @@ const token = (name: string, secret: string, scopes: TokenScope[], expiresAt?: n
   scopes,
   ...(expiresAt !== undefined ? { expiresAt: new Date(expiresAt) } : {}),
 });
-const base = { routeSegments: [], ecosystem: 'python', policy: { denyProjects: [], allowProjects: [] }, webhooks: [] };
+const base = { routeSegments: [], ecosystem: 'python', policy: { denyProjects: [], allowProjects: [] }, webhooks: [], serviceAccounts: [] };
 const vault: IndexConfig = {
   ...base,
   name: 'vault',

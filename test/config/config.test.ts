@@ -110,12 +110,19 @@ upload_target = "hosted"
     ['a token with an unknown scope', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.token]]\nname = "ci"\nsecret = "t"\nscopes = ["push"]\n`, /token\.0\.scopes\.0: must be "read", "upload" or "delete"/],
     ['a token expiry without an offset', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.token]]\nname = "ci"\nsecret = "t"\nscopes = ["upload"]\nexpires = 2027-06-30T12:00:00\n`, /token\[0\]\.expires: is a date-time without an offset.*2027-06-30T00:00:00Z/],
     ['a token expiry that is no date', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.token]]\nname = "ci"\nsecret = "t"\nscopes = ["upload"]\nexpires = "next year"\n`, /token\[0\]\.expires: "next year" is not a date or an offset date-time/],
+    // ServiceAccount rules ([[index.service_account]]) and [kubernetes].
+    ['a ServiceAccount rule with a write scope on a cached index', `[[index]]\nname = "c"\nroute = "r/c"\ncached = "https://x.example/simple/"\n[[index.service_account]]\nnamespace = "ci"\nname = "*"\nscopes = ["upload"]\n`, /index "c" \(index\[0\]\)\.service_account\[0\]\.scopes: "upload" needs a hosted index, this one is cached/],
+    ['two rules for one ServiceAccount', `[kubernetes]\napi_server = "https://k8s.example"\n[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.service_account]]\nnamespace = "ci"\nname = "builder"\nscopes = ["read"]\n[[index.service_account]]\nnamespace = "ci"\nname = "builder"\nscopes = ["upload"]\n`, /service_account\[1\]: ServiceAccount "builder" of namespace "ci" has another rule on this index.*one rule per index/],
+    ['a ServiceAccount name that Kubernetes would not take', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.service_account]]\nnamespace = "ci"\nname = "Builder"\nscopes = ["read"]\n`, /service_account\.0\.name: must be a ServiceAccount name .* or "\*"/],
+    ['ServiceAccount rules outside a pod with no [kubernetes] api_server', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\n[[index.service_account]]\nnamespace = "ci"\nname = "*"\nscopes = ["upload"]\n`, /kubernetes\.api_server: is not set, and velodex does not run in a Kubernetes pod \(KUBERNETES_SERVICE_HOST is unset\).*set api_server, ca_file and token_file in \[kubernetes\]/],
+    ['an API server that is not https', `[kubernetes]\napi_server = "http://127.0.0.1:6443"\n`, /kubernetes\.api_server: "http:\/\/127\.0\.0\.1:6443" is not an https URL/],
     ['an unknown key in [auth]', `[auth]\ntoken_signing_keys = "x"\n`, /auth: unknown key "token_signing_keys"/],
     ['a token signing key given two ways', `[auth]\ntoken_signing_key = "${'k'.repeat(40)}"\ntoken_signing_key_env = "X"\n`, /auth\.token_signing_key: is given more than one way/],
     // A short HMAC key could be found by guessing offline from any one token it signed.
     ['a short token signing key', `[auth]\ntoken_signing_key_env = "VELODEX_TEST_SHORT_KEY"\n`, /auth\.token_signing_key_env: is 11 characters long; at least 32 are needed.*openssl rand -base64 48/],
   ])('refuses %s', async (_what, text, message) => {
-    const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ', VELODEX_TEST_SHORT_KEY: 'short-key-1' });
+    // Not in a pod, whatever runs the suite: [kubernetes] has no defaults then.
+    const res = await checkConfig(text, { VELODEX_TEST_BLANK: ' \n ', VELODEX_TEST_SHORT_KEY: 'short-key-1', KUBERNETES_SERVICE_HOST: '' });
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(message);
   });

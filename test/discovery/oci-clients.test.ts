@@ -124,6 +124,7 @@ describe('the mirror form of hosts.toml', () => {
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
       tokens: [],
+      serviceAccounts: [],
       private: false,
     };
     const links = linksFor(originOf({ host: c.host }, 'http'));

@@ -17,7 +17,7 @@ import { REPO } from '../support/paths.js';
 
 function base(name: string, ecosystem: string) {
   const route = `team/${name}`;
-  return { name, route, routeSegments: route.split('/'), ecosystem, policy: { denyProjects: [], allowProjects: [] }, webhooks: [], tokens: [], private: false };
+  return { name, route, routeSegments: route.split('/'), ecosystem, policy: { denyProjects: [], allowProjects: [] }, webhooks: [], tokens: [], serviceAccounts: [], private: false };
 }
 const hosted = (name: string, ecosystem = 'oci'): HostedIndex => ({ ...base(name, ecosystem), role: 'hosted', volatile: false });
 const cached = (name: string, upstream: string, ecosystem = 'oci'): IndexConfig => ({ ...base(name, ecosystem), role: 'cached', upstream, cacheTtlSecs: 300, upstreamHosts: [] });

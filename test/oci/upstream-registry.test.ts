@@ -39,6 +39,7 @@ function index(upstream: string, creds?: { user: string; pass: string }): Cached
     policy: { denyProjects: [], allowProjects: [] },
     webhooks: [],
     tokens: [],
+    serviceAccounts: [],
     private: false,
     ...(creds ? { upstreamUsername: new Secret(creds.user, 'inline'), upstreamPassword: new Secret(creds.pass, 'inline') } : {}),
   };

@@ -15,6 +15,7 @@ import type { CacheBudget, Config, IndexConfig, RetentionRules, RetentionSchedul
 import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
 import { resolveTokens } from './tokens.js';
+import { resolveKubernetes, resolveServiceAccounts } from './kubernetes.js';
 import { resolveWebhook } from './webhook.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
@@ -138,8 +139,14 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     retention: retentionSchedule(file.retention),
     gc: resolveGc(file.gc),
+    ...kubernetesOf(file.kubernetes, indexes, env),
     source,
   };
+}
+
+function kubernetesOf(table: FileConfig['kubernetes'], indexes: readonly IndexConfig[], env: NodeJS.ProcessEnv): Pick<Config, 'kubernetes'> {
+  const kubernetes = resolveKubernetes(table, indexes.some((ix) => ix.serviceAccounts.length > 0), env);
+  return kubernetes ? { kubernetes } : {};
 }
 
 /** 1 MiB: below it a redirect's extra round trip costs the client more than velodex saves. */
@@ -250,6 +257,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
     },
     webhooks: (ix.webhook ?? []).map((w, j) => resolveWebhook(w, `${where}.webhook[${j}]`, secrets)),
     tokens: resolveTokens(ix.token, where, role, secrets),
+    serviceAccounts: resolveServiceAccounts(ix.service_account, where, role),
     private: ix.read === 'token',
   };
   switch (role) {

@@ -60,6 +60,21 @@ export const tokenSchema = z.strictObject({
   expires: z.union([z.date(), z.string()]).optional(),
 });
 
+/**
+ * One `[[index.service_account]]` of an index (access/identities/service-accounts.ts): which
+ * Kubernetes ServiceAccounts may do what, with the same scopes and globs as a named token.
+ */
+export const serviceAccountSchema = z.strictObject({
+  // A Kubernetes namespace name (RFC 1123 label).
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a Kubernetes namespace name (lower-case letters, digits and "-", at most 63)'),
+  // A ServiceAccount name (RFC 1123 subdomain), or "*": every ServiceAccount of the namespace.
+  name: z
+    .string()
+    .regex(/^(\*|[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)$/, 'must be a ServiceAccount name (lower-case letters, digits, "-" and ".") or "*" for every ServiceAccount of the namespace'),
+  scopes: tokenSchema.shape.scopes,
+  projects: tokenSchema.shape.projects,
+});
+
 export const indexSchema = z.strictObject({
   // Index names become parts of storage keys and appear in URLs of the discovery documents.
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
@@ -71,6 +86,7 @@ export const indexSchema = z.strictObject({
   upload_target: z.string().optional(),
   ...secretFields('upload_token'),
   token: z.array(tokenSchema).optional(),
+  service_account: z.array(serviceAccountSchema).optional(),
   // Who may read: anyone (the spec's default), or only a credential of the index (access/readers.ts).
   read: z.enum(['open', 'token'], { message: 'must be "open" (anyone reads) or "token" (a token of the index is needed)' }).optional(),
   volatile: z.boolean().optional(),
@@ -148,6 +164,17 @@ export const adminSchema = z.strictObject({
   ...secretFields('token'),
 });
 
+/**
+ * Where the cluster's ServiceAccount tokens are verified (config/kubernetes.ts): needed only
+ * when an index has `[[index.service_account]]` rules; every key has an in-pod default.
+ */
+export const kubernetesSchema = z.strictObject({
+  audience: z.string().min(1, 'must be a non-empty audience').optional(),
+  api_server: z.string().url().optional(),
+  ca_file: z.string().min(1).optional(),
+  token_file: z.string().min(1).optional(),
+});
+
 /** The online garbage collection of blobs (config/gc.ts). */
 export const gcSchema = z.strictObject({
   enabled: z.boolean().optional(),
@@ -178,9 +205,12 @@ export const fileSchema = z.strictObject({
   admin: adminSchema.optional(),
   retention: retentionSchema.optional(),
   gc: gcSchema.optional(),
+  kubernetes: kubernetesSchema.optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;
 export type IndexFileConfig = z.infer<typeof indexSchema>;
 export type WebhookFileConfig = z.infer<typeof webhookSchema>;
 export type TokenFileConfig = z.infer<typeof tokenSchema>;
+export type ServiceAccountFileConfig = z.infer<typeof serviceAccountSchema>;
+export type KubernetesFileConfig = z.infer<typeof kubernetesSchema>;

@@ -45,6 +45,19 @@ export interface IndexToken {
   expiresAt?: Date;
 }
 
+/**
+ * One `[[index.service_account]]`: the Kubernetes ServiceAccounts it names (one, or `*` for
+ * every one of the namespace) may do what `scopes` say, to the names `projects` match.
+ */
+export interface ServiceAccountRule {
+  namespace: string;
+  /** A ServiceAccount name, or `*`: every ServiceAccount of the namespace. */
+  name: string;
+  scopes: TokenScope[];
+  /** Globs over the names inside the index; absent: every name. */
+  projects?: string[];
+}
+
 /** What every index has, whatever its role. */
 interface IndexBase {
   name: string;
@@ -56,6 +69,8 @@ interface IndexBase {
   webhooks: WebhookConfig[];
   /** Named tokens (`[[index.token]]`); empty when none. */
   tokens: IndexToken[];
+  /** ServiceAccount rules (`[[index.service_account]]`); empty when none. */
+  serviceAccounts: ServiceAccountRule[];
   /**
    * Reads need a credential of the index (access/readers.ts): `read = "token"` on the index, or,
    * for a virtual index, on any of its members. False: anyone reads, as the spec's default.
@@ -195,6 +210,21 @@ export interface AdminConfig {
   token?: Secret;
 }
 
+/**
+ * `[kubernetes]`: where the cluster's ServiceAccount tokens are verified. Present when an index
+ * has ServiceAccount rules (or the table is given); its defaults are a pod's own.
+ */
+export interface KubernetesConfig {
+  /** What a token's `aud` must contain. */
+  audience: string;
+  /** The API server's origin (`https://host:port`), which serves the issuer's discovery document and keys. */
+  apiServer: string;
+  /** The CA bundle the API server's certificate is checked against. */
+  caFile: string;
+  /** The pod's own token, the bearer of the discovery requests (read again each time: the kubelet rotates it). */
+  tokenFile: string;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -216,6 +246,8 @@ export interface Config {
   retention: RetentionSchedule;
   /** `[gc]`: the online garbage collection of blobs. */
   gc: GcConfig;
+  /** `[kubernetes]`; absent when no index has ServiceAccount rules and the table is not given. */
+  kubernetes?: KubernetesConfig;
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }
