@@ -154,6 +154,15 @@ describe('the CRDs at kubectl apply time', () => {
     ['a token without a secretRef', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, scopes: [upload] }]\n', 'spec.tokens[0].secretRef: Required value'],
     ['a token expiry that is no date', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read], expires: "next June" }]\n', 'spec.tokens[0].expires'],
     ['a token expiry without an offset', '  route: team/a\n  ecosystem: python\n  role: hosted\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read], expires: "2027-06-30T00:00:00" }]\n', 'spec.tokens[0].expires'],
+    [
+      'a ServiceAccount that may upload to a virtual index',
+      '  route: team/a\n  ecosystem: python\n  role: virtual\n  members: [b]\n  access: { serviceAccounts: [{ name: ci, scopes: [read, upload] }] }\n',
+      "spec.access.serviceAccounts: the upload and delete scopes are only for a hosted index (a virtual index's writes land in its upload target, whose rules apply",
+    ],
+    ['a ServiceAccount that may delete on a cached index', '  route: team/a\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n  access: { serviceAccounts: [{ name: "*", scopes: [delete] }] }\n', 'spec.access.serviceAccounts: the upload and delete scopes are only for a hosted index'],
+    ['a ServiceAccount name Kubernetes would not take', '  route: team/a\n  ecosystem: python\n  role: hosted\n  access: { serviceAccounts: [{ name: CI, scopes: [upload] }] }\n', 'spec.access.serviceAccounts[0].name'],
+    ['a ServiceAccount namespace that is no namespace name', '  route: team/a\n  ecosystem: python\n  role: hosted\n  access: { serviceAccounts: [{ namespace: "ci/prod", name: builder, scopes: [upload] }] }\n', 'spec.access.serviceAccounts[0].namespace'],
+    ['a ServiceAccount rule without scopes', '  route: team/a\n  ecosystem: python\n  role: hosted\n  access: { serviceAccounts: [{ name: builder, scopes: [] }] }\n', 'spec.access.serviceAccounts[0].scopes'],
   ])('refuses %s', async (_what, spec, message) => {
     const res = await kubectl(['apply', '-f', '-'], indexYaml('bad', spec), true);
     expect(res.code).not.toBe(0);
@@ -216,7 +225,7 @@ describe('the operator', () => {
       ['apply', '-f', '-'],
       [
         registryYaml('default', '  replicas: 2\n'),
-        indexYaml('hosted', '  route: team/hosted\n  ecosystem: python\n  role: hosted\n  uploadTokenSecretRef: { name: tokens, key: hosted }\n'),
+        indexYaml('hosted', '  route: team/hosted\n  ecosystem: python\n  role: hosted\n  uploadTokenSecretRef: { name: tokens, key: hosted }\n  access: { serviceAccounts: [{ name: builder, scopes: [upload] }, { namespace: ci, name: "*", scopes: [read] }] }\n'),
         indexYaml('pypi', '  route: team/pypi\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n'),
         indexYaml('all', '  route: team/all\n  ecosystem: python\n  role: virtual\n  members: [hosted, pypi]\n  uploadTarget: hosted\n'),
       ].join('---\n'),
@@ -245,6 +254,16 @@ describe('the operator', () => {
       const o = await until(kind, () => json<Obj>(['get', kind, 'default', '-n', NS]).catch(() => undefined));
       expect(o.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PackageRegistry', name: 'default' });
     }
+    // ServiceAccount rules: [kubernetes] and the rules, the namespace defaulted to the index's own;
+    // the pods run as the registry's own ServiceAccount and mount its token.
+    expect(toml).toMatch(/\[kubernetes\]\naudience = "velodex"\n/);
+    expect(toml).toContain(`[[index.service_account]]\nnamespace = "${NS}"\nname = "builder"\nscopes = [ "upload" ]`);
+    expect(toml).toContain('[[index.service_account]]\nnamespace = "ci"\nname = "*"\nscopes = [ "read" ]');
+    const account = await until('the ServiceAccount', () => json<Obj & { automountServiceAccountToken?: boolean }>(['get', 'serviceaccount', 'velodex-default', '-n', NS]).catch(() => undefined));
+    expect(account.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PackageRegistry', name: 'default' });
+    expect(account.automountServiceAccountToken).toBe(false);
+    const pod = (await json<{ spec: { template: { spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean } } } }>(['get', 'deployment', 'default', '-n', NS])).spec.template.spec;
+    expect(pod).toMatchObject({ serviceAccountName: 'velodex-default', automountServiceAccountToken: true });
   });
 
   it('says why each index is or is not served, in kubectl get', async () => {

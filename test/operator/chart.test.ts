@@ -125,7 +125,7 @@ describe('charts/velodex', () => {
       const args = ['auth', 'can-i', verb, kind!, '-n', ns, `--as=${sa}`, ...(sub ? [`--subresource=${sub}`] : [])];
       return (await kubectl(args, undefined, true)).stdout.trim();
     };
-    for (const [verb, resource] of [['list', 'packageindexes.velodex.dev'], ['patch', 'packageindexes.velodex.dev/status'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['watch', 'secrets'], ['list', 'pods']]) {
+    for (const [verb, resource] of [['list', 'packageindexes.velodex.dev'], ['patch', 'packageindexes.velodex.dev/status'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['patch', 'serviceaccounts'], ['watch', 'secrets'], ['list', 'pods']]) {
       expect(await can(verb!, resource!), `${verb} ${resource}`).toBe('yes');
     }
     // Secrets: listed and watched (by the opt-in label), never read one by one nor written.
@@ -146,7 +146,7 @@ describe('charts/velodex', () => {
     await kubectl(
       ['apply', '-f', '-'],
       'apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata: { name: default, namespace: team }\nspec:\n  storage: { endpoint: "http://v-minio.velodex-system.svc:9000", bucket: velodex, credentialsSecretRef: { name: s3 } }\n---\n' +
-        'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: hosted, namespace: team }\nspec: { route: team/hosted, ecosystem: python, role: hosted }\n---\n' +
+        'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: hosted, namespace: team }\nspec: { route: team/hosted, ecosystem: python, role: hosted, access: { serviceAccounts: [{ name: builder, scopes: [upload] }] } }\n---\n' +
         // Names a Secret that did not opt in: the operator finds out by a metadata-only list, which its RBAC allows.
         'apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata: { name: borrow, namespace: team }\nspec: { route: team/borrow, ecosystem: python, role: hosted, uploadTokenSecretRef: { name: unlabelled, key: token } }\n',
     );
@@ -169,5 +169,28 @@ describe('charts/velodex', () => {
     expect(borrow.status?.conditions?.find((c) => c.type === 'Ready')?.reason, logs).toBe('SecretNotOptedIn');
     expect((await kubectl(['get', 'deployment', 'default', '-n', 'team', '-o', 'name'])).stdout.trim()).toBe('deployment.apps/default');
     expect(logs).not.toContain('forbidden');
+
+    // The registry pods run as the registry's own ServiceAccount, which reads the cluster's
+    // ServiceAccount issuer through the chart's binding (Kubernetes' own default one removed).
+    expect((await kubectl(['get', 'serviceaccount', 'velodex-default', '-n', 'team', '-o', 'name'])).stdout.trim()).toBe('serviceaccount/velodex-default');
+    await kubectl(['delete', 'clusterrolebinding', 'system:service-account-issuer-discovery']);
+    for (const path of ['/.well-known/openid-configuration', '/openid/v1/jwks']) {
+      expect((await kubectl(['auth', 'can-i', 'get', path, '--as=system:serviceaccount:team:velodex-default'], undefined, true)).stdout.trim(), path).toBe('yes');
+      expect((await kubectl(['auth', 'can-i', 'get', path, '--as=someone'], undefined, true)).stdout.trim(), path).toBe('no');
+    }
+  });
+
+  it('binds the issuer discovery ClusterRole to the namespaces listed in registry.issuerDiscovery, or to none when told not to', async () => {
+    const binding = async (extra: string[]) => {
+      const out = await helm(['template', 'v', CHART, '--show-only', 'templates/rbac.yaml', ...extra]);
+      return (await manifests(out.stdout)).find((o) => o.kind === 'ClusterRoleBinding' && o.metadata.name === 'v-operator-issuer-discovery') as
+        | (Manifest & { roleRef: { name: string }; subjects: { kind: string; name: string }[] })
+        | undefined;
+    };
+    const every = await binding([]);
+    expect(every?.roleRef.name).toBe('system:service-account-issuer-discovery');
+    expect(every?.subjects).toEqual([{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:serviceaccounts' }]);
+    expect((await binding(['--set', 'registry.issuerDiscovery.namespaces={team,ci}']))?.subjects.map((s) => s.name)).toEqual(['system:serviceaccounts:team', 'system:serviceaccounts:ci']);
+    expect(await binding(['--set', 'registry.issuerDiscovery.bind=false'])).toBeUndefined();
   });
 });

@@ -158,6 +158,23 @@ describe('planNamespace', () => {
     expect(rp?.config?.toml).toContain('secret_file = "/var/run/velodex/secrets/tokens/hosted"');
   });
 
+  it('serves an index with ServiceAccount rules (no Secret involved), and refuses two rules for one ServiceAccount or a write rule on a virtual index', () => {
+    const builds = index('sa-builds', { route: 'team/sa-builds', ecosystem: 'oci', role: 'hosted', access: { serviceAccounts: [{ name: 'builder', scopes: ['upload'] }, { namespace: 'ci', name: '*', scopes: ['read'] }] } });
+    // The namespace defaults to the index's own ("team"): these two name the same ServiceAccount.
+    const twice = index('sa-twice', { route: 'team/sa-twice', ecosystem: 'python', role: 'hosted', access: { serviceAccounts: [{ name: 'builder', scopes: ['read'] }, { namespace: 'team', name: 'builder', scopes: ['upload'] }] } });
+    const view = index('sa-view', { route: 'team/sa-view', ecosystem: 'oci', role: 'virtual', members: ['sa-builds'], access: { serviceAccounts: [{ name: 'builder', scopes: ['read', 'upload'] }] } });
+    const plan = planNamespace([registry('default')], [builds, twice, view], input());
+    expect(plan.refused.get('sa-twice')).toEqual({
+      reason: 'InvalidSpec',
+      message: 'spec.access.serviceAccounts[1]: ServiceAccount "builder" of namespace "team" has another rule on this index; give it one rule with every scope it needs',
+    });
+    expect(plan.refused.get('sa-view')?.message).toMatch(/^spec\.access\.serviceAccounts\[0\]: the upload scope is only for a hosted index/);
+    const rp = plan.registries.get('default');
+    expect(rp?.served.map((ix) => ix.metadata.name)).toEqual(['sa-builds']);
+    expect(rp?.config?.serviceAccounts).toBe(true);
+    expect(rp?.config?.toml).toContain('[kubernetes]');
+  });
+
   it('refuses a webhook URL with user info, and takes a URL from an opted-in Secret', () => {
     const creds = index('creds', { route: 'x/creds', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci:hunter2@ci.example/hook' }] });
     const both = index('both', { route: 'x/both', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci.example/hook', urlSecretRef: { name: 'hook-urls', key: 'chat' } }] });

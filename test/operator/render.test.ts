@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { checkConfigText } from '../../registry/src/app/config-check.js';
 import { DEFAULT_GC_EVERY_SECS, DEFAULT_GC_GRACE_SECS, DEFAULT_GC_LEASE_SECS, DEFAULT_EVICT_EVERY_SECS, DEFAULT_GC_CPU_SHARE } from '../../registry/src/config/gc.js';
 import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
+import { renderObjects } from '../../operator/src/render/objects.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const registry: PackageRegistry = {
@@ -243,6 +244,63 @@ describe('registry config rendering', () => {
       expect(tables(rendered).get('view')).not.toHaveProperty('read');
       const config = parsed(rendered, tokenSecrets);
       expect(config.indexes.filter((ix) => ix.private).map((ix) => ix.name).sort()).toEqual(['vault', 'view']);
+    });
+  });
+
+  describe('ServiceAccount rules', () => {
+    const tables = (rendered: ReturnType<typeof renderRegistryConfig>) => new Map((parse(rendered.toml) as { index: Record<string, unknown>[] }).index.map((t) => [t.name, t]));
+    const builders = index('builds', {
+      route: 'team/builds',
+      ecosystem: 'oci',
+      role: 'hosted',
+      access: { serviceAccounts: [{ name: 'builder', scopes: ['upload', 'delete'], projects: ['apps/*'] }, { namespace: 'ci', name: '*', scopes: ['read'] }] },
+    });
+    const view = index('view', { route: 'team/view', ecosystem: 'oci', role: 'virtual', members: ['builds'], access: { serviceAccounts: [{ namespace: 'ops', name: 'auditor', scopes: ['read'] }] } });
+
+    it("renders each as an [[index.service_account]] table, the namespace defaulting to the index's own, and [kubernetes] with the audience", () => {
+      const rendered = renderRegistryConfig(registry, [builders, view]);
+      const doc = parse(rendered.toml) as { kubernetes?: unknown };
+      expect(doc.kubernetes).toEqual({ audience: 'velodex' });
+      expect(tables(rendered).get('builds')?.service_account).toEqual([
+        { namespace: 'team', name: 'builder', scopes: ['upload', 'delete'], projects: ['apps/*'] },
+        { namespace: 'ci', name: '*', scopes: ['read'] },
+      ]);
+      expect(tables(rendered).get('view')?.service_account).toEqual([{ namespace: 'ops', name: 'auditor', scopes: ['read'] }]);
+      expect(rendered.serviceAccounts).toBe(true);
+    });
+
+    it('renders no [kubernetes] table and no rules where no index has them', () => {
+      const rendered = renderRegistryConfig(registry, indexes);
+      expect(parse(rendered.toml)).not.toHaveProperty('kubernetes');
+      for (const table of tables(rendered).values()) expect(table).not.toHaveProperty('service_account');
+      expect(rendered.serviceAccounts).toBe(false);
+    });
+
+    it("is accepted by the registry's own config check as a pod would run it: the API server, CA and token are the pod's", () => {
+      const config = parsed(renderRegistryConfig(registry, [builders, view]));
+      expect(config.kubernetes).toEqual({
+        audience: 'velodex',
+        apiServer: 'https://kubernetes.default.svc',
+        caFile: '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
+        tokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      });
+      expect(config.indexes.find((ix) => ix.name === 'builds')?.serviceAccounts).toEqual([
+        { namespace: 'team', name: 'builder', scopes: ['upload', 'delete'], projects: ['apps/*'] },
+        { namespace: 'ci', name: '*', scopes: ['read'] },
+      ]);
+    });
+
+    it("runs the pods as the registry's own ServiceAccount, mounting its token only when an index takes ServiceAccount tokens", () => {
+      const podOf = (rendered: ReturnType<typeof renderRegistryConfig>) => {
+        const objects = renderObjects({ ...registry, metadata: { ...registry.metadata, uid: 'u' } }, rendered, new Map(), { defaultImage: 'velodex:test' });
+        const account = objects.find((o) => o.kind === 'ServiceAccount');
+        const deployment = objects.find((o) => o.kind === 'Deployment') as { spec: { template: { spec: Record<string, unknown> } } } | undefined;
+        return { account, pod: deployment?.spec.template.spec };
+      };
+      const using = podOf(renderRegistryConfig(registry, [builders]));
+      expect(using.account).toMatchObject({ metadata: { name: 'velodex-default', namespace: 'team' }, automountServiceAccountToken: false });
+      expect(using.pod).toMatchObject({ serviceAccountName: 'velodex-default', automountServiceAccountToken: true });
+      expect(podOf(renderRegistryConfig(registry, indexes)).pod).toMatchObject({ serviceAccountName: 'velodex-default', automountServiceAccountToken: false });
     });
   });
 

@@ -128,6 +128,18 @@ function specRefusal(ix: PackageIndex): Refusal | null {
       };
     }
   }
+  const grants = new Set<string>();
+  for (const [i, grant] of (ix.spec.access?.serviceAccounts ?? []).entries()) {
+    const where = `spec.access.serviceAccounts[${i}]`;
+    const namespace = grant.namespace ?? ix.metadata.namespace;
+    const key = `${namespace}/${grant.name}`;
+    if (grants.has(key)) return { reason: 'InvalidSpec', message: `${where}: ServiceAccount "${grant.name}" of namespace "${namespace}" has another rule on this index; give it one rule with every scope it needs` };
+    grants.add(key);
+    const writes = grant.scopes.filter((scope) => scope !== 'read');
+    if (writes.length > 0 && ix.spec.role !== 'hosted') {
+      return { reason: 'InvalidSpec', message: `${where}: the ${writes.join(' and ')} ${writes.length > 1 ? 'scopes are' : 'scope is'} only for a hosted index (a virtual index's writes land in its upload target, whose rules apply); ${kind}` };
+    }
+  }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
     const where = `spec.webhooks[${i}]`;
     if ((hook.url === undefined) === (hook.urlSecretRef === undefined)) return { reason: 'InvalidSpec', message: `${where}: give exactly one of url and urlSecretRef` };

@@ -1,7 +1,15 @@
 /**
- * The Kubernetes objects of one PackageRegistry: a ConfigMap with its TOML, a Deployment of
- * stateless registry pods, a Service and a PodDisruptionBudget, each owned by the registry (so
- * deleting it deletes them) and applied by server-side apply under the operator's field manager.
+ * The Kubernetes objects of one PackageRegistry: a ConfigMap with its TOML, a ServiceAccount of its
+ * own for its pods, a Deployment of stateless registry pods, a Service and a PodDisruptionBudget,
+ * each owned by the registry (so deleting it deletes them) and applied by server-side apply under
+ * the operator's field manager.
+ *
+ * The pods mount their ServiceAccount's token only when an index takes ServiceAccount tokens
+ * (`RenderedConfig.serviceAccounts`): they read the cluster's issuer with it (its discovery
+ * document and keys, which the ClusterRole `system:service-account-issuer-discovery` opens; the
+ * chart binds it, charts/velodex/templates/rbac.yaml). The ServiceAccount is the registry's own,
+ * not the namespace's `default`, so that token carries whatever the cluster grants that account
+ * and nothing granted to the other workloads of the namespace.
  *
  * The pod template carries a checksum of the config and of the content of every Secret it mounts:
  * editing an index or rotating a token changes it, and the Deployment rolls the pods.
@@ -48,6 +56,8 @@ export function selectorOf(registry: PackageRegistry): Record<string, string> {
 }
 
 export const configMapName = (registry: PackageRegistry) => `${registry.metadata.name}-config`;
+/** The registry pods' ServiceAccount. */
+export const serviceAccountName = (registry: PackageRegistry) => `velodex-${registry.metadata.name}`;
 
 /** sha256 of the TOML and of every mounted Secret's keys and values (sorted): what the pods read. */
 export function configChecksum(config: RenderedConfig, secrets: SecretsByName): string {
@@ -80,6 +90,8 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
   const spec = registry.spec;
   const checksum = configChecksum(config, secrets);
   const configMap = { ...owned(registry, 'ConfigMap', 'v1', configMapName(registry)), data: { [CONFIG_KEY]: config.toml } };
+  // Nothing mounts its token by default: the pod template says when (below).
+  const serviceAccount = { ...owned(registry, 'ServiceAccount', 'v1', serviceAccountName(registry)), automountServiceAccountToken: false };
 
   const secretVolumes = config.secrets.map((secret, i) => ({ name: `secret-${i}`, secret: { secretName: secret, defaultMode: 0o400 } }));
   const secretMounts = config.secrets.map((secret, i) => ({ name: `secret-${i}`, mountPath: `${SECRETS_DIR}/${secret}`, readOnly: true }));
@@ -94,7 +106,10 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
       template: {
         metadata: { labels: labelsOf(registry), annotations: { [CHECKSUM_ANNOTATION]: checksum } },
         spec: {
-          automountServiceAccountToken: false,
+          serviceAccountName: serviceAccountName(registry),
+          // The token, the CA and the namespace at /var/run/secrets/kubernetes.io/serviceaccount,
+          // where the registry's [kubernetes] defaults look (a projected token the kubelet renews).
+          automountServiceAccountToken: config.serviceAccounts,
           // A pod told to stop keeps serving while the endpoints that still name it are updated
           // (preStop sleep), then finishes its requests in flight (SIGTERM closes gracefully).
           terminationGracePeriodSeconds: 30,
@@ -137,5 +152,5 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
     ...owned(registry, 'PodDisruptionBudget', 'policy/v1', name),
     spec: { maxUnavailable: 1, selector: { matchLabels: selectorOf(registry) } },
   };
-  return [configMap, deployment, service, pdb];
+  return [configMap, serviceAccount, deployment, service, pdb];
 }

@@ -47,7 +47,15 @@ export interface RenderedConfig {
   secrets: string[];
   /** `secretPath` → the Secret key it names, to answer the registry's config check. */
   secretFiles: Map<string, SecretKeyRef>;
+  /**
+   * Some index takes Kubernetes ServiceAccount tokens: the config has a `[kubernetes]` table and
+   * the pods mount their own ServiceAccount token, with which they read the cluster's issuer.
+   */
+  serviceAccounts: boolean;
 }
+
+/** The audience a ServiceAccount token must be issued for (the registry's default, written out). */
+export const SERVICE_ACCOUNT_AUDIENCE = 'velodex';
 
 /** The TOML for `registry` serving `indexes` (which must already belong to it and be valid). */
 export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[]): RenderedConfig {
@@ -98,9 +106,12 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
   }
   if (retention?.every !== undefined) doc.retention = { every: tomlDuration(retention.every) };
   if (gc) doc.gc = gcTable(gc);
+  const serviceAccounts = indexes.some((ix) => (ix.spec.access?.serviceAccounts?.length ?? 0) > 0);
+  // The API server, its CA and the pod's token are the pod's own (the registry's in-pod defaults).
+  if (serviceAccounts) doc.kubernetes = { audience: SERVICE_ACCOUNT_AUDIENCE };
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
-  return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles };
+  return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles, serviceAccounts };
 }
 
 /** `[gc]` with only the fields the spec sets: the registry's defaults stay its own (design §6). */
@@ -150,6 +161,14 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       ...(t.projects ? { projects: t.projects } : {}),
       // A TOML string, not a TOML date-time: the registry reads both spellings the CRD allows.
       ...(t.expires !== undefined ? { expires: t.expires } : {}),
+    }));
+  }
+  if (s.access?.serviceAccounts?.length) {
+    table.service_account = s.access.serviceAccounts.map((a) => ({
+      namespace: a.namespace ?? ix.metadata.namespace,
+      name: a.name,
+      scopes: a.scopes,
+      ...(a.projects ? { projects: a.projects } : {}),
     }));
   }
   if (s.volatile !== undefined) table.volatile = s.volatile;

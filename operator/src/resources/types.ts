@@ -88,6 +88,26 @@ export interface IndexToken {
   expires?: string;
 }
 
+/**
+ * Kubernetes ServiceAccounts that may use the index with their own token (docs/access.md),
+ * rendered as an `[[index.service_account]]` table. `name` is a ServiceAccount or `*` (every one
+ * of the namespace); a rule naming a ServiceAccount wins over its namespace's `*`. `upload` and
+ * `delete` only on a hosted index, as for tokens.
+ */
+export interface ServiceAccountGrant {
+  /** Default: the PackageIndex's own namespace. */
+  namespace?: string;
+  name: string;
+  scopes: TokenScope[];
+  /** Globs over project names or repository paths; absent: every project. */
+  projects?: string[];
+}
+
+/** Who may use the index besides its tokens. */
+export interface IndexAccess {
+  serviceAccounts?: ServiceAccountGrant[];
+}
+
 /** A Secret with an upstream's username and password, under these keys (defaults below). */
 export interface UpstreamCredentialsRef {
   name: string;
@@ -120,6 +140,8 @@ export interface PackageIndexSpec {
   uploadTokenSecretRef?: SecretKeyRef;
   /** Named tokens beside the upload token (rendered as `[[index.token]]`). */
   tokens?: IndexToken[];
+  /** Identities besides tokens: Kubernetes ServiceAccounts (rendered as `[[index.service_account]]`). */
+  access?: IndexAccess;
   volatile?: boolean;
   /** Who may read (rendered as `read`): anyone (`open`, the default) or only a credential of the index (`token`). */
   read?: 'open' | 'token';
