@@ -22,11 +22,12 @@ const vault: IndexConfig = {
   route: 'vault',
   role: 'hosted',
   volatile: false,
+  trustedPublishers: [],
   uploadToken: new Secret('vault-upload', 'inline'),
   private: true,
   tokens: [token('reader', 'vault-read', ['read'], T0 + 60_000), token('ci', 'vault-ci', ['upload'])],
 };
-const open: IndexConfig = { ...base, name: 'open', route: 'open', role: 'hosted', volatile: false, private: false, tokens: [token('other', 'open-read', ['read'])] };
+const open: IndexConfig = { ...base, name: 'open', route: 'open', role: 'hosted', volatile: false, trustedPublishers: [], private: false, tokens: [token('other', 'open-read', ['read'])] };
 const view: IndexConfig = { ...base, name: 'view', route: 'view', role: 'virtual', members: ['vault', 'open'], private: true, tokens: [token('own', 'view-read', ['read'])] };
 const byName = new Map([vault, open, view].map((ix) => [ix.name, ix]));
 

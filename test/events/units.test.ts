@@ -10,7 +10,7 @@ import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { tempDir } from '../support/velodex.js';
 
 function index(name: string, webhooks: IndexConfig['webhooks']): IndexConfig {
-  return { name, route: `root/${name}`, routeSegments: ['root', name], ecosystem: 'python', role: 'hosted', volatile: false, policy: { denyProjects: [], allowProjects: [] }, webhooks, tokens: [], serviceAccounts: [], private: false };
+  return { name, route: `root/${name}`, routeSegments: ['root', name], ecosystem: 'python', role: 'hosted', volatile: false, trustedPublishers: [], policy: { denyProjects: [], allowProjects: [] }, webhooks, tokens: [], serviceAccounts: [], private: false };
 }
 
 const byName = new Map([

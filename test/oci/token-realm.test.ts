@@ -269,7 +269,7 @@ describe('signing key', () => {
       const stale = await new Registry(server.url, bearer(tokenA)).fetch('/v2/team-a/oci/app/blobs/uploads/', { method: 'POST' });
       expect(stale.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
       const body = await expectOciError(stale, 401, 'UNAUTHORIZED');
-      expect(body.message).toMatch(/a token of index "team-a" that has changed since: log in again/);
+      expect(body.message).toMatch(/a credential of index "team-a" that has changed or expired since: log in again/);
       expect(server.logs()).toMatch(/"event":"auth_failed","index":"team-a\/oci","method":"POST","client":"127.0.0.1","reason":"stale-upload-token"/);
       const fresh = await tokenFor(server.url, ['repository:team-a/oci/app:pull,push'], 'token-a2');
       await new Registry(server.url, bearer(fresh)).pushBlob('team-a/oci/app', 'with the new token');

@@ -10,7 +10,7 @@
  */
 import { stringify } from 'smol-toml';
 // Types only: the bench harness uses these builders without loading the server's modules.
-import type { FileConfig, IndexFileConfig, TokenFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
+import type { FileConfig, IndexFileConfig, TokenFileConfig, TrustedPublisherFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
 
 /** A piece of a config file: some indexes, a top-level table, a top-level key. */
 export type ConfigPart = FileConfig;
@@ -80,6 +80,8 @@ export interface HostedOptions extends IndexOptions {
   keepTags?: Array<{ match: string; newest: number }>;
   /** `quota_bytes`: bytes or a size such as "10MiB". */
   quota?: number | string;
+  /** `[[index.trusted_publisher]]`, written as given (snake_case keys). */
+  trustedPublishers?: TrustedPublisherFileConfig[];
 }
 
 export interface CachedOptions extends IndexOptions {
@@ -112,7 +114,7 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
 
 /** A hosted index. */
 export function hosted(name: string, o: HostedOptions = {}): ConfigPart {
-  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token), untagged_after: o.untaggedAfter, keep_tags: o.keepTags, quota_bytes: o.quota }, o);
+  return index(name, { hosted: true, volatile: o.volatile, ...secret('upload_token', o.token), untagged_after: o.untaggedAfter, keep_tags: o.keepTags, quota_bytes: o.quota, trusted_publisher: o.trustedPublishers }, o);
 }
 
 /** A cached index of the upstream at `upstream` (a Python index's Simple URL, a registry's base URL). */
@@ -218,6 +220,11 @@ export function retentionSchedule(every: number | string): ConfigPart {
 /** `[auth]`: the key velodex signs its own bearer tokens with. */
 export function auth(o: { tokenSigningKey: SecretValue }): ConfigPart {
   return { auth: secret('token_signing_key', o.tokenSigningKey) };
+}
+
+/** `[trusted_publishing]`: the audience and the lifetime of minted upload tokens. */
+export function trustedPublishing(o: { audience?: string; tokenLifetime?: number | string }): ConfigPart {
+  return { trusted_publishing: { audience: o.audience, token_lifetime: o.tokenLifetime } };
 }
 
 /** `[metrics]`. */

@@ -2,7 +2,7 @@
  * Who may read a private index (`read = "token"`, or a virtual index over a private member):
  *
  * - a hosted index's upload token, and any named token of the index (`read`, or `upload` and
- *   `delete`, which imply it);
+ *   `delete`, which imply it); an identity (identities/) the index's rules give any scope;
  * - for a virtual index, besides its own read tokens: a credential that reads every private
  *   member (the team's read token reads the team's view over its private index and PyPI).
  *
@@ -11,7 +11,8 @@
  */
 import type { IndexConfig, IndexToken } from '../config/types.js';
 import { digestOf, matches } from './secrets.js';
-import { expiredMessage, identify } from './tokens.js';
+import { recall } from './identities/remembered.js';
+import { expiredMessage, identify, type Credential } from './tokens.js';
 
 export type ReadVerdict = { kind: 'reads' } | { kind: 'expired'; token: IndexToken } | { kind: 'refused' };
 
@@ -50,7 +51,8 @@ function readsUntil(index: IndexConfig, password: string, byName: ReadonlyMap<st
   const given = digestOf(password);
   let until = Infinity;
   for (const ix of indexes) for (const t of ix.tokens) if (t.expiresAt && matches(given, t.secret)) until = Math.min(until, t.expiresAt.getTime());
-  return until;
+  const identity = recall(password);
+  return identity ? Math.min(until, identity.expiresAt) : until;
 }
 
 function checkedVerdict(index: IndexConfig, password: string, byName: ReadonlyMap<string, IndexConfig>, now: number): ReadVerdict {
@@ -71,7 +73,12 @@ function checkedVerdict(index: IndexConfig, password: string, byName: ReadonlyMa
 function ownVerdict(index: IndexConfig, password: string, now: number): ReadVerdict {
   const who = identify(index, password, now);
   if (who.kind === 'expired') return { kind: 'expired', token: who.token };
-  return who.kind === 'credential' ? READS : REFUSED;
+  return who.kind === 'credential' && mayRead(who.credential) ? READS : REFUSED;
+}
+
+/** Every token of the index reads it, whatever its scopes; an identity reads where its rules give it any scope. */
+export function mayRead(credential: Credential): boolean {
+  return credential.kind !== 'identity' || credential.grant.scopes.length > 0;
 }
 
 /**

@@ -10,6 +10,12 @@ import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { loadSigningKey } from '../access/signing-key.js';
+import { IdentityResolver } from '../access/identities/resolver.js';
+import { TokenExchange } from '../access/publishing/exchange.js';
+import { PublishTokens } from '../access/publishing/publish-tokens.js';
+import { logIdentityRejected } from '../observe/security-log.js';
+import { publishingRoutes } from './publishing/routes.js';
 import { AdminGate } from '../access/admin-auth.js';
 import { ReadGate } from '../access/read-gate.js';
 import { ArchiveWalks } from '../archive/walks.js';
@@ -147,8 +153,10 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const markers = holdsMarkers(config, stores, modules);
   const usage = usageLedger(stores, markers);
   const budgets = cacheBudgets(config, stores, usage, markers);
+  // Read (or created) once at start-up: a store that cannot give it stops the start.
+  const signingKey = await loadSigningKey(config, stores);
   const ctx: ServerContext = {
-    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage, recentUse: budgets.recentUse,
+    config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage, recentUse: budgets.recentUse, signingKey,
     ...(link.fetches ? { fetches: link.fetches } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
@@ -190,6 +198,19 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     observeRequests(app, metrics);
     await app.register(metricsRoute(metrics));
   }
+
+  // Identity tokens (a minted upload token, a ServiceAccount token) are verified once, before
+  // any handler checks credentials synchronously (access/identities/).
+  const publishTokens = new PublishTokens(signingKey);
+  const exchange = new TokenExchange(config.indexes, config.trustedPublishing, publishTokens);
+  const identities = new IdentityResolver(exchange.configured ? [publishTokens] : []);
+  if (identities.active) {
+    app.addHook('onRequest', async (request) => {
+      const rejection = await identities.resolve(request.headers.authorization);
+      if (rejection) logIdentityRejected(request.log, { path: (request.raw.url ?? '').split('?')[0]!, method: request.method, client: clientAddress(request), ...rejection });
+    });
+  }
+  await app.register(publishingRoutes, { exchange, clientAddress });
 
   for (const eco of ecosystems) await eco.register?.(app);
 

@@ -16,6 +16,7 @@ import { resolveConnections } from './connections.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
 import { resolveTokens } from './tokens.js';
 import { resolveKubernetes, resolveServiceAccounts } from './kubernetes.js';
+import { resolvePublishers, resolveTrustedPublishing } from './publishers.js';
 import { resolveWebhook } from './webhook.js';
 import { embeddedDefault } from './default.js';
 import { parseWorkersSetting, resolveWorkers, type WorkersSetting } from './workers.js';
@@ -136,6 +137,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     connections: resolveConnections(file.connections),
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
+    trustedPublishing: resolveTrustedPublishing(file.trusted_publishing),
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     retention: retentionSchedule(file.retention),
     gc: resolveGc(file.gc),
@@ -232,6 +234,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
       throw new ConfigError(`${where}.${key}`, `only applies to a ${allowed} index, this one is ${role}`, `remove ${key}`);
     }
   };
+  onlyFor('trusted_publisher', 'hosted');
   onlyFor('upstream_concurrency', 'cached');
   onlyFor('cache_ttl_secs', 'cached');
   onlyFor('upstream_hosts', 'cached');
@@ -266,6 +269,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
         ...base,
         role,
         uploadToken: resolveSecret(ix, 'upload_token', where, secrets),
+        trustedPublishers: resolvePublishers(ix.trusted_publisher, where),
         volatile: ix.volatile ?? false,
         ...(retention ? { retention } : {}),
         ...(ix.quota_bytes !== undefined ? { quotaBytes: sizeOf(ix.quota_bytes, `${where}.quota_bytes`) } : {}),

@@ -75,6 +75,32 @@ export const serviceAccountSchema = z.strictObject({
   projects: tokenSchema.shape.projects,
 });
 
+/**
+ * One trusted publisher of a hosted index (`[[index.trusted_publisher]]`, config/publishers.ts):
+ * the CI identity that may mint upload tokens. Every rule given must hold for a token's claims.
+ */
+export const trustedPublisherSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit'),
+  issuer: z.string().url('must be the issuer URL the identity tokens carry in "iss", e.g. "https://token.actions.githubusercontent.com"'),
+  // GitHub Actions
+  repository: z.string().min(1).optional(),
+  workflow: z.string().regex(/^[^/@]+\.ya?ml$/, 'must be the workflow file name, e.g. "release.yml"').optional(),
+  environment: z.string().min(1).optional(),
+  // GitLab CI
+  project_path: z.string().min(1).optional(),
+  // Both: the full git ref, e.g. "refs/heads/main" or "refs/tags/v1.2.0"
+  ref: z.string().regex(/^refs\//, 'must be a full git ref, e.g. "refs/heads/main"').optional(),
+  // Any other claim that must be equal.
+  claims: z.record(z.string(), z.string()).optional(),
+  projects: z.array(z.string().min(1, 'must be a non-empty glob ("*" any run of characters, "?" one character)')).optional(),
+});
+
+/** `[trusted_publishing]`: what the token exchange of trusted publishers says and mints. */
+export const trustedPublishingSchema = z.strictObject({
+  audience: z.string().min(1).optional(),
+  token_lifetime: duration.optional(),
+});
+
 export const indexSchema = z.strictObject({
   // Index names become parts of storage keys and appear in URLs of the discovery documents.
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
@@ -87,6 +113,7 @@ export const indexSchema = z.strictObject({
   ...secretFields('upload_token'),
   token: z.array(tokenSchema).optional(),
   service_account: z.array(serviceAccountSchema).optional(),
+  trusted_publisher: z.array(trustedPublisherSchema).optional(),
   // Who may read: anyone (the spec's default), or only a credential of the index (access/readers.ts).
   read: z.enum(['open', 'token'], { message: 'must be "open" (anyone reads) or "token" (a token of the index is needed)' }).optional(),
   volatile: z.boolean().optional(),
@@ -202,6 +229,7 @@ export const fileSchema = z.strictObject({
   connections: connectionsSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
+  trusted_publishing: trustedPublishingSchema.optional(),
   admin: adminSchema.optional(),
   retention: retentionSchema.optional(),
   gc: gcSchema.optional(),
@@ -209,6 +237,7 @@ export const fileSchema = z.strictObject({
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;
+export type TrustedPublisherFileConfig = z.infer<typeof trustedPublisherSchema>;
 export type IndexFileConfig = z.infer<typeof indexSchema>;
 export type WebhookFileConfig = z.infer<typeof webhookSchema>;
 export type TokenFileConfig = z.infer<typeof tokenSchema>;

@@ -58,6 +58,26 @@ export interface ServiceAccountRule {
   projects?: string[];
 }
 
+/**
+ * One `[[index.trusted_publisher]]` of a hosted index (access/publishing/): CI runs whose OIDC
+ * identity token the `issuer` signed and whose claims match every rule given here may exchange it
+ * (`/_/oidc/mint-token`) for a short-lived upload token of the index.
+ */
+export interface TrustedPublisher {
+  /** Named in logs, webhooks and status as `publisher:<name>`. */
+  name: string;
+  /** The `iss` the identity token must carry, exactly (`https://token.actions.githubusercontent.com`). */
+  issuer: string;
+  /** Claims that must be equal (`repository`, `environment`, `project_path`, ...), from the rules of config/publishers.ts. */
+  claims: Record<string, string>;
+  /** GitHub Actions: the workflow file name, matched in `job_workflow_ref`. */
+  workflow?: string;
+  /** The full git ref that ran: GitHub's `ref` claim, GitLab's `ref_path`. */
+  ref?: string;
+  /** Globs over the projects or repositories it may upload to; absent: every name. */
+  projects?: string[];
+}
+
 /** What every index has, whatever its role. */
 interface IndexBase {
   name: string;
@@ -82,6 +102,8 @@ export interface HostedIndex extends IndexBase {
   role: 'hosted';
   /** The token writes must present; absent means uploads are disabled. */
   uploadToken?: Secret;
+  /** CI identities that may mint short-lived upload tokens (`[[index.trusted_publisher]]`); empty when none. */
+  trustedPublishers: TrustedPublisher[];
   volatile: boolean;
   /** What the index lets go of by itself (`untagged_after`, `keep_tags`); absent: it keeps everything. */
   retention?: RetentionRules;
@@ -191,6 +213,13 @@ export interface RateLimitConfig {
   classes: Partial<Record<RateClassName, RateClass>>;
 }
 
+export interface TrustedPublishingConfig {
+  /** The audience CI asks its identity token for (`/_/oidc/audience`); default `velodex`. */
+  audience: string;
+  /** How long a minted upload token lives; default 15 minutes, as PyPI's. */
+  tokenLifetimeSecs: number;
+}
+
 export interface AuthConfig {
   /**
    * The key that signs and verifies the bearer tokens velodex issues; every replica must share
@@ -242,6 +271,8 @@ export interface Config {
   /** `GET /metrics` and the per-request observation behind it (on by default). */
   metrics: { enabled: boolean };
   auth: AuthConfig;
+  /** The token exchange of trusted publishers (access/publishing/). */
+  trustedPublishing: TrustedPublishingConfig;
   admin: AdminConfig;
   retention: RetentionSchedule;
   /** `[gc]`: the online garbage collection of blobs. */

@@ -66,6 +66,8 @@ export interface ServerContext {
   usage: Pick<UsageLedger, 'usage'>;
   /** When a cached index's content was last downloaded (lifecycle/budget/): a download of a file or blob tells it. */
   recentUse: Pick<RecentUse, 'downloaded'>;
+  /** The key every replica signs its own tokens with (access/signing-key.ts), read or created once at start-up. */
+  signingKey: Uint8Array;
 }
 
 export type OriginOf = (request: FastifyRequest) => Origin | null;

@@ -42,6 +42,43 @@ export function logAuthFailed(log: FastifyBaseLogger, e: AuthFailedEvent): void 
   );
 }
 
+export interface IdentityRejectedEvent {
+  /** The path the request addressed (no query). */
+  path: string;
+  method: string;
+  client: string;
+  /** Which verifier refused it: `trusted publishing`, `service accounts`. */
+  by: string;
+  /** `expired`, `wrong-audience`, `bad-signature`, `unavailable`...; never the token. */
+  reason: string;
+  /** What went wrong, for a person; it quotes no part of the token. */
+  message: string;
+}
+
+/** A request's identity token (a ServiceAccount token, a minted upload token) that did not verify. */
+export function logIdentityRejected(log: FastifyBaseLogger, e: IdentityRejectedEvent): void {
+  log.warn(
+    { event: 'identity_rejected', path: e.path, method: e.method, client: e.client, by: e.by, reason: e.reason },
+    `identity token refused by ${e.by}: ${e.message} (${e.method} ${e.path} from ${e.client})`,
+  );
+}
+
+export interface TokenMintedEvent {
+  client: string;
+  /** The trusted publisher whose rules the identity token matched, and the index it now uploads to. */
+  publisher: string;
+  index: string;
+  expiresAt: Date;
+}
+
+/** The audit line of an upload token minted for a trusted publisher, at `info`. */
+export function logTokenMinted(log: FastifyBaseLogger, e: TokenMintedEvent): void {
+  log.info(
+    { event: 'token_minted', client: e.client, publisher: e.publisher, index: e.index, expires: e.expiresAt.toISOString() },
+    `trusted publishing: minted an upload token of index ${e.index} for publisher ${e.publisher}, from ${e.client}`,
+  );
+}
+
 export interface WriteAcceptedEvent {
   /** The route of the index the request addressed. */
   index: string;

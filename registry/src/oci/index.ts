@@ -16,7 +16,6 @@ import type { UploadSessions } from './read/uploads/upload-sessions.js';
 import { Members } from './read/virtual/members.js';
 import type { OciDeps } from './handlers/deps.js';
 import { registerOciRoutes } from './handlers/routes.js';
-import { loadSigningKey } from './handlers/token/signing-key.js';
 import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
 import { ociStatus } from './status.js';
@@ -65,8 +64,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     discovery: ociDiscovery,
     ...ociStatus(stores.meta, members),
     async register(app) {
-      // Read (or created) once at start-up: a store that cannot give it stops the start.
-      const tokens = new TokenSigner(await loadSigningKey(ctx.config, stores));
+      const tokens = new TokenSigner(ctx.signingKey);
       await registerOciRoutes(app, { ...deps, tokens });
     },
     close: async () => {

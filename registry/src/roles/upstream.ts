@@ -42,6 +42,8 @@ export interface UpstreamClientOptions {
   userAgent?: string;
   /** Which hosts a request (or a redirect) may go to (roles/egress.ts); absent: any. */
   egress?: Egress;
+  /** Certificate authorities (PEM) trusted for https instead of the system's: a cluster's own CA. */
+  ca?: string;
 }
 
 export interface UpstreamRequest {
@@ -81,12 +83,13 @@ export class UpstreamClient {
   readonly #slots: UpstreamSlots | undefined;
   readonly #userAgent: string;
   readonly #egress: Egress | undefined;
-  readonly #agents = {
-    'http:': new http.Agent({ keepAlive: true }),
-    'https:': new https.Agent({ keepAlive: true }),
-  };
+  readonly #agents: { 'http:': http.Agent; 'https:': https.Agent };
 
   constructor(opts: UpstreamClientOptions) {
+    this.#agents = {
+      'http:': new http.Agent({ keepAlive: true }),
+      'https:': new https.Agent({ keepAlive: true, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) }),
+    };
     const base = new URL(opts.baseUrl);
     const user = opts.username?.reveal() ?? decodeURIComponent(base.username);
     const pass = opts.password?.reveal() ?? decodeURIComponent(base.password);

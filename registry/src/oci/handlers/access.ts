@@ -13,6 +13,7 @@ import { checkName } from '../model/names.js';
 import type { OciCall, Target } from './exchange.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
 import { grantsWrite, writeScope, type BearerCredentials } from './token/credentials.js';
+import { boundIdentity, isIdentityBinding } from './token/identity-binding.js';
 import type { TokenSigner } from './token/tokens.js';
 
 export function resolveName(ociIndexes: readonly IndexConfig[], segments: readonly string[]): Target {
@@ -93,7 +94,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
   const credential = boundCredential(hosted, token.bindings[hosted.name], deps.tokens);
   if (!credential) {
     log('stale-upload-token');
-    throw new OciError('UNAUTHORIZED', `the bearer token was issued for a token of index "${hosted.name}" that has changed since: log in again with the current one`, {
+    throw new OciError('UNAUTHORIZED', `the bearer token was issued for a credential of index "${hosted.name}" that has changed or expired since: log in again with a current one`, {
       'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }),
     });
   }
@@ -106,7 +107,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
     log('insufficient-scope', credential.kind === 'named' ? credential.token.name : undefined);
     throw new OciError('DENIED', `index "${index.name}": ${refusal}`);
   }
-  return { hosted, credential: credentialLabel(credential), ...(token.subject.startsWith('token:') ? { actor: token.subject } : {}) };
+  return { hosted, credential: credentialLabel(credential), ...(credential.kind !== 'upload-token' ? { actor: credentialLabel(credential) } : {}) };
 }
 
 /**
@@ -115,6 +116,7 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
  */
 export function boundCredential(hosted: HostedIndex, binding: string | undefined, signer: TokenSigner): Credential | undefined {
   if (binding === undefined) return undefined;
+  if (isIdentityBinding(binding)) return boundIdentity(hosted, binding);
   if (hosted.uploadToken && signer.bindingOf(hosted.uploadToken.reveal()) === binding) return { kind: 'upload-token' };
   const token = hosted.tokens.find((t) => signer.bindingOf(t.secret.reveal()) === binding);
   return token && { kind: 'named', token };

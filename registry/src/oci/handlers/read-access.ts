@@ -6,7 +6,7 @@
  * it grants a pull there, token-realm.ts), so a token removed from the config stops reading at
  * once. An open index is read by anyone, as before.
  */
-import { readerSecrets, readRefusalMessage, readVerdict, type ReadVerdict } from '../../access/readers.js';
+import { mayRead, readerSecrets, readRefusalMessage, readVerdict, type ReadVerdict } from '../../access/readers.js';
 import { parseBasic } from '../../access/secrets.js';
 import type { IndexConfig } from '../../config/types.js';
 import { logAuthFailed } from '../../observe/security-log.js';
@@ -16,6 +16,7 @@ import type { OciCall } from './exchange.js';
 import { bearerChallenge, realmOf } from './token/challenge.js';
 import type { Credentials } from './token/credentials.js';
 import type { Access } from './token/scope.js';
+import { boundIdentity, isIdentityBinding } from './token/identity-binding.js';
 import type { TokenSigner } from './token/tokens.js';
 
 const PULLS = new Set(['pull', '*']);
@@ -31,6 +32,10 @@ export function readVerdictOf(deps: Pick<OciDeps, 'indexByName' | 'tokens'>, cre
     case 'bearer': {
       if (name !== undefined && !grantsPull(credentials.access, name)) return { kind: 'refused' };
       const binding = credentials.bindings[index.name];
+      if (binding !== undefined && isIdentityBinding(binding)) {
+        const identity = boundIdentity(index, binding);
+        return identity && mayRead(identity) ? { kind: 'reads' } : { kind: 'refused' };
+      }
       const secret = binding === undefined ? undefined : readersByBinding(deps, index).get(binding);
       return secret === undefined ? { kind: 'refused' } : readVerdict(index, secret, deps.indexByName);
     }

@@ -4,13 +4,16 @@
  * Basic password is a credential of the index a name writes to (a hosted index, or a virtual
  * index's upload target: its upload token, or a named token, access/tokens.ts) also gets the write
  * actions it asked for on that name that the credential may do (`push`: upload; `delete`), and
- * nothing on a name that writes elsewhere. A password that is a credential of no hosted OCI index
+ * nothing on a name that writes elsewhere. An identity token (access/identities/: a minted upload
+ * token, a ServiceAccount token) counts as a credential of the indexes whose rules name it. A password that is a credential of no hosted OCI index
  * is a 401, which is what makes `docker login` with a wrong password fail; a named token past its
  * expiry is a 401 that says so. The answer carries the token twice (`token` and the OAuth2
  * spelling `access_token`), as the spec allows clients to read either.
  */
 import { BASIC_CHALLENGE } from '../../access/auth.js';
 import { parseBasic } from '../../access/secrets.js';
+import { grantOn } from '../../access/identities/grants.js';
+import { recall } from '../../access/identities/remembered.js';
 import { readVerdict } from '../../access/readers.js';
 import { actorOf, expiredMessage, hasScope, identify, reachesName, type Credential, type Identified } from '../../access/tokens.js';
 import type { IndexConfig } from '../../config/types.js';
@@ -21,6 +24,7 @@ import { resolveName } from './access.js';
 import type { OciExchange, Target } from './exchange.js';
 import { TOKEN_PATH } from './token/challenge.js';
 import { parseScopes, ScopeError, type Access } from './token/scope.js';
+import { identityBinding } from './token/identity-binding.js';
 import { SERVICE, type Bindings } from './token/tokens.js';
 
 const PULL = new Set(['pull', '*']);
@@ -106,7 +110,7 @@ function grant(x: OciExchange, wanted: Access, password: string | undefined, bin
     const allowed = writes.filter((a) => hasScope(writer.credential, a === 'delete' ? 'delete' : 'upload') && reachesName(writer.credential, writer.repo));
     for (const a of allowed) actions.add(a);
     // Bound even when no write was granted: a write refused later can then say what the token lacks.
-    bindings[writer.target.name] = x.deps.tokens.bindingOf(writer.secret);
+    bindings[writer.target.name] = writer.binding;
   }
   return actions.size === 0 ? [] : [{ type: 'repository', name: wanted.name, actions: [...actions] }];
 }
@@ -129,15 +133,21 @@ function targetOf(x: OciExchange, name: string): Target | null {
 function mayPull(x: OciExchange, index: IndexConfig, password: string | undefined, bindings: Bindings): boolean {
   if (!index.private) return true;
   if (password === undefined || readVerdict(index, password, x.deps.indexByName).kind !== 'reads') return false;
-  bindings[index.name] = x.deps.tokens.bindingOf(password);
+  bindings[index.name] = bindingOf(x, index, password);
   return true;
+}
+
+/** What a token `password` got is bound to on `index`: the secret's fingerprint, or the identity it proved. */
+function bindingOf(x: OciExchange, index: IndexConfig, password: string): string {
+  const identity = recall(password);
+  return identity ? identityBinding(grantOn(index, identity)) : x.deps.tokens.bindingOf(password);
 }
 
 /** For the catalog: binds the token to every private index the password reads, so their repositories are listed. */
 function bindPrivateReads(x: OciExchange, password: string | undefined, bindings: Bindings): void {
   if (password === undefined) return;
   for (const index of x.deps.ociIndexes) {
-    if (index.private && readVerdict(index, password, x.deps.indexByName).kind === 'reads') bindings[index.name] = x.deps.tokens.bindingOf(password);
+    if (index.private && readVerdict(index, password, x.deps.indexByName).kind === 'reads') bindings[index.name] = bindingOf(x, index, password);
   }
 }
 
@@ -146,8 +156,8 @@ interface Writer {
   /** The repository under the index route. */
   repo: string;
   credential: Credential;
-  /** The credential's secret: what the token is bound to. */
-  secret: string;
+  /** What the token is bound to: the credential's fingerprint, or the identity. */
+  binding: string;
 }
 
 /** The hosted index a write to `addressed` lands in and the live credential of it that `password` is; else null. */
@@ -156,5 +166,5 @@ function writerOf(x: OciExchange, addressed: Target, password: string): Writer |
   if (!target) return null;
   const who = identify(target, password);
   if (who.kind !== 'credential') return null;
-  return { target, repo: addressed.repo.join('/'), credential: who.credential, secret: password };
+  return { target, repo: addressed.repo.join('/'), credential: who.credential, binding: bindingOf(x, target, password) };
 }

@@ -4,12 +4,13 @@
  */
 import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
+import { readSmallBody } from '../../../http/small-body.js';
 
 const MAX_BODY = 4096;
 
 export async function yankReason(req: IndexRequest): Promise<string> {
   const fromQuery = req.query.get('reason');
-  const body = await readSmallBody(req);
+  const body = await readSmallBody(req.request.raw, MAX_BODY, 'a yank reason is a short text');
   if (fromQuery !== null) return clean(fromQuery);
   if (body.trim() === '') return '';
   const type = String(req.request.headers['content-type'] ?? '').toLowerCase();
@@ -30,16 +31,4 @@ export async function yankReason(req: IndexRequest): Promise<string> {
 /** One line, no control characters: it ends up in HTML attributes and JSON. */
 function clean(reason: string): string {
   return [...reason].map((c) => (c.charCodeAt(0) < 0x20 || c === '\u007f' ? ' ' : c)).join('').replace(/ +/g, ' ').trim();
-}
-
-async function readSmallBody(req: IndexRequest): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req.request.raw) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > MAX_BODY) throw new HttpError(400, `the body is larger than ${MAX_BODY} bytes; a yank reason is a short text`);
-    chunks.push(buf);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -14,9 +14,9 @@
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Config } from '../../../config/types.js';
-import type { Stores } from '../../../storage/index.js';
-import { ConflictError, type MetaStore } from '../../../storage/types.js';
+import type { Config } from '../config/types.js';
+import type { Stores } from '../storage/index.js';
+import { ConflictError, type MetaStore } from '../storage/types.js';
 
 export const SHARED_KEY = 'auth/token-signing-key';
 export const KEY_FILE = 'token-signing-key';

@@ -1,5 +1,5 @@
 /**
- * Where the token signing key comes from (oci/token/signing-key.ts): the configured secret as
+ * Where the token signing key comes from (access/signing-key.ts): the configured secret as
  * given; otherwise one key, generated once, whoever asks at the same moment: loaders racing on one
  * data dir, and loaders racing on one shared store (the create-if-absent write the s3 backend
  * does with If-None-Match, here through the fs MetaStore's same contract).
@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { Config } from '../../registry/src/config/types.js';
-import { KEY_FILE, loadSigningKey, SHARED_KEY } from '../../registry/src/oci/handlers/token/signing-key.js';
+import { KEY_FILE, loadSigningKey, SHARED_KEY } from '../../registry/src/access/signing-key.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import type { Stores } from '../../registry/src/storage/index.js';
 import { tempDir } from '../support/temp-dirs.js';
