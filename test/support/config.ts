@@ -10,7 +10,7 @@
  */
 import { stringify } from 'smol-toml';
 // Types only: the bench harness uses these builders without loading the server's modules.
-import type { FileConfig, IndexFileConfig, TokenFileConfig, TrustedPublisherFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
+import type { FileConfig, IndexFileConfig, ServiceAccountFileConfig, TokenFileConfig, TrustedPublisherFileConfig, WebhookFileConfig } from '../../registry/src/config/schema.js';
 
 /** A piece of a config file: some indexes, a top-level table, a top-level key. */
 export type ConfigPart = FileConfig;
@@ -68,6 +68,8 @@ export interface IndexOptions {
   tokens?: TokenOptions[];
   /** `read = "token"`: a private index. */
   read?: 'open' | 'token';
+  /** `[[index.service_account]]`: Kubernetes ServiceAccounts and what they may do. */
+  serviceAccounts?: ServiceAccountFileConfig[];
 }
 
 export interface HostedOptions extends IndexOptions {
@@ -109,7 +111,7 @@ function index(name: string, role: Partial<IndexFileConfig>, o: IndexOptions): C
   };
   const webhook = o.webhooks?.map((w): WebhookFileConfig => ({ ...secret('url', w.url), ...secret('secret', w.secret), events: w.events }));
   const token = o.tokens?.map((t): TokenFileConfig => ({ name: t.name, ...secret('secret', t.secret), scopes: t.scopes, projects: t.projects, expires: t.expires }));
-  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook, token, read: o.read }] };
+  return { index: [{ name, route: o.route ?? `root/${name}`, ecosystem: o.ecosystem, ...role, policy, webhook, token, service_account: o.serviceAccounts, read: o.read }] };
 }
 
 /** A hosted index. */
@@ -220,6 +222,11 @@ export function retentionSchedule(every: number | string): ConfigPart {
 /** `[auth]`: the key velodex signs its own bearer tokens with. */
 export function auth(o: { tokenSigningKey: SecretValue }): ConfigPart {
   return { auth: secret('token_signing_key', o.tokenSigningKey) };
+}
+
+/** `[kubernetes]`: where ServiceAccount tokens are verified (outside a pod every key but the audience is needed). */
+export function kubernetes(o: { apiServer: string; caFile: string; tokenFile: string; audience?: string }): ConfigPart {
+  return { kubernetes: { audience: o.audience, api_server: o.apiServer, ca_file: o.caFile, token_file: o.tokenFile } };
 }
 
 /** `[trusted_publishing]`: the audience and the lifetime of minted upload tokens. */

@@ -26,6 +26,10 @@ export interface KubeApi {
   /** A kubeconfig file with the admin token (context `velodex-test`). */
   kubeconfig: string;
   token: string;
+  /** The API server's self-signed serving certificate with its CA (PEM): what a client verifies it with. */
+  caFile: string;
+  /** The private key that signs ServiceAccount tokens (PEM, PKCS#8): for a suite that signs one the API server would not issue (an expired one). */
+  serviceAccountKeyFile: string;
   /** The environment kubectl and helm need to use it (KUBECONFIG, a private HOME). */
   env: Record<string, string>;
   logs(): string;
@@ -154,6 +158,8 @@ export async function startKubeApi(opts: KubeApiOptions = {}): Promise<KubeApi> 
       server,
       kubeconfig,
       token,
+      caFile: join(root, 'certs', 'apiserver.crt'),
+      serviceAccountKeyFile: join(root, 'sa.key'),
       env: { KUBECONFIG: kubeconfig, HOME: root },
       logs: () => log,
       audit: () => readAudit(auditLog),

@@ -22,12 +22,17 @@ export interface WriteGrant {
   /** Who wrote, as logs and webhooks name them: `token:<name>`, or the Basic user name of the upload token. */
   actor?: string;
 }
-/** A refusal; `token` names the named token that was recognised (expired, or short of a scope). */
-export interface WriteRefusal {
+/** A refusal; `token` names the named token that was recognised (expired, or short of a scope), `actor` the identity. */
+export interface WriteRefusal extends Recognised {
   ok: false;
   reason: WriteDenial;
   message: string;
+}
+
+/** Who a refused credential was, for the security log: a named token's name, or an identity's actor label. */
+export interface Recognised {
   token?: string;
+  actor?: string;
 }
 export type WriteCheck = ({ ok: true } & WriteGrant) | WriteRefusal;
 
@@ -55,7 +60,7 @@ export function writeDenialMessage(reason: 'read-only' | 'uploads-disabled'): st
 
 /** `target` is the index that would receive the write (a virtual index's upload target), or null. */
 export function checkWrite(target: IndexConfig | null, authorization: string | undefined, want: WriteWant): WriteCheck {
-  const refuse = (reason: WriteDenial, message = MESSAGES[reason as keyof typeof MESSAGES], token?: string): WriteRefusal => ({ ok: false, reason, message, ...(token !== undefined ? { token } : {}) });
+  const refuse = (reason: WriteDenial, message = MESSAGES[reason as keyof typeof MESSAGES], who: Recognised = {}): WriteRefusal => ({ ok: false, reason, message, ...who });
   if (!target || target.role !== 'hosted') return refuse('read-only');
   if (!acceptsScope(target, want.scope)) {
     const none = !target.uploadToken && target.tokens.length === 0;
@@ -65,9 +70,9 @@ export function checkWrite(target: IndexConfig | null, authorization: string | u
   if (!creds) return refuse('missing-credentials');
   const who = identify(target, creds.password, want.now);
   if (who.kind === 'unknown') return refuse('wrong-credentials');
-  if (who.kind === 'expired') return refuse('expired-credentials', expiredMessage(who.token), who.token.name);
+  if (who.kind === 'expired') return refuse('expired-credentials', expiredMessage(who.token), { token: who.token.name });
   const refusal = scopeRefusal(who.credential, want.scope, want.name, want.normalize);
-  if (refusal) return refuse('insufficient-scope', refusal, tokenName(who.credential));
+  if (refusal) return refuse('insufficient-scope', refusal, recognised(who.credential));
   const actor = actorOf(who.credential, creds.username);
   return { ok: true, target, credential: who.credential, ...(actor !== undefined ? { actor } : {}) };
 }
@@ -76,12 +81,13 @@ export function checkWrite(target: IndexConfig | null, authorization: string | u
 export function grantRefusal(grant: WriteGrant, scope: WriteScope, name: string, normalize?: Normalize): WriteRefusal | null {
   if (reachesName(grant.credential, name, normalize)) return null;
   const message = scopeRefusal(grant.credential, scope, name, normalize) ?? `the credentials may not write "${name}"`;
-  const token = tokenName(grant.credential);
-  return { ok: false, reason: 'insufficient-scope', message, ...(token !== undefined ? { token } : {}) };
+  return { ok: false, reason: 'insufficient-scope', message, ...recognised(grant.credential) };
 }
 
-function tokenName(credential: Credential): string | undefined {
-  return credential.kind === 'named' ? credential.token.name : undefined;
+/** How the security log names `credential` when it is refused: never the upload token, which has no name. */
+export function recognised(credential: Credential): Recognised {
+  if (credential.kind === 'named') return { token: credential.token.name };
+  return credential.kind === 'identity' ? { actor: credential.grant.actor } : {};
 }
 
 /** Refusals that a client answers by sending other credentials: 401 with the Basic challenge. */
@@ -98,8 +104,8 @@ export function noteWrite(request: FastifyRequest, clientAddress: (r: FastifyReq
  * Writes the security log line of a write refused for its credentials or their scope (nothing for
  * the other refusals: a read-only index is not an authentication failure). `index` is the route addressed.
  */
-export function noteWriteDenial(request: FastifyRequest, clientAddress: (r: FastifyRequest) => string, index: IndexConfig, refusal: Pick<WriteRefusal, 'reason' | 'token'>): void {
-  const { reason, token } = refusal;
+export function noteWriteDenial(request: FastifyRequest, clientAddress: (r: FastifyRequest) => string, index: IndexConfig, refusal: Pick<WriteRefusal, 'reason' | 'token' | 'actor'>): void {
+  const { reason, token, actor } = refusal;
   if (!isCredentialsDenial(reason) && reason !== 'insufficient-scope') return;
-  logAuthFailed(request.log, { index: index.route, method: request.method, client: clientAddress(request), reason, ...(token !== undefined ? { token } : {}) });
+  logAuthFailed(request.log, { index: index.route, method: request.method, client: clientAddress(request), reason, ...(token !== undefined ? { token } : {}), ...(actor !== undefined ? { actor } : {}) });
 }

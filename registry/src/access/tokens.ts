@@ -47,7 +47,7 @@ export function isExpired(token: IndexToken, now: number = Date.now()): boolean 
 /** Whether any credential of `index` could do `scope` (a token past its expiry counts: its holder is told so). */
 export function acceptsScope(index: IndexConfig, scope: TokenScope): boolean {
   if (index.role === 'hosted' && (index.uploadToken !== undefined || (scope === 'upload' && index.trustedPublishers.length > 0))) return true;
-  return index.tokens.some((t) => t.scopes.includes(scope));
+  return index.tokens.some((t) => t.scopes.includes(scope)) || index.serviceAccounts.some((r) => r.scopes.includes(scope));
 }
 
 /** The upload token may do everything on its index (it reads a private one too, readers.ts). */

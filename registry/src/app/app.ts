@@ -14,6 +14,7 @@ import { loadSigningKey } from '../access/signing-key.js';
 import { IdentityResolver } from '../access/identities/resolver.js';
 import { TokenExchange } from '../access/publishing/exchange.js';
 import { PublishTokens } from '../access/publishing/publish-tokens.js';
+import { ServiceAccountTokens } from '../access/service-accounts/verifier.js';
 import { logIdentityRejected } from '../observe/security-log.js';
 import { publishingRoutes } from './publishing/routes.js';
 import { AdminGate } from '../access/admin-auth.js';
@@ -203,7 +204,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // any handler checks credentials synchronously (access/identities/).
   const publishTokens = new PublishTokens(signingKey);
   const exchange = new TokenExchange(config.indexes, config.trustedPublishing, publishTokens);
-  const identities = new IdentityResolver(exchange.configured ? [publishTokens] : []);
+  // ServiceAccount tokens last: they take any other issuer's JWT that claims a ServiceAccount.
+  const identities = new IdentityResolver([...(exchange.configured ? [publishTokens] : []), ...(config.kubernetes ? [new ServiceAccountTokens(config.kubernetes)] : [])]);
   if (identities.active) {
     app.addHook('onRequest', async (request) => {
       const rejection = await identities.resolve(request.headers.authorization);

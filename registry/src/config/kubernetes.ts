@@ -1,7 +1,7 @@
 /**
  * Kubernetes ServiceAccount identity in the config: `[[index.service_account]]` rules per index
  * and the top-level `[kubernetes]` table that says where their tokens are verified
- * (access/identities/service-accounts.ts).
+ * (access/service-accounts/).
  *
  * `[kubernetes]` is resolved only when some index has rules (or the table is given). Its defaults
  * are what every pod has: the API server at `https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT`,

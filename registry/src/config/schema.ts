@@ -61,7 +61,7 @@ export const tokenSchema = z.strictObject({
 });
 
 /**
- * One `[[index.service_account]]` of an index (access/identities/service-accounts.ts): which
+ * One `[[index.service_account]]` of an index (access/service-accounts/): which
  * Kubernetes ServiceAccounts may do what, with the same scopes and globs as a named token.
  */
 export const serviceAccountSchema = z.strictObject({

@@ -33,11 +33,13 @@ export interface AuthFailedEvent {
   reason: string;
   /** The named token that was recognised (expired, or short of a scope): its name, never its secret. */
   token?: string;
+  /** The identity that was recognised (`serviceaccount:<ns>/<name>`, `publisher:<name>`) and was short of a scope. */
+  actor?: string;
 }
 
 export function logAuthFailed(log: FastifyBaseLogger, e: AuthFailedEvent): void {
   log.warn(
-    { event: 'auth_failed', index: e.index, method: e.method, client: e.client, reason: e.reason, ...(e.token !== undefined ? { token: e.token } : {}) },
+    { event: 'auth_failed', index: e.index, method: e.method, client: e.client, reason: e.reason, ...(e.token !== undefined ? { token: e.token } : {}), ...(e.actor !== undefined ? { actor: e.actor } : {}) },
     `authentication failed: ${e.method} on ${e.index} from ${e.client} (${e.reason})`,
   );
 }

@@ -4,9 +4,12 @@
  *
  * - an upload token minted for a trusted publisher uploads to the indexes it was minted for,
  *   while the publisher is still declared there, to the names the publisher's `projects` reach;
+ * - a Kubernetes ServiceAccount may do what the index's rule for it says (its own rule, else its
+ *   namespace's `*` rule: service-accounts/rules.ts), to the names the rule's `projects` reach;
  * - anything else is known but may do nothing here: a refusal names it and says so (403).
  */
 import type { IndexConfig } from '../../config/types.js';
+import { ruleFor, serviceAccountActor, serviceAccountOfActor, type ServiceAccountName } from '../service-accounts/rules.js';
 import type { IdentityGrant, VerifiedIdentity } from './identity.js';
 
 export function grantOn(index: IndexConfig, identity: Readonly<VerifiedIdentity>): IdentityGrant {
@@ -17,7 +20,7 @@ export function grantOn(index: IndexConfig, identity: Readonly<VerifiedIdentity>
       return minted ? publisherGrant(index, minted.publisher, expiresAt) : { actor: 'publisher', described: 'the trusted publishing token', scopes: [], expiresAt };
     }
     case 'service-account':
-      return { actor: `serviceaccount:${identity.namespace}/${identity.name}`, described: `the service account "${identity.namespace}/${identity.name}"`, scopes: [], expiresAt };
+      return serviceAccountGrant(index, identity, expiresAt);
   }
 }
 
@@ -28,7 +31,15 @@ export function grantOn(index: IndexConfig, identity: Readonly<VerifiedIdentity>
  */
 export function grantOfActor(index: IndexConfig, actor: string, expiresAt: Date): IdentityGrant | undefined {
   if (actor.startsWith('publisher:')) return publisherGrant(index, actor.slice('publisher:'.length), expiresAt);
-  return undefined;
+  const sa = serviceAccountOfActor(actor);
+  return sa ? serviceAccountGrant(index, sa, expiresAt) : undefined;
+}
+
+function serviceAccountGrant(index: IndexConfig, sa: ServiceAccountName, expiresAt: Date): IdentityGrant {
+  const rule = ruleFor(index.serviceAccounts, sa);
+  const grant: IdentityGrant = { actor: serviceAccountActor(sa), described: `the service account "${sa.namespace}/${sa.name}"`, scopes: rule?.scopes ?? [], expiresAt };
+  if (rule?.projects) grant.projects = rule.projects;
+  return grant;
 }
 
 function publisherGrant(index: IndexConfig, name: string, expiresAt: Date): IdentityGrant {

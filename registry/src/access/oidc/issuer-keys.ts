@@ -104,7 +104,8 @@ export class IssuerKeys {
   async #fetch(url: string): Promise<Buffer> {
     const target = new URL(url);
     const headers = target.origin === this.#origin ? (this.#opts.headers?.() ?? {}) : {};
-    const res = await this.#opts.client.get(target, { headers: { accept: 'application/json', ...headers } });
+    // A cluster API server answers its key set only to a client that accepts its own type (406 otherwise).
+    const res = await this.#opts.client.get(target, { headers: { accept: 'application/json, application/jwk-set+json', ...headers } });
     const body = await readBounded(res, MAX_DOC_BYTES);
     if (res.status !== 200) throw new Error(`${res.url} answered ${res.status}`);
     return body;

@@ -2,7 +2,7 @@
  * Which index a `<name>` addresses, and whether a write to it is allowed. The longest OCI index
  * route that aligns with whole segments of `<name>` wins; the rest is the repository.
  */
-import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, writeDenialMessage, type WriteScope } from '../../access/auth.js';
+import { BASIC_CHALLENGE, checkWrite, isCredentialsDenial, noteWriteDenial, recognised as recognisedAs, writeDenialMessage, type Recognised, type WriteScope } from '../../access/auth.js';
 import { acceptsScope, credentialLabel, expiredMessage, isExpired, scopeRefusal, type Credential } from '../../access/tokens.js';
 import type { HostedIndex, IndexConfig } from '../../config/types.js';
 import { resolveRoute } from '../../http/resolve.js';
@@ -74,14 +74,13 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
   const { deps, target: { index, name, repo }, request } = call;
   if (!hosted) throw denied(index, 'read-only');
   if (!acceptsScope(hosted, scope)) throw denied(index, 'uploads-disabled');
-  const log = (reason: string, tokenName?: string) =>
-    logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason, ...(tokenName !== undefined ? { token: tokenName } : {}) });
+  const log = (reason: string, who: Recognised = {}) => logAuthFailed(request.log, { index: index.route, method: request.method, client: deps.clientAddress(request), reason, ...who });
   const realm = realmOf(deps.originOf, request);
   if (!grantsWrite(token.access, name)) {
     // The realm bound the token to the credential it recognised, if any (token-realm.ts): name it and what it lacks.
     const recognised = boundCredential(hosted, token.bindings[hosted.name], deps.tokens);
     const refusal = recognised && scopeRefusal(recognised, scope, repo.join('/'));
-    log('insufficient-scope', recognised?.kind === 'named' ? recognised.token.name : undefined);
+    log('insufficient-scope', recognised && recognisedAs(recognised));
     throw new OciError(
       'UNAUTHORIZED',
       refusal
@@ -99,12 +98,12 @@ function authorizeBearer(call: OciCall, token: BearerCredentials, hosted: Hosted
     });
   }
   if (credential.kind === 'named' && isExpired(credential.token)) {
-    log('expired-credentials', credential.token.name);
+    log('expired-credentials', { token: credential.token.name });
     throw new OciError('UNAUTHORIZED', expiredMessage(credential.token), { 'WWW-Authenticate': bearerChallenge(realm, { error: 'invalid_token' }) });
   }
   const refusal = scopeRefusal(credential, scope, repo.join('/'));
   if (refusal) {
-    log('insufficient-scope', credential.kind === 'named' ? credential.token.name : undefined);
+    log('insufficient-scope', recognisedAs(credential));
     throw new OciError('DENIED', `index "${index.name}": ${refusal}`);
   }
   return { hosted, credential: credentialLabel(credential), ...(credential.kind !== 'upload-token' ? { actor: credentialLabel(credential) } : {}) };
