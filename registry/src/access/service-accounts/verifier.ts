@@ -27,7 +27,7 @@ import { UpstreamClient } from '../../roles/upstream.js';
 import type { IdentityRejection, VerifiedIdentity } from '../identities/identity.js';
 import type { IdentityVerifier } from '../identities/resolver.js';
 import { IssuerKeys, type OidcVerdict } from '../oidc/issuer-keys.js';
-import { serviceAccountActor, serviceAccountOf, type ServiceAccountName } from './rules.js';
+import { serviceAccountActor, serviceAccountOf, type ServiceAccountName } from '../identities/service-account-rules.js';
 
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 const JWKS_PATH = '/openid/v1/jwks';
