@@ -5,7 +5,7 @@
  * - an upload token minted for a trusted publisher uploads to the indexes it was minted for,
  *   while the publisher is still declared there, to the names the publisher's `projects` reach;
  * - a Kubernetes ServiceAccount may do what the index's rule for it says (its own rule, else its
- *   namespace's `*` rule: identities/service-account-rules.ts), to the names the rule's `projects` reach;
+ *   namespace's `*` rule: service-account-rules.ts), to the names the rule's `projects` reach;
  * - anything else is known but may do nothing here: a refusal names it and says so (403).
  */
 import type { IndexConfig } from '../../config/types.js';
