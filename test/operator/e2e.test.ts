@@ -10,8 +10,8 @@
  * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
  * nothing lost), the registry scaled to zero (NoReadyPods) and back.
  */
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
 import { until as untilSeen } from '../support/until.js';
@@ -148,6 +148,103 @@ describe('a platform team on a real cluster', () => {
     await crane(['auth', 'login', service, '-u', '__token__', '--password-stdin'], TOKEN_ONE);
     await crane(['push', layout, `${service}/team/images/app:v1`]);
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
+  });
+
+  it("lets a pod push a wheel and an image with its ServiceAccount's projected token and no Secret; a pod of another ServiceAccount is refused (403)", async () => {
+    await k(['create', 'serviceaccount', 'publisher', '-n', NS]);
+    await k(['create', 'serviceaccount', 'outsider', '-n', NS]);
+    const access = JSON.stringify({ spec: { access: { serviceAccounts: [{ name: 'publisher', scopes: ['upload'] }] } } });
+    for (const ix of ['hosted', 'images']) await k(['patch', 'pidx', ix, '-n', NS, '--type=merge', '-p', access]);
+    await until('the rules in the ConfigMap', async () => {
+      const toml = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
+      return (toml.match(/\[\[index\.service_account\]\]/g) ?? []).length === 2 && toml.includes('[kubernetes]') ? true : undefined;
+    });
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+    // The registry pods run as their own ServiceAccount, which may read the cluster's issuer.
+    expect((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.spec.serviceAccountName} {.spec.template.spec.automountServiceAccountToken}'])).stdout).toBe('velodex-default true');
+    expect((await k(['auth', 'can-i', 'get', '/openid/v1/jwks', `--as=system:serviceaccount:${NS}:velodex-default`])).stdout.trim()).toBe('yes');
+
+    const wheel = await buildProject('e2e-sa', '1.0');
+    const clients = join(work, 'sa-clients');
+    mkdirSync(clients, { recursive: true });
+    copyFileSync(wheel.wheel, join(clients, wheel.wheelFilename));
+    const layout = writeLayout(join(clients, 'layout'), [{ tag: 'v1', item: buildImage({ seed: 'e2e-sa' }) }]);
+    const tools = realpathSync(TOOLS);
+    // The venv's interpreter, wherever this machine installed it (its prefix holds the standard library).
+    const python = dirname(dirname(realpathSync(join(tools, 'venv', 'bin', 'python3'))));
+    // No image here has Python or crane: the client pods run the host's own twine (its venv) and
+    // crane, with the host's /usr mounted read-only; the token is the pod's own, projected for velodex.
+    const clientPod = (name: string, account: string) => {
+      const script = [
+        'TOKEN="$(cat /var/run/secrets/velodex/token)"',
+        `twine upload --disable-progress-bar --non-interactive --repository-url http://${service}/team/hosted/ -u __token__ -p "$TOKEN" ${clients}/${wheel.wheelFilename}; echo "twine exit $?"`,
+        `printf %s "$TOKEN" | crane auth login ${service} -u __token__ --password-stdin --insecure`,
+        `crane push ${layout} ${service}/team/images/${name}:v1 --insecure; echo "crane exit $?"`,
+      ].join('\n');
+      const hostPath = (path: string) => ({ name: path.replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, ''), path });
+      const mounts = ['/usr', python, tools, clients].map(hostPath);
+      return {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, namespace: NS },
+        spec: {
+          serviceAccountName: account,
+          automountServiceAccountToken: false,
+          restartPolicy: 'Never',
+          securityContext: { runAsUser: 0 },
+          containers: [
+            {
+              name: 'client',
+              image: 'docker.io/velodex/velodex:e2e',
+              imagePullPolicy: 'Never',
+              command: ['/usr/bin/sh', '-c', script],
+              env: [
+                { name: 'PATH', value: `${tools}/venv/bin:${tools}/bin:/usr/bin` },
+                { name: 'HOME', value: '/tmp' },
+                { name: 'DOCKER_CONFIG', value: '/tmp/docker' },
+                { name: 'NO_COLOR', value: '1' },
+                { name: 'COLUMNS', value: '200' },
+              ],
+              volumeMounts: [
+                ...mounts.map((m) => ({ name: m.name, mountPath: m.path, readOnly: true })),
+                { name: 'velodex-token', mountPath: '/var/run/secrets/velodex', readOnly: true },
+              ],
+            },
+          ],
+          volumes: [
+            ...mounts.map((m) => ({ name: m.name, hostPath: { path: m.path } })),
+            { name: 'velodex-token', projected: { sources: [{ serviceAccountToken: { audience: 'velodex', expirationSeconds: 600, path: 'token' } }] } },
+          ],
+        },
+      };
+    };
+    const runPod = async (name: string, account: string) => {
+      await k(['apply', '-f', '-'], JSON.stringify(clientPod(name, account)));
+      await until(`pod ${name} to finish`, async () => {
+        const phase = (await k(['get', 'pod', name, '-n', NS, '-o', 'jsonpath={.status.phase}'])).stdout;
+        return phase === 'Succeeded' || phase === 'Failed' ? phase : undefined;
+      });
+      const pod = JSON.parse((await k(['get', 'pod', name, '-n', NS, '-o', 'json'])).stdout) as { spec: { volumes: Array<Record<string, unknown>> } };
+      // No Secret anywhere in the pod: only host folders and the projected token.
+      expect(pod.spec.volumes.some((v) => 'secret' in v)).toBe(false);
+      return (await k(['logs', name, '-n', NS])).stdout;
+    };
+
+    const published = await runPod('sa-publisher', 'publisher');
+    expect(published, published).toContain('twine exit 0');
+    expect(published, published).toContain('crane exit 0');
+    const dest = join(work, 'pip-sa');
+    await pip(['download', '--no-deps', '-d', dest, 'e2e-sa==1.0'], 'team/hosted');
+    expect(readFileSync(join(dest, wheel.wheelFilename)).equals(readFileSync(wheel.wheel))).toBe(true);
+    const recent = ((await (await fetch(`http://${service}/+status?details=admin`)).json()) as { recent_uploads: Array<{ filename: string; by?: string }> }).recent_uploads;
+    expect(recent.find((u) => u.filename === wheel.wheelFilename)?.by).toBe(`serviceaccount:${NS}/publisher`);
+
+    const refused = await runPod('sa-outsider', 'outsider');
+    expect(refused, refused).toMatch(/403 Forbidden[\s\S]*the service account "team\/outsider" may not upload \(its scopes: none on this index\)/);
+    expect(refused, refused).toMatch(/DENIED|denied|UNAUTHORIZED|unauthorized/);
+    expect(refused, refused).not.toContain('crane exit 0');
+    await k(['delete', 'pod', 'sa-publisher', 'sa-outsider', '-n', NS, '--wait=false']);
   });
 
   // Needs the registry side of issue 25: pods whose /+status counts stored bytes (`stored`).
