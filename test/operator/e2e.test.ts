@@ -3,7 +3,9 @@
  * chart installs the operator and a trial MinIO, a PackageRegistry and four PackageIndexes are
  * applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
  * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane work through the
- * registry's Service, after which SIZE shows what each index stores. Then the things a platform team does and breaks: an index edited while a
+ * registry's Service, after which SIZE shows what each index stores; a pod pushes with its
+ * ServiceAccount's projected token and no Secret, and a pod of another ServiceAccount is refused.
+ * Then the things a platform team does and breaks: an index edited while a
  * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
  * taken; an invalid spec refused at apply time), two operators with the leader killed
