@@ -207,6 +207,15 @@ describe('status', () => {
   });
 });
 
+describe('discovery', () => {
+  it('/+api gives a hosted index with publishers the GitHub Actions step that publishes to it', async () => {
+    const doc = (await (await fetch(`${server.url}/+api`)).json()) as { indexes: Array<{ name: string; client_configuration?: Record<string, { description: string; text: string }> }> };
+    const text = doc.indexes.find((ix) => ix.name === 'team')?.client_configuration?.github_actions;
+    expect(text?.text).toContain(`uv publish --trusted-publishing always --publish-url ${server.url}/root/team/`);
+    expect(text?.description).toContain('publishers of index "team": release, gitlab');
+  });
+});
+
 describe('pushes with a minted token', () => {
   const env = () => ({ HOME: work, DOCKER_CONFIG: join(work, 'docker') });
   const host = () => `127.0.0.1:${server.port}`;
