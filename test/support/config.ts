@@ -220,6 +220,11 @@ export function auth(o: { tokenSigningKey: SecretValue }): ConfigPart {
   return { auth: secret('token_signing_key', o.tokenSigningKey) };
 }
 
+/** `[tls]`: serve HTTPS with this PEM certificate chain and key (`IssuedCertificate` of support/certificates.ts fits). */
+export function tls(o: { certFile: string; keyFile: string }): ConfigPart {
+  return { tls: { cert_file: o.certFile, key_file: o.keyFile } };
+}
+
 /** `[metrics]`. */
 export function metrics(o: { enabled: boolean }): ConfigPart {
   return { metrics: { enabled: o.enabled } };
