@@ -62,6 +62,10 @@ describe('serving https', () => {
     const index = await getTrusting(`${server.url}/root/hosted/+api`, ca);
     expect(index.body).not.toContain('http://');
     expect(index.body).toContain(`${server.url}/root/hosted/simple/`);
+    expect(index.body).not.toContain('trusted-host');
+    const images = await getTrusting(`${server.url}/root/oci/+api`, ca);
+    expect(images.body).toContain('crane');
+    expect(images.body).not.toContain('--insecure');
   });
 
   it('refuses a client that does not trust the CA in the handshake, before any request', async () => {
