@@ -1,5 +1,5 @@
 /**
- * velodex with `[tls]`, driven by real clients that trust the test's CA the way a user tells them
+ * velodex with `[tls]` (two workers on the one socket), driven by real clients that trust the test's CA the way a user tells them
  * to: twine and pip with `--cert`, uv and crane with `SSL_CERT_FILE`. Discovery, the start-up line
  * and the clients' URLs say https; a client that does not trust the CA, or speaks plain HTTP to
  * the port, is refused before any request is served.
@@ -42,7 +42,8 @@ beforeAll(async () => {
   caFile = authority.caFile;
   ca = readFileSync(caFile);
   const dataDir = tempDir();
-  server = await startVelodex({ config: toml(defaultIndexes(dataDir), tls(certificate)), dataDir });
+  // Two workers: each serves TLS on the one shared socket, and the clients' connections reach both.
+  server = await startVelodex({ config: toml(defaultIndexes(dataDir), tls(certificate)), dataDir, env: { VELODEX_WORKERS: '2' } });
   token = defaultToken(server);
 });
 
@@ -54,7 +55,8 @@ describe('serving https', () => {
   it('announces an https URL and says https in /+api and its client texts', async () => {
     expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     // The banner goes to stderr just after the JSON line the start waited for.
-    await until('the start-up banner', async () => (server.logs().includes(`velodex listening on ${server.url} `) ? true : undefined), { timeoutMs: 10_000 });
+    await until('the start-up banner', async () => (server.logs().includes(`velodex listening on ${server.url} (`) ? true : undefined), { timeoutMs: 10_000 });
+    expect(server.logs()).toContain('2 worker processes');
     const res = await getTrusting(`${server.url}/+api`, ca);
     expect(res.status).toBe(200);
     const doc = JSON.parse(res.body) as { urls: Record<string, string>; index_apis: Record<string, string> };
