@@ -81,9 +81,12 @@ export interface BuildOptions {
   logSink?: LineSink;
   /** The other workers of this server, if any (`workers/`): counters are read across them. */
   link?: WorkerLink;
+  /** Serve HTTPS with this certificate chain and key (`[tls]`, read and checked by `tls/pair.ts`). */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
+  const { http: nodeOptions, ...timeouts } = serverTimeouts(config.connections);
   const app = Fastify({
     logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
@@ -95,7 +98,9 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     bodyLimit: 1024 * 1024,
     // While closing, a request that arrives on a kept-alive connection is served (see `closing`).
     return503OnClosing: false,
-    ...serverTimeouts(config.connections),
+    ...timeouts,
+    // Over TLS fastify makes the Node server from the `https` options alone: the head bound goes there too.
+    ...(options.tls ? { https: { ...nodeOptions, cert: options.tls.cert, key: options.tls.key } } : { http: nodeOptions }),
   });
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
