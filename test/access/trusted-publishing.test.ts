@@ -8,16 +8,19 @@
  * or forged token, an issuer nobody trusts), the actor that logs, webhooks and status name, and
  * that no identity or minted token ever shows.
  */
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PublishTokens } from '../../registry/src/access/publishing/publish-tokens.js';
-import { auth, hosted, oci, toml, trustedPublishing } from '../support/config.js';
+import { mintPublishToken, publishTokenKey } from '../../registry/src/access/publishing/publish-tokens.js';
+import { testCa } from '../support/certificates.js';
+import { auth, hosted, oci, tls, toml, trustedPublishing } from '../support/config.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { githubClaims, startOidcIssuer, type OidcIssuer } from '../support/oidc-issuer.js';
 import { tool } from '../support/paths.js';
 import { run, type RunResult } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { Receiver } from '../events/receiver.js';
+import { getTrusting } from '../tls/https.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 
 const SIGNING_KEY = 'trusted-publishing-signing-key-5e1b7c0d9a';
@@ -184,9 +187,9 @@ describe('uploads with a minted token', () => {
   });
 
   it('refuses a minted token past its lifetime (401) and one this registry did not sign', async () => {
-    const key = new TextEncoder().encode(SIGNING_KEY);
-    const expired = await new PublishTokens(key).mint([{ index: 'team', publisher: 'release' }], 60, Date.now() - 3600_000);
-    const foreign = await new PublishTokens(new TextEncoder().encode('another-registry-key-0123456789')).mint([{ index: 'team', publisher: 'release' }], 600);
+    const grants = [{ index: 'team', publisher: 'release' }];
+    const expired = await mintPublishToken(publishTokenKey(new TextEncoder().encode(SIGNING_KEY)), grants, 60, Date.now() - 3600_000);
+    const foreign = await mintPublishToken(publishTokenKey(new TextEncoder().encode('another-registry-key-0123456789')), grants, 600);
     used.push(expired.token, foreign.token);
     for (const token of [expired.token, foreign.token]) {
       const tw = await twine('team', gadgets.wheel, token);
@@ -194,6 +197,53 @@ describe('uploads with a minted token', () => {
     }
     expect(server.logs()).toMatch(/"event":"identity_rejected","path":"\/root\/team\/","method":"POST","client":"127\.0\.0\.1","by":"trusted publishing","reason":"expired"/);
     expect(server.logs()).toMatch(/"by":"trusted publishing","reason":"bad-signature"/);
+  });
+});
+
+describe('uv publish --trusted-publishing always', () => {
+  // uv asks for the audience and the exchange at https://<host>/_/oidc/... only: a server with [tls].
+  let secure: Velodex;
+  let caFile: string;
+
+  beforeAll(async () => {
+    mkdirSync(join(work, 'pki'));
+    const authority = testCa(join(work, 'pki'));
+    caFile = authority.caFile;
+    secure = await startVelodex({
+      config: toml(
+        tls(authority.issue('server')),
+        hosted('team', { volatile: true, trustedPublishers: [{ name: 'release', issuer: issuer.url, repository: REPO, workflow: 'release.yml', environment: 'pypi', projects: ['widgets*'] }] }),
+      ),
+    });
+  });
+
+  afterAll(async () => {
+    await secure?.stop();
+  });
+
+  const uv = (project: BuiltProject, claims: Record<string, unknown>) =>
+    run(tool('uv'), ['publish', '--trusted-publishing', 'always', '--publish-url', `${secure.url}/root/team/`, project.wheel], {
+      allowFailure: true,
+      env: { ...issuer.jobEnv(claims), SSL_CERT_FILE: caFile, UV_CACHE_DIR: join(work, 'uv-cache'), NO_COLOR: '1' },
+      timeoutMs: 120_000,
+    });
+
+  it('publishes from a GitHub Actions job whose claims match, with no token given', async () => {
+    const res = await uv(widgets, releaseJob());
+    expect(res.code, res.stderr).toBe(0);
+    const page = await getTrusting(`${secure.url}/root/team/simple/widgets/`, readFileSync(caFile));
+    expect(page.body).toContain(widgets.wheelFilename);
+    expect(secure.logs()).toMatch(/"event":"token_minted","client":"127\.0\.0\.1","publisher":"release","index":"team"/);
+    expect(secure.logs()).toMatch(/"event":"write","index":"root\/team","method":"POST","client":"127\.0\.0\.1","credential":"publisher:release","what":"upload widgets-1\.0/);
+    // uv burns the token once it has published.
+    expect(secure.logs()).toMatch(/"event":"token_burnt"/);
+  });
+
+  it('fails for a job of another repository, and uv prints why', async () => {
+    const res = await uv(widgetsCli, githubClaims('acme/other', 'release.yml', { environment: 'pypi' }));
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/422[\s\S]*valid token, but no trusted publisher matches its claims \(.*repository=acme\/other/);
+    expect(secure.logs()).not.toMatch(/"what":"upload widgets_cli-1\.0/);
   });
 });
 
@@ -213,6 +263,23 @@ describe('discovery', () => {
     const text = doc.indexes.find((ix) => ix.name === 'team')?.client_configuration?.github_actions;
     expect(text?.text).toContain(`uv publish --trusted-publishing always --publish-url ${server.url}/root/team/`);
     expect(text?.description).toContain('publishers of index "team": release, gitlab');
+  });
+});
+
+describe('burning a minted token', () => {
+  it('revokes it: 202, as PyPI answers, and the next upload with it is refused', async () => {
+    const { body } = await mintAsAction(releaseJob());
+    const before = await twine('team', widgetsCli.sdist, body.token!);
+    expect(before.code, before.stdout + before.stderr).toBe(0);
+    const burn = await fetch(`${server.url}/_/oidc/burn-token`, { method: 'POST', body: JSON.stringify({ token: body.token }) });
+    expect(burn.status).toBe(202);
+    expect(server.logs()).toMatch(/"event":"token_burnt","client":"127\.0\.0\.1"/);
+    const after = await twine('team', widgets.sdist, body.token!);
+    expect(after.stdout + after.stderr).toMatch(/401 Unauthorized/);
+    expect(server.logs()).toMatch(/"event":"identity_rejected","path":"\/root\/team\/","method":"POST","client":"127\.0\.0\.1","by":"trusted publishing","reason":"burnt"/);
+    expect(await listed('team', 'widgets')).not.toContain(widgets.sdistFilename);
+    // Anything else is answered the same, and burns nothing.
+    expect((await fetch(`${server.url}/_/oidc/burn-token`, { method: 'POST', body: JSON.stringify({ token: 'not.a.token' }) })).status).toBe(202);
   });
 });
 

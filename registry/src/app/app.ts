@@ -13,6 +13,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { loadSigningKey } from '../access/signing-key.js';
 import { IdentityResolver } from '../access/identities/resolver.js';
 import { TokenExchange } from '../access/publishing/exchange.js';
+import { BurntTokens } from '../access/publishing/burnt-tokens.js';
 import { PublishTokens } from '../access/publishing/publish-tokens.js';
 import { logIdentityRejected } from '../observe/security-log.js';
 import { publishingRoutes } from './publishing/routes.js';
@@ -206,7 +207,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   // Identity tokens (a minted upload token, a ServiceAccount token) are verified once, before
   // any handler checks credentials synchronously (access/identities/).
-  const publishTokens = new PublishTokens(signingKey);
+  const publishTokens = new PublishTokens(signingKey, new BurntTokens(stores.meta));
   const exchange = new TokenExchange(config.indexes, config.trustedPublishing, publishTokens);
   const identities = new IdentityResolver(exchange.configured ? [publishTokens] : []);
   if (identities.active) {
@@ -215,7 +216,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       if (rejection) logIdentityRejected(request.log, { path: (request.raw.url ?? '').split('?')[0]!, method: request.method, client: clientAddress(request), ...rejection });
     });
   }
-  await app.register(publishingRoutes, { exchange, clientAddress });
+  await app.register(publishingRoutes, { exchange, tokens: publishTokens, clientAddress });
 
   for (const eco of ecosystems) await eco.register?.(app);
 
