@@ -42,7 +42,7 @@ kind-e2e: build
 # suites test both backends themselves; config, cli and http test the command, the loader and
 # request parsing, which no store changes; the suites that start several processes on a MinIO of
 # their own ran on s3 already in the first pass.
-S3_SUITES := test/python test/oci test/access test/roles test/discovery test/events test/observe test/limits test/archive test/lifecycle/gc.test.ts test/lifecycle/quota.test.ts test/lifecycle/budget.test.ts
+S3_SUITES := test/python test/oci test/access test/roles test/discovery test/events test/observe test/limits test/archive test/lifecycle/gc.test.ts test/lifecycle/quota.test.ts test/lifecycle/budget.test.ts test/tls/clients.test.ts
 S3_OWN_MINIO := --exclude '**/multiprocess.test.ts' --exclude '**/sessions-shared.test.ts'
 
 # Lint and typecheck first: they are cheap and fail fast.

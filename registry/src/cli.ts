@@ -124,7 +124,7 @@ async function main(argv: string[]): Promise<void> {
       const file = positionals[0] ?? values.config;
       if (!file) fail('check-config needs a file: velodex check-config FILE');
       const config = load(file, overrides);
-      const lines = [`${file}: ok`, `listen: http://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
+      const lines = [`${file}: ok`, `listen: ${config.tls ? 'https' : 'http'}://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
         const extra = ix.role === 'cached' ? ` upstream=${displayUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
@@ -132,6 +132,7 @@ async function main(argv: string[]): Promise<void> {
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
       lines.push(`trusted proxies: ${config.trustedProxies.length ? config.trustedProxies.map((p) => `${p.address}/${p.prefix}`).join(', ') : 'none'}`);
       lines.push(`connections: ${connectionsSummary(config.connections)}`);
+      lines.push(`tls: ${config.tls ? `certificate ${config.tls.certFile}, key ${config.tls.keyFile} (read when serving)` : 'off (plain HTTP)'}`);
       lines.push(`token signing key: ${signingKeySummary(config)}`);
       lines.push(`admin token: ${adminTokenSummary(config)}`);
       lines.push(`gc: ${gcSummary(config)}`);

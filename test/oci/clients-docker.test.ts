@@ -8,7 +8,9 @@
  * tokens: one that may upload to `app*` pushes there and pulls it back, and is refused elsewhere;
  * one past its expiry cannot log in, and docker prints when it expired. A private index
  * (`read = "token"`): an anonymous pull is refused, a login with its `read` token pulls the digest
- * its upload token pushed, and may not push.
+ * its upload token pushed, and may not push. Trusted publishing: a CI job's identity token (from a
+ * local OIDC issuer, test/support/oidc-issuer.ts) exchanged for a minted upload token logs docker
+ * in and pushes the publisher's repository, and only that.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +19,7 @@ import { startDockerd, type Dockerd } from '../support/dockerd.js';
 import { tar } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { oci, toml } from '../support/config.js';
+import { githubClaims, startOidcIssuer, type OidcIssuer } from '../support/oidc-issuer.js';
 import { run } from '../support/run.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { twoTeams } from './api-support.js';
@@ -31,7 +34,7 @@ const VAULT = { upload: 'vault-docker-upload-7d2c1e', read: 'vault-docker-read-3
  * The two teams, with writes to the virtual `all/oci` going to team A; and an index whose only
  * credentials are named tokens: `ci` may upload to `app*`, `old` is past its expiry; and a private one.
  */
-const CONFIG = toml(
+const config = (issuer: OidcIssuer) => toml(
   ...twoTeams({ allUploadTarget: 'team-a' }),
   oci.hosted('tokens', {
     route: 'tokens/oci',
@@ -41,15 +44,18 @@ const CONFIG = toml(
     ],
   }),
   oci.hosted('vault', { route: 'vault/oci', token: VAULT.upload, read: 'token', tokens: [{ name: 'puller', secret: VAULT.read, scopes: ['read'] }] }),
+  oci.hosted('released', { route: 'released/oci', trustedPublishers: [{ name: 'app-release', issuer: issuer.url, repository: 'acme/app', projects: ['app'] }] }),
 );
 
+let issuer: OidcIssuer;
 let server: Velodex;
 let engine: Dockerd;
 let host: string;
 let work: string;
 
 beforeAll(async () => {
-  server = await startVelodex({ config: CONFIG });
+  issuer = await startOidcIssuer();
+  server = await startVelodex({ config: config(issuer) });
   host = `127.0.0.1:${server.port}`;
   work = tempDir('velodex-docker-');
   engine = await startDockerd(work);
@@ -61,6 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine?.stop();
   await server?.stop();
+  await issuer?.close();
 });
 
 const login = (password: string, user = '__token__') => engine.docker(['login', '-u', user, '--password-stdin', host], { input: `${password}\n`, allowFailure: true });
@@ -198,6 +205,33 @@ describe('docker with named tokens', () => {
 
   it('leaves no named token secret in the log', () => {
     for (const secret of Object.values(NAMED)) expect(server.logs()).not.toContain(secret);
+  });
+});
+
+describe('docker and trusted publishing', () => {
+  let minted: string;
+
+  it('logs in with an upload token minted for a CI job, and pushes the repository its publisher may write', async () => {
+    const identity = await issuer.sign(githubClaims('acme/app', 'release.yml'), { audience: 'velodex' });
+    const res = await fetch(`${server.url}/_/oidc/mint-token`, { method: 'POST', body: JSON.stringify({ token: identity }) });
+    expect(res.status).toBe(200);
+    minted = ((await res.json()) as { token: string }).token;
+    await logout();
+    expect((await login(minted)).stdout).toMatch(/Login Succeeded/);
+    const pushed = await push(`${host}/released/oci/app:v1`);
+    expect(pushed.code, pushed.output).toBe(0);
+    expect(await servedDigest('released/oci/app', 'v1')).toBe(pushed.digest);
+    expect(server.logs()).toMatch(/"event":"write","index":"released\/oci","method":"PUT","client":"127.0.0.1","credential":"publisher:app-release","what":"push released\/oci\/app:v1@sha256:/);
+  });
+
+  it('refuses a push outside the publisher\'s repositories, and one to another index', async () => {
+    for (const ref of [`${host}/released/oci/other:v1`, `${host}/tokens/oci/app-web:v2`]) {
+      const pushed = await push(ref);
+      expect(pushed.code, ref).not.toBe(0);
+      expect(pushed.output).toMatch(/denied: requested access to the resource is denied|unauthorized/);
+    }
+    expect(await tags('released/oci/other')).toEqual([]);
+    expect(server.logs()).not.toContain(minted);
   });
 });
 

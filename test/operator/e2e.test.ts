@@ -131,7 +131,12 @@ describe('a platform team on a real cluster', () => {
     // a second download is served from the bucket without the upstream.
     // pypiserver logs a request once it is over: wait for the lines, then for them to settle.
     const wheelFetches = () => upstream.count(`/packages/${upstreamProject.wheelFilename}`);
-    await until('the upstream to log the wheel fetch', async () => (wheelFetches() > 0 ? true : undefined), 30_000);
+    // On a busy machine the line can be late: a minute, and what the upstream did see if it never comes.
+    await untilSeen('the upstream to log the wheel fetch', async () => (wheelFetches() > 0 ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      context: async () => `upstream requests: ${upstream.requests().join(' ')}`,
+    });
     await new Promise((r) => setTimeout(r, 1500));
     const fetched = wheelFetches();
     await pip(['download', '--no-deps', '-d', join(work, 'pip-1b'), 'e2e-upstream==2.0']);

@@ -62,10 +62,18 @@ async function simpleFiles(project: string): Promise<{ filename: string; hashes:
   return ((await res.json()) as { files: { filename: string; hashes: { sha256: string } }[] }).files;
 }
 
-/** Blobs, project records and spool: what a refused upload must leave as it was. */
+/**
+ * Blobs, project records and spool: what a refused upload must leave as it was. The server's own
+ * background writes (summaries, counters) stage a document for a moment, so the state returned is
+ * one read with nothing staged: the very read that was checked, not a second one after it.
+ */
 async function settledStore(): Promise<string> {
-  for (let i = 0; i < 50 && (await storeState(server.dataDir)).staged.length > 0; i++) await new Promise((r) => setTimeout(r, 100));
-  return JSON.stringify(await storeState(server.dataDir));
+  let state = await storeState(server.dataDir);
+  for (let i = 0; i < 100 && state.staged.length > 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    state = await storeState(server.dataDir);
+  }
+  return JSON.stringify(state);
 }
 
 function post(body: Buffer, contentType: string, extraHeaders: Record<string, string> = {}): Promise<RawResponse> {

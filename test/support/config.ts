@@ -234,6 +234,11 @@ export function trustedPublishing(o: { audience?: string; tokenLifetime?: number
   return { trusted_publishing: { audience: o.audience, token_lifetime: o.tokenLifetime } };
 }
 
+/** `[tls]`: serve HTTPS with this PEM certificate chain and key (`IssuedCertificate` of support/certificates.ts fits). */
+export function tls(o: { certFile: string; keyFile: string }): ConfigPart {
+  return { tls: { cert_file: o.certFile, key_file: o.keyFile } };
+}
+
 /** `[metrics]`. */
 export function metrics(o: { enabled: boolean }): ConfigPart {
   return { metrics: { enabled: o.enabled } };

@@ -5,12 +5,9 @@
  * whether credentials came with it) and is answered by the test's handler. These are fakes by
  * design: no real server misbehaves on purpose.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 
 export interface Seen {
   method: string;
@@ -33,7 +30,7 @@ export interface HostileServer {
 export interface HostileOptions {
   /** The loopback address to listen on (127.0.0.1 by default; 127.0.0.2 stands for "another host"). */
   host?: string;
-  /** Serve https with this key and certificate (see `testCertificates`). */
+  /** Serve https with this key and certificate (`testCertificates`, support/certificates.ts). */
   tls?: { key: Buffer; cert: Buffer };
 }
 
@@ -97,27 +94,4 @@ export function endlessBody(res: ServerResponse, status: number, contentType: st
     };
     pump();
   });
-}
-
-/**
- * A CA and a certificate for 127.0.0.1 signed by it (openssl, from hack/tools.sh), in `dir`:
- * a server of the test's own speaks https with it, and a client trusts it through `ca.pem`
- * (`NODE_EXTRA_CA_CERTS` for velodex).
- */
-export function testCertificates(dir: string): { key: Buffer; cert: Buffer; caFile: string } {
-  const f = (name: string) => join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { stdio: 'ignore' });
-  openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=velodex test CA', '-keyout', f('ca.key'), '-out', f('ca.pem'));
-  openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=127.0.0.1', '-keyout', f('server.key'), '-out', f('server.csr'));
-  openssl(
-    'x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', f('server.pem'),
-    '-extfile', writeExt(dir),
-  );
-  return { key: readFileSync(f('server.key')), cert: readFileSync(f('server.pem')), caFile: f('ca.pem') };
-}
-
-function writeExt(dir: string): string {
-  const path = join(dir, 'server.ext');
-  writeFileSync(path, 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
-  return path;
 }

@@ -52,7 +52,8 @@ function readsUntil(index: IndexConfig, password: string, byName: ReadonlyMap<st
   let until = Infinity;
   for (const ix of indexes) for (const t of ix.tokens) if (t.expiresAt && matches(given, t.secret)) until = Math.min(until, t.expiresAt.getTime());
   const identity = recall(password);
-  return identity ? Math.min(until, identity.expiresAt) : until;
+  // Until its end, or the moment it must be checked again for a revocation.
+  return identity ? Math.min(until, identity.expiresAt, identity.recheckAt ?? Infinity) : until;
 }
 
 function checkedVerdict(index: IndexConfig, password: string, byName: ReadonlyMap<string, IndexConfig>, now: number): ReadVerdict {

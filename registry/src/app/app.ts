@@ -13,6 +13,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { loadSigningKey } from '../access/signing-key.js';
 import { IdentityResolver } from '../access/identities/resolver.js';
 import { TokenExchange } from '../access/publishing/exchange.js';
+import { BurntTokens } from '../access/publishing/burnt-tokens.js';
 import { PublishTokens } from '../access/publishing/publish-tokens.js';
 import { ServiceAccountTokens } from '../access/service-accounts/verifier.js';
 import { logIdentityRejected } from '../observe/security-log.js';
@@ -82,9 +83,12 @@ export interface BuildOptions {
   logSink?: LineSink;
   /** The other workers of this server, if any (`workers/`): counters are read across them. */
   link?: WorkerLink;
+  /** Serve HTTPS with this certificate chain and key (`[tls]`, read and checked by `tls/pair.ts`). */
+  tls?: { cert: Buffer; key: Buffer };
 }
 
 export async function buildApp(config: Config, stores: Stores, modules: readonly EcosystemModule[], options: BuildOptions = {}): Promise<BuiltApp> {
+  const { http: nodeOptions, ...timeouts } = serverTimeouts(config.connections);
   const app = Fastify({
     logger: loggerOptions(config, options.logSink),
     genReqId: (req) => {
@@ -96,7 +100,9 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     bodyLimit: 1024 * 1024,
     // While closing, a request that arrives on a kept-alive connection is served (see `closing`).
     return503OnClosing: false,
-    ...serverTimeouts(config.connections),
+    ...timeouts,
+    // Over TLS fastify makes the Node server from the `https` options alone: the head bound goes there too.
+    ...(options.tls ? { https: { ...nodeOptions, cert: options.tls.cert, key: options.tls.key } } : { http: nodeOptions }),
   });
   const moduleOf = new Map(modules.map((m) => [m.id, m]));
   const trees = new Map(modules.flatMap((m) => (m.tree ? [[m.tree.segment, m.tree] as const] : [])));
@@ -202,7 +208,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   // Identity tokens (a minted upload token, a ServiceAccount token) are verified once, before
   // any handler checks credentials synchronously (access/identities/).
-  const publishTokens = new PublishTokens(signingKey);
+  const publishTokens = new PublishTokens(signingKey, new BurntTokens(stores.meta));
   const exchange = new TokenExchange(config.indexes, config.trustedPublishing, publishTokens);
   // ServiceAccount tokens last: they take any other issuer's JWT that claims a ServiceAccount.
   const identities = new IdentityResolver([...(exchange.configured ? [publishTokens] : []), ...(config.kubernetes ? [new ServiceAccountTokens(config.kubernetes)] : [])]);
@@ -212,7 +218,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       if (rejection) logIdentityRejected(request.log, { path: (request.raw.url ?? '').split('?')[0]!, method: request.method, client: clientAddress(request), ...rejection });
     });
   }
-  await app.register(publishingRoutes, { exchange, clientAddress });
+  await app.register(publishingRoutes, { exchange, tokens: publishTokens, clientAddress });
 
   for (const eco of ecosystems) await eco.register?.(app);
 

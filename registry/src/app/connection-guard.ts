@@ -18,6 +18,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import type { ConnectionsConfig } from '../config/connections.js';
 import type { ClientAddress } from '../limits/client-address.js';
 import { ConnectionCap } from '../limits/connection-cap.js';
@@ -99,7 +100,8 @@ function capConnections(app: FastifyInstance, opts: GuardOptions): WeakSet<Socke
   const cap = new ConnectionCap(c.maxPerClient);
   const refused = new WeakSet<Socket>();
   const grace = Math.min(REFUSED_CONNECTION_GRACE_MS, c.headersTimeoutMs);
-  app.server.on('connection', (socket: Socket) => {
+  // Over TLS a request's socket is the TLS socket, not the TCP one under it: count that one.
+  app.server.on(app.server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
     if (socket.remoteAddress === undefined || addresses.fromTrustedProxy(socket)) return;
     const peer = addresses.peerOf(socket);
     if (cap.take(peer)) {

@@ -5,6 +5,9 @@ import { ecosystems } from './ecosystems.js';
 import { buildApp } from './app.js';
 import { startupLines } from './banner.js';
 import { join } from 'node:path';
+import { Server as TlsServer } from 'node:tls';
+import { readCertificatePair } from '../tls/pair.js';
+import { leafFields, reloadCertificatePair } from '../tls/reload.js';
 import { openStores } from '../storage/index.js';
 import { startSweeper } from '../storage/sweeper.js';
 import { scheduleRetention } from '../lifecycle/retention-schedule.js';
@@ -25,8 +28,10 @@ export interface RunningServer {
  */
 export async function startServer(config: Config, notes: Record<string, string> = {}, worker?: ClusterLink): Promise<RunningServer> {
   const link = worker ?? new SoloLink();
+  // Read first: a certificate that cannot be served stops the start before anything is opened.
+  const certificate = config.tls ? await readCertificatePair(config.tls) : undefined;
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters } = await buildApp(config, stores, ecosystems, { link });
+  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
   usage.start();
   const stopBudgets = budgets.start(counters, app.log);
   const stopCounts = scheduleFirstCount(gc, usage, app.log);
@@ -48,17 +53,23 @@ export async function startServer(config: Config, notes: Record<string, string> 
       })
     : () => undefined;
   await app.listen({ host: config.host, port: config.port });
+  const secureServer = app.server instanceof TlsServer ? app.server : undefined;
+  const stopTlsReload =
+    config.tls && certificate && secureServer
+      ? reloadCertificatePair(config.tls, certificate, (pair) => secureServer.setSecureContext({ cert: pair.cert, key: pair.key }), app.log)
+      : () => undefined;
   await events.start();
   const everySecs = config.retention.everySecs;
   const stopRetention = everySecs !== undefined && retention.active ? scheduleRetention(retention, stores.meta, everySecs, app.log) : () => undefined;
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${port}`;
+  const url = `${certificate ? 'https' : 'http'}://${host}:${port}`;
   const fields = {
     config: config.source,
     storage: config.storage.backend === 'fs' ? config.storage.path : `${config.storage.endpoint}/${config.storage.bucket}`,
     indexes: config.indexes.map((ix) => ({ name: ix.name, route: ix.route, ecosystem: ix.ecosystem, role: ix.role })),
+    ...(certificate ? { tls: leafFields(certificate) } : {}),
     ...notes,
   };
   const banner = startupLines(config, url, running);
@@ -73,6 +84,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     url,
     async close() {
       stopSweeper();
+      stopTlsReload();
       stopRetention();
       stopCollections();
       stopCounts();

@@ -13,6 +13,7 @@ import type { Secret } from './secret.js';
 import { processSecretSources, resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
 import type { CacheBudget, Config, IndexConfig, RetentionRules, RetentionSchedule, StorageConfig } from './types.js';
 import { resolveConnections } from './connections.js';
+import { resolveTls } from './tls.js';
 import { resolveTrustedProxies } from './trusted-proxies.js';
 import { resolveTokens } from './tokens.js';
 import { resolveKubernetes, resolveServiceAccounts } from './kubernetes.js';
@@ -117,6 +118,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     }
   }
 
+  const tls = resolveTls(file.tls);
   const rl = file.rate_limit ?? {};
   const classes: Config['rateLimit']['classes'] = {};
   for (const cls of ['read', 'download', 'write', 'admin'] as const) {
@@ -135,6 +137,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     rateLimit: { enabled: rl.enabled ?? false, classes },
     trustedProxies: resolveTrustedProxies(file),
     connections: resolveConnections(file.connections),
+    ...(tls ? { tls } : {}),
     metrics: { enabled: file.metrics?.enabled ?? true },
     auth: { tokenSigningKey: signingKey(file.auth ?? {}, secrets) },
     trustedPublishing: resolveTrustedPublishing(file.trusted_publishing),

@@ -202,6 +202,12 @@ export const kubernetesSchema = z.strictObject({
   token_file: z.string().min(1).optional(),
 });
 
+/** Serving HTTPS (config/tls.ts): both paths, or no table. */
+export const tlsSchema = z.strictObject({
+  cert_file: z.string().min(1, 'must be the path of a PEM certificate chain').optional(),
+  key_file: z.string().min(1, 'must be the path of a PEM private key').optional(),
+});
+
 /** The online garbage collection of blobs (config/gc.ts). */
 export const gcSchema = z.strictObject({
   enabled: z.boolean().optional(),
@@ -227,6 +233,7 @@ export const fileSchema = z.strictObject({
   // IPs and CIDRs whose X-Forwarded-* headers are believed; checked in config/trusted-proxies.ts.
   trusted_proxies: z.array(z.string()).optional(),
   connections: connectionsSchema.optional(),
+  tls: tlsSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),
   auth: authSchema.optional(),
   trusted_publishing: trustedPublishingSchema.optional(),

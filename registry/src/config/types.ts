@@ -2,6 +2,7 @@
 import type { ConnectionsConfig } from './connections.js';
 import type { GcConfig } from './gc.js';
 import type { Secret } from './secret.js';
+import type { TlsConfig } from './tls.js';
 
 import type { WorkersConfig } from './workers.js';
 
@@ -268,6 +269,8 @@ export interface Config {
   trustedProxies: AddressRange[];
   /** Bounds on slow clients and the per-address connection cap. */
   connections: ConnectionsConfig;
+  /** `[tls]`: serve HTTPS with this certificate and key (reloaded when the files change); absent: plain HTTP. */
+  tls?: TlsConfig;
   /** `GET /metrics` and the per-request observation behind it (on by default). */
   metrics: { enabled: boolean };
   auth: AuthConfig;

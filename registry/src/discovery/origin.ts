@@ -82,12 +82,14 @@ export function originOf(headers: IncomingHttpHeaders, connectionScheme: Scheme,
  * The address a connection came in on, as an origin: for a request that names no usable host
  * (HTTP/1.0 without `Host`) where an absolute URL is still needed.
  */
-export function localOrigin(socket: { localAddress?: string | undefined; localPort?: number | undefined }): Origin {
+export function localOrigin(socket: { localAddress?: string | undefined; localPort?: number | undefined; encrypted?: boolean }): Origin {
   // A zone id (`fe80::1%eth0`) has no place in a URL.
   const address = (socket.localAddress ?? '127.0.0.1').replace(/%.*$/, '');
   const host = address.includes(':') ? `[${address}]` : address;
-  const url = new URL(`http://${parseHost(host) ?? '127.0.0.1'}:${socket.localPort ?? 80}`);
-  return { scheme: 'http', host: url.host, href: url.origin };
+  // A TLS socket says so (`[tls]`): the origin is then https.
+  const scheme: Scheme = socket.encrypted === true ? 'https' : 'http';
+  const url = new URL(`${scheme}://${parseHost(host) ?? '127.0.0.1'}:${socket.localPort ?? 80}`);
+  return { scheme, host: url.host, href: url.origin };
 }
 
 /** The headers the document depends on, for `Vary`. */

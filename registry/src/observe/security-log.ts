@@ -81,6 +81,11 @@ export function logTokenMinted(log: FastifyBaseLogger, e: TokenMintedEvent): voi
   );
 }
 
+/** The audit line of a minted upload token its holder burnt (revoked), at `info`. */
+export function logTokenBurnt(log: FastifyBaseLogger, e: { client: string }): void {
+  log.info({ event: 'token_burnt', client: e.client }, `trusted publishing: a minted upload token was burnt by ${e.client}`);
+}
+
 export interface WriteAcceptedEvent {
   /** The route of the index the request addressed. */
   index: string;

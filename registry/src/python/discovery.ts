@@ -77,6 +77,14 @@ function clientTexts(view: IndexView, links: Links, origin: Origin): Record<stri
       text: ['[distutils]', `index-servers = ${index.name}`, '', `[${index.name}]`, `repository = ${upload}`, 'username = __token__', 'password = <upload-token>', ''].join('\n'),
     };
   }
+  if (writable && writable.trustedPublishers.length > 0) {
+    const names = writable.trustedPublishers.map((p) => p.name).join(', ');
+    texts.github_actions = {
+      description: `GitHub Actions: publish with trusted publishing, no secret (publishers of index "${writable.name}": ${names}; the job needs "permissions: id-token: write", the registry HTTPS)`,
+      path: '.github/workflows/release.yml',
+      text: ['    steps:', '      - uses: actions/checkout@v4', '      - uses: astral-sh/setup-uv@v6', '      - run: uv build', `      - run: uv publish --trusted-publishing always --publish-url ${upload}`, ''].join('\n'),
+    };
+  }
   return texts;
 }
 

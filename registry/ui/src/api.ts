@@ -56,6 +56,8 @@ export interface StatusIndex {
   upload_token?: { configured: boolean; source?: string };
   /** Named tokens, by name only (docs/access.md). */
   tokens?: Array<{ name: string; scopes: string[]; projects?: string[]; expires?: string; expired?: boolean }>;
+  /** A hosted index's trusted publishers, by their rules (docs/access.md). */
+  trusted_publishers?: Array<{ name: string; issuer: string; claims: Record<string, string>; workflow?: string; ref?: string; projects?: string[] }>;
   members: string[];
   details?: { projects: number; files: number };
   /** What the index holds; null for a virtual index (its members hold the bytes). */

@@ -27,7 +27,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
     h(
       'table',
       { class: 'indexes' },
-      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'stored', 'upload token', 'named tokens'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ['index', 'route', 'role', 'state', 'serial', 'projects', 'files', 'stored', 'upload token', 'tokens and publishers'].map((c) => h('th', { scope: 'col' }, c)))),
       h(
         'tbody',
         {},
@@ -44,7 +44,7 @@ export async function statusPage(app: HTMLElement): Promise<void> {
             h('td', {}, ix.details?.files ?? '—'),
             h('td', { class: 'stored' }, storedCell(ix)),
             h('td', {}, ix.upload_token ? (ix.upload_token.configured ? `configured (${ix.upload_token.source ?? 'set'})` : 'none: uploads off') : '—'),
-            h('td', { class: 'tokens' }, ix.tokens?.length ? ix.tokens.map(tokenText).join('; ') : '—'),
+            h('td', { class: 'tokens' }, credentialsText(ix)),
           ),
         ),
       ),
@@ -65,6 +65,19 @@ export async function statusPage(app: HTMLElement): Promise<void> {
         )
       : h('p', {}, 'No uploads yet.'),
   );
+}
+
+/** The named tokens and trusted publishers of an index, or a dash. */
+function credentialsText(ix: StatusIndex): string {
+  const all = [...(ix.tokens ?? []).map(tokenText), ...(ix.trusted_publishers ?? []).map(publisherText)];
+  return all.length ? all.join('; ') : '—';
+}
+
+/** A trusted publisher as the status page shows it: its name and the repository or project it trusts. */
+function publisherText(p: NonNullable<StatusIndex['trusted_publishers']>[number]): string {
+  const who = p.claims.repository ?? p.claims.project_path ?? p.claims.sub ?? p.issuer;
+  const where = p.projects ? ` on ${p.projects.join(', ')}` : '';
+  return `publisher ${p.name} (${who}${p.workflow ? ` ${p.workflow}` : ''}${where})`;
 }
 
 /** A named token as the status page shows it: its name, what it may do, where and until when; never a secret. */

@@ -9,9 +9,14 @@
 import type { TokenScope } from '../../config/types.js';
 
 /** What a verified token proved: who it stands for, until when (ms since the epoch). */
-export type VerifiedIdentity =
-  | { kind: 'service-account'; namespace: string; name: string; expiresAt: number }
-  | { kind: 'publish-token'; grants: readonly PublishGrant[]; expiresAt: number };
+export type VerifiedIdentity = (
+  | { kind: 'service-account'; namespace: string; name: string }
+  | { kind: 'publish-token'; grants: readonly PublishGrant[] }
+) & {
+  expiresAt: number;
+  /** When a process should verify it again (a revocation may have come since); absent: not before it expires. */
+  recheckAt?: number;
+};
 
 /** One index a minted upload token was minted for, and the publisher whose rules matched there. */
 export interface PublishGrant {

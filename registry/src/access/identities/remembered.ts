@@ -15,18 +15,27 @@ const remembered = new Map<string, Readonly<VerifiedIdentity>>();
 export function remember(token: string, identity: VerifiedIdentity): void {
   if (remembered.size >= MAX_REMEMBERED) {
     const now = Date.now();
-    for (const [text, id] of remembered) if (id.expiresAt <= now) remembered.delete(text);
+    for (const [text, id] of remembered) if (endOf(id) <= now) remembered.delete(text);
     if (remembered.size >= MAX_REMEMBERED) remembered.delete(remembered.keys().next().value as string);
   }
   remembered.set(token, Object.freeze(identity));
 }
 
-/** What `token` proved, while it has not expired at `now`. */
+/** What `token` proved, while it has not expired (nor come due for a new check) at `now`. */
 export function recall(token: string, now: number = Date.now()): Readonly<VerifiedIdentity> | undefined {
   const found = remembered.get(token);
-  if (found && found.expiresAt <= now) {
+  if (found && endOf(found) <= now) {
     remembered.delete(token);
     return undefined;
   }
   return found;
+}
+
+/** Forgets `token` in this process (it was revoked). */
+export function forget(token: string): void {
+  remembered.delete(token);
+}
+
+function endOf(identity: Readonly<VerifiedIdentity>): number {
+  return Math.min(identity.expiresAt, identity.recheckAt ?? Infinity);
 }

@@ -89,7 +89,20 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
           },
         }
       : {}),
-    ...(ix.role === 'hosted' ? { upload_token: secretInfo(ix.uploadToken) } : {}),
+    ...(ix.role === 'hosted'
+      ? {
+          upload_token: secretInfo(ix.uploadToken),
+          // Who may mint upload tokens, by the rules they must meet (none of it is a secret).
+          trusted_publishers: ix.trustedPublishers.map((p) => ({
+            name: p.name,
+            issuer: p.issuer,
+            claims: p.claims,
+            ...(p.workflow ? { workflow: p.workflow } : {}),
+            ...(p.ref ? { ref: p.ref } : {}),
+            ...(p.projects ? { projects: p.projects } : {}),
+          })),
+        }
+      : {}),
     // Reads need a credential of the index (access/readers.ts): its contents are shown to readers only.
     private: ix.private,
     // Named tokens by name: never a secret, nor a hint of one beyond where it is read from.

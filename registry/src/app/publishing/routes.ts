@@ -5,15 +5,19 @@
  * - `GET /_/oidc/audience`: `{"audience": "..."}`, the audience CI asks its identity token for;
  * - `POST /_/oidc/mint-token` `{"token": "<identity token>"}`: `{"success": true, "token": ...,
  *   "expires": ...}`, or 422 `{"message": "Token request failed", "errors": [{"code",
- *   "description"}]}` as PyPI answers (503 when the issuer's keys cannot be fetched).
+ *   "description"}]}` as PyPI answers (503 when the issuer's keys cannot be fetched);
+ * - `POST /_/oidc/burn-token` `{"token": "<minted token>"}`: revokes a minted token everywhere
+ *   (uv calls it once it has published); 202 whatever was sent, as PyPI answers.
  *
  * Both answer 404 when no index has a trusted publisher.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { forget } from '../../access/identities/remembered.js';
 import type { TokenExchange } from '../../access/publishing/exchange.js';
+import type { PublishTokens } from '../../access/publishing/publish-tokens.js';
 import { HttpError } from '../../http/errors.js';
 import { readSmallBody } from '../../http/small-body.js';
-import { logAuthFailed, logTokenMinted } from '../../observe/security-log.js';
+import { logAuthFailed, logTokenBurnt, logTokenMinted } from '../../observe/security-log.js';
 
 /** An identity token is a few KiB; the request is that and a little JSON. */
 const MAX_BODY = 64 * 1024;
@@ -21,10 +25,11 @@ const NOT_CONFIGURED = 'trusted publishing is not set up on this registry: no in
 
 export interface PublishingRouteOptions {
   exchange: TokenExchange;
+  tokens: PublishTokens;
   clientAddress: (request: FastifyRequest) => string;
 }
 
-export async function publishingRoutes(app: FastifyInstance, { exchange, clientAddress }: PublishingRouteOptions): Promise<void> {
+export async function publishingRoutes(app: FastifyInstance, { exchange, tokens, clientAddress }: PublishingRouteOptions): Promise<void> {
   app.get('/_/oidc/audience', async () => {
     if (!exchange.configured) throw new HttpError(404, NOT_CONFIGURED);
     return { audience: exchange.audience };
@@ -44,6 +49,16 @@ export async function publishingRoutes(app: FastifyInstance, { exchange, clientA
       logTokenMinted(request.log, { client, publisher: grant.publisher, index: grant.index, expiresAt: result.expiresAt });
     }
     return reply.header('cache-control', 'no-store').send({ success: true, token: result.token, expires: result.expiresAt.toISOString() });
+  });
+
+  app.post('/_/oidc/burn-token', async (request, reply) => {
+    if (!exchange.configured) throw new HttpError(404, NOT_CONFIGURED);
+    const token = tokenOf(await readSmallBody(request.raw, MAX_BODY, 'send {"token": "<minted upload token>"}'));
+    if (token !== null && (await tokens.burn(token))) {
+      forget(token);
+      logTokenBurnt(request.log, { client: clientAddress(request) });
+    }
+    return reply.code(202).header('cache-control', 'no-store').send({ success: true });
   });
 }
 
