@@ -175,6 +175,20 @@ describe('planNamespace', () => {
     expect(rp?.config?.toml).toContain('[kubernetes]');
   });
 
+  it('serves an index with trusted publishers, and refuses them on a cached index, twice the same name, or pinning no repository', () => {
+    const gh = { name: 'release', issuer: 'https://token.actions.githubusercontent.com', repository: 'acme/w' };
+    const releases = index('tp-releases', { route: 'team/tp-releases', ecosystem: 'python', role: 'hosted', access: { trustedPublishers: [gh] } });
+    const cached = index('tp-cached', { route: 'team/tp-cached', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', access: { trustedPublishers: [gh] } });
+    const twice = index('tp-twice', { route: 'team/tp-twice', ecosystem: 'python', role: 'hosted', access: { trustedPublishers: [gh, { ...gh, repository: 'acme/v' }] } });
+    const loose = index('tp-loose', { route: 'team/tp-loose', ecosystem: 'python', role: 'hosted', access: { trustedPublishers: [{ name: 'any', issuer: gh.issuer, environment: 'pypi' }] } });
+    const plan = planNamespace([registry('default')], [releases, cached, twice, loose], input());
+    expect(plan.refused.get('tp-cached')?.message).toMatch(/^spec\.access\.trustedPublishers is only for a hosted index/);
+    expect(plan.refused.get('tp-twice')?.message).toBe('spec.access.trustedPublishers: the name "release" is given twice; a publisher\'s name is unique within its index');
+    expect(plan.refused.get('tp-loose')?.message).toMatch(/names no repository or projectPath/);
+    expect(plan.registries.get('default')?.served.map((ix) => ix.metadata.name)).toEqual(['tp-releases']);
+    expect(plan.registries.get('default')?.config?.toml).toContain('[[index.trusted_publisher]]');
+  });
+
   it('refuses a webhook URL with user info, and takes a URL from an opted-in Secret', () => {
     const creds = index('creds', { route: 'x/creds', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci:hunter2@ci.example/hook' }] });
     const both = index('both', { route: 'x/both', ecosystem: 'python', role: 'hosted', webhooks: [{ url: 'https://ci.example/hook', urlSecretRef: { name: 'hook-urls', key: 'chat' } }] });

@@ -247,6 +247,33 @@ describe('registry config rendering', () => {
     });
   });
 
+  describe('trusted publishers', () => {
+    it('renders each as an [[index.trusted_publisher]] table, in the registry config the registry checks', () => {
+      const hosted = index('releases', {
+        route: 'team/releases',
+        ecosystem: 'python',
+        role: 'hosted',
+        access: {
+          trustedPublishers: [
+            { name: 'release', issuer: 'https://token.actions.githubusercontent.com', repository: 'acme/widgets', workflow: 'release.yml', environment: 'pypi', projects: ['widgets*'] },
+            { name: 'gitlab', issuer: 'https://gitlab.example.com', projectPath: 'acme/widgets', ref: 'refs/heads/main', claims: { namespace_path: 'acme' } },
+          ],
+        },
+      });
+      const rendered = renderRegistryConfig(registry, [hosted]);
+      const table = (parse(rendered.toml) as { index: Record<string, unknown>[] }).index.find((t) => t.name === 'releases');
+      expect(table?.trusted_publisher).toEqual([
+        { name: 'release', issuer: 'https://token.actions.githubusercontent.com', repository: 'acme/widgets', workflow: 'release.yml', environment: 'pypi', projects: ['widgets*'] },
+        { name: 'gitlab', issuer: 'https://gitlab.example.com', project_path: 'acme/widgets', ref: 'refs/heads/main', claims: { namespace_path: 'acme' } },
+      ]);
+      const loaded = parsed(rendered).indexes.find((ix) => ix.name === 'releases');
+      expect(loaded?.role === 'hosted' && loaded.trustedPublishers.map((p) => [p.name, p.claims])).toEqual([
+        ['release', { repository: 'acme/widgets', environment: 'pypi' }],
+        ['gitlab', { namespace_path: 'acme', project_path: 'acme/widgets' }],
+      ]);
+    });
+  });
+
   describe('ServiceAccount rules', () => {
     const tables = (rendered: ReturnType<typeof renderRegistryConfig>) => new Map((parse(rendered.toml) as { index: Record<string, unknown>[] }).index.map((t) => [t.name, t]));
     const builders = index('builds', {

@@ -140,6 +140,16 @@ function specRefusal(ix: PackageIndex): Refusal | null {
       return { reason: 'InvalidSpec', message: `${where}: the ${writes.join(' and ')} ${writes.length > 1 ? 'scopes are' : 'scope is'} only for a hosted index (a virtual index's writes land in its upload target, whose rules apply); ${kind}` };
     }
   }
+  const publishers = ix.spec.access?.trustedPublishers ?? [];
+  if (publishers.length > 0 && ix.spec.role !== 'hosted') return { reason: 'InvalidSpec', message: `spec.access.trustedPublishers is only for a hosted index (the uploads land there); ${kind}` };
+  const publisherNames = new Set<string>();
+  for (const publisher of publishers) {
+    if (publisherNames.has(publisher.name)) return { reason: 'InvalidSpec', message: `spec.access.trustedPublishers: the name "${publisher.name}" is given twice; a publisher's name is unique within its index` };
+    publisherNames.add(publisher.name);
+    if (publisher.repository === undefined && publisher.projectPath === undefined) {
+      return { reason: 'InvalidSpec', message: `spec.access.trustedPublishers[${publisher.name}] names no repository or projectPath: the issuer signs for every repository it hosts` };
+    }
+  }
   for (const [i, hook] of (ix.spec.webhooks ?? []).entries()) {
     const where = `spec.webhooks[${i}]`;
     if ((hook.url === undefined) === (hook.urlSecretRef === undefined)) return { reason: 'InvalidSpec', message: `${where}: give exactly one of url and urlSecretRef` };

@@ -171,6 +171,19 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       ...(a.projects ? { projects: a.projects } : {}),
     }));
   }
+  if (s.access?.trustedPublishers?.length) {
+    table.trusted_publisher = s.access.trustedPublishers.map((p) => ({
+      name: p.name,
+      issuer: p.issuer,
+      ...(p.repository !== undefined ? { repository: p.repository } : {}),
+      ...(p.workflow !== undefined ? { workflow: p.workflow } : {}),
+      ...(p.environment !== undefined ? { environment: p.environment } : {}),
+      ...(p.projectPath !== undefined ? { project_path: p.projectPath } : {}),
+      ...(p.ref !== undefined ? { ref: p.ref } : {}),
+      ...(p.claims ? { claims: p.claims } : {}),
+      ...(p.projects ? { projects: p.projects } : {}),
+    }));
+  }
   if (s.volatile !== undefined) table.volatile = s.volatile;
   if (s.read !== undefined) table.read = s.read;
   if (s.policy) {

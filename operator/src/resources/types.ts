@@ -103,9 +103,27 @@ export interface ServiceAccountGrant {
   projects?: string[];
 }
 
+/**
+ * A CI identity that may mint upload tokens of a hosted index (docs/access.md#trusted-publishing),
+ * rendered as an `[[index.trusted_publisher]]` table: every rule given must hold for the identity
+ * token's claims.
+ */
+export interface TrustedPublisherSpec {
+  name: string;
+  issuer: string;
+  repository?: string;
+  workflow?: string;
+  environment?: string;
+  projectPath?: string;
+  ref?: string;
+  claims?: Record<string, string>;
+  projects?: string[];
+}
+
 /** Who may use the index besides its tokens. */
 export interface IndexAccess {
   serviceAccounts?: ServiceAccountGrant[];
+  trustedPublishers?: TrustedPublisherSpec[];
 }
 
 /** A Secret with an upstream's username and password, under these keys (defaults below). */
