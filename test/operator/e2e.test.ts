@@ -4,7 +4,8 @@
  * applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
  * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane work through the
  * registry's Service, after which SIZE shows what each index stores; a pod pushes with its
- * ServiceAccount's projected token and no Secret, and a pod of another ServiceAccount is refused.
+ * ServiceAccount's projected token and no Secret, and a pod of another ServiceAccount is refused; a
+ * private index is read from a pod with its ServiceAccount's token, and not without one.
  * Then the things a platform team does and breaks: an index edited while a
  * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
@@ -157,14 +158,18 @@ describe('a platform team on a real cluster', () => {
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
   });
 
-  it("lets a pod push a wheel and an image with its ServiceAccount's projected token and no Secret; a pod of another ServiceAccount is refused (403)", async () => {
-    await k(['create', 'serviceaccount', 'publisher', '-n', NS]);
-    await k(['create', 'serviceaccount', 'outsider', '-n', NS]);
+  it("lets a pod push a wheel and an image with its ServiceAccount's projected token and no Secret; a pod of another ServiceAccount is refused (403); a private index is read from a pod with a token and not without", async () => {
+    for (const account of ['publisher', 'outsider', 'reader']) await k(['create', 'serviceaccount', account, '-n', NS]);
     const access = JSON.stringify({ spec: { access: { serviceAccounts: [{ name: 'publisher', scopes: ['upload'] }] } } });
     for (const ix of ['hosted', 'images']) await k(['patch', 'pidx', ix, '-n', NS, '--type=merge', '-p', access]);
+    // A private index (read = "token"), in the same roll: the publisher uploads to it, the reader only reads.
+    await k(
+      ['apply', '-f', '-'],
+      `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: vault\n  namespace: ${NS}\nspec:\n  route: team/vault\n  ecosystem: python\n  role: hosted\n  read: token\n  access: { serviceAccounts: [{ name: publisher, scopes: [upload] }, { name: reader, scopes: [read] }] }\n`,
+    );
     await until('the rules in the ConfigMap', async () => {
       const toml = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
-      return (toml.match(/\[\[index\.service_account\]\]/g) ?? []).length === 2 && toml.includes('[kubernetes]') ? true : undefined;
+      return (toml.match(/\[\[index\.service_account\]\]/g) ?? []).length === 4 && toml.includes('[kubernetes]') && toml.includes('read = "token"') ? true : undefined;
     });
     await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
     await untilOnlyNewPods();
@@ -182,13 +187,23 @@ describe('a platform team on a real cluster', () => {
     const python = dirname(dirname(realpathSync(join(tools, 'venv', 'bin', 'python3'))));
     // No image here has Python or crane: the client pods run the host's own twine (its venv) and
     // crane, with the host's /usr mounted read-only; the token is the pod's own, projected for velodex.
-    const clientPod = (name: string, account: string) => {
-      const script = [
-        'TOKEN="$(cat /var/run/secrets/velodex/token)"',
+    const host = service.split(':')[0] ?? service;
+    const pipIn = (dest: string, credentials: string) =>
+      `pip download --no-deps --no-cache-dir -d /tmp/${dest} --trusted-host ${host} --index-url http://${credentials}${service}/team/vault/simple/ e2e-sa==1.0; echo "pip ${dest} exit $?"`;
+    const scripts: Record<string, string[]> = {
+      push: [
         `twine upload --disable-progress-bar --non-interactive --repository-url http://${service}/team/hosted/ -u __token__ -p "$TOKEN" ${clients}/${wheel.wheelFilename}; echo "twine exit $?"`,
+        `twine upload --disable-progress-bar --non-interactive --repository-url http://${service}/team/vault/ -u __token__ -p "$TOKEN" ${clients}/${wheel.wheelFilename}; echo "twine vault exit $?"`,
         `printf %s "$TOKEN" | crane auth login ${service} -u __token__ --password-stdin --insecure`,
-        `crane push ${layout} ${service}/team/images/${name}:v1 --insecure; echo "crane exit $?"`,
-      ].join('\n');
+        'crane push LAYOUT IMAGE --insecure; echo "crane exit $?"',
+      ],
+      read: [pipIn('anonymous', ''), pipIn('token', '__token__:$TOKEN@')],
+    };
+    const clientPod = (name: string, account: string, what: 'push' | 'read') => {
+      const script = ['TOKEN="$(cat /var/run/secrets/velodex/token)"', ...scripts[what]!]
+        .join('\n')
+        .replace('LAYOUT', layout)
+        .replace('IMAGE', `${service}/team/images/${name}:v1`);
       const hostPath = (path: string) => ({ name: path.replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, ''), path });
       const mounts = ['/usr', python, tools, clients].map(hostPath);
       return {
@@ -209,6 +224,8 @@ describe('a platform team on a real cluster', () => {
               env: [
                 { name: 'PATH', value: `${tools}/venv/bin:${tools}/bin:/usr/bin` },
                 { name: 'HOME', value: '/tmp' },
+                { name: 'PIP_CONFIG_FILE', value: '/dev/null' },
+                { name: 'PIP_DISABLE_PIP_VERSION_CHECK', value: '1' },
                 { name: 'DOCKER_CONFIG', value: '/tmp/docker' },
                 { name: 'NO_COLOR', value: '1' },
                 { name: 'COLUMNS', value: '200' },
@@ -226,8 +243,8 @@ describe('a platform team on a real cluster', () => {
         },
       };
     };
-    const runPod = async (name: string, account: string) => {
-      await k(['apply', '-f', '-'], JSON.stringify(clientPod(name, account)));
+    const runPod = async (name: string, account: string, what: 'push' | 'read' = 'push') => {
+      await k(['apply', '-f', '-'], JSON.stringify(clientPod(name, account, what)));
       await until(`pod ${name} to finish`, async () => {
         const phase = (await k(['get', 'pod', name, '-n', NS, '-o', 'jsonpath={.status.phase}'])).stdout;
         return phase === 'Succeeded' || phase === 'Failed' ? phase : undefined;
@@ -251,7 +268,19 @@ describe('a platform team on a real cluster', () => {
     expect(refused, refused).toMatch(/403 Forbidden[\s\S]*the service account "team\/outsider" may not upload \(its scopes: none on this index\)/);
     expect(refused, refused).toMatch(/DENIED|denied|UNAUTHORIZED|unauthorized/);
     expect(refused, refused).not.toContain('crane exit 0');
-    await k(['delete', 'pod', 'sa-publisher', 'sa-outsider', '-n', NS, '--wait=false']);
+
+    // The private index: the publisher's upload landed; a pod reads it with its token, not without.
+    expect(published, published).toContain('twine vault exit 0');
+    const read = await runPod('sa-reader', 'reader', 'read');
+    expect(read, read).toMatch(/pip anonymous exit [1-9]/);
+    expect(read, read).not.toContain('Saved /tmp/anonymous');
+    expect(read, read).toContain('pip token exit 0');
+    expect(read, read).toContain(`Saved /tmp/token/${wheel.wheelFilename}`);
+    // A pod whose ServiceAccount has no rule on it does not read it either.
+    const stranger = await runPod('sa-stranger', 'outsider', 'read');
+    expect(stranger, stranger).toMatch(/pip token exit [1-9]/);
+    expect(stranger, stranger).not.toContain('Saved');
+    await k(['delete', 'pod', 'sa-publisher', 'sa-outsider', 'sa-reader', 'sa-stranger', '-n', NS, '--wait=false']);
   });
 
   // Needs the registry side of issue 25: pods whose /+status counts stored bytes (`stored`).
