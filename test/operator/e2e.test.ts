@@ -128,16 +128,12 @@ describe('a platform team on a real cluster', () => {
     // Through the virtual index to the cached member and its upstream.
     await pip(['download', '--no-deps', '-d', dest, 'e2e-upstream==2.0']);
     expect(readFileSync(join(dest, upstreamProject.wheelFilename)).equals(readFileSync(upstreamProject.wheel))).toBe(true);
-    // pip read the wheel's metadata first (ranged reads of the upstream file), then the wheel:
-    // a second download is served from the bucket without the upstream.
-    // pypiserver logs a request once it is over: wait for the lines, then for them to settle.
+    // A second download is served from the bucket without the upstream. pypiserver logs a request
+    // once its answer is over, and on a loaded machine its log once showed no line of the first
+    // fetch at all within a minute (only the Simple page), though pip had the wheel: so no line is
+    // waited for, only for the log to settle; then the second download adds no request for the
+    // wheel. (Serving with the upstream gone is the UpstreamOffline case below.)
     const wheelFetches = () => upstream.count(`/packages/${upstreamProject.wheelFilename}`);
-    // On a busy machine the line can be late: a minute, and what the upstream did see if it never comes.
-    await untilSeen('the upstream to log the wheel fetch', async () => (wheelFetches() > 0 ? true : undefined), {
-      timeoutMs: 60_000,
-      intervalMs: 500,
-      context: async () => `upstream requests: ${upstream.requests().join(' ')}`,
-    });
     await new Promise((r) => setTimeout(r, 1500));
     const fetched = wheelFetches();
     await pip(['download', '--no-deps', '-d', join(work, 'pip-1b'), 'e2e-upstream==2.0']);
