@@ -83,13 +83,14 @@ describe('serving https', () => {
     });
     expect(pip.code).not.toBe(0);
     expect(`${pip.stdout}${pip.stderr}`).toMatch(/CERTIFICATE_VERIFY_FAILED/);
-    expect(requestedPaths(server, mark)).toEqual([]);
+    // Only the paths pip asks for: with two workers, a line of the test before may arrive late.
+    expect(requestedPaths(server, mark).filter((p) => p.startsWith('/root/hosted/simple/'))).toEqual([]);
   });
 
   it('refuses plain HTTP on the TLS port', async () => {
     const mark = server.logs().length;
-    await expect(fetch(`http://127.0.0.1:${server.port}/+api`)).rejects.toThrow();
-    expect(requestedPaths(server, mark)).toEqual([]);
+    await expect(fetch(`http://127.0.0.1:${server.port}/+api?plain-http`)).rejects.toThrow();
+    expect(requestedPaths(server, mark).filter((p) => p.includes('plain-http'))).toEqual([]);
   });
 });
 
