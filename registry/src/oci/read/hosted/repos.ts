@@ -18,13 +18,23 @@ import { repositoriesIn } from './repositories.js';
 import { seenIn, type IndexHolds } from '../index-holds.js';
 import type { FoundManifest, MemberReader } from '../member.js';
 
-/** Tags whose last seen digest a process remembers as the guess for its next read. */
+/** Tags whose last served manifest a process remembers for its next read. */
 const MAX_TAG_GUESSES = 4096;
+
+/**
+ * What a tag named when this process last served it: the digest, the manifest's record, and the
+ * tag's time (`taggedAt`), which changes whenever the tag is pointed anew, also at the same digest.
+ */
+interface LastServed {
+  hex: string;
+  record: ManifestRecord;
+  taggedAt: string | undefined;
+}
 
 export class HostedRepos implements MemberReader {
   readonly #catalog: NameSet;
-  /** `repo:tag` -> the digest it named when last read here; only ever a guess (see `resolve`). */
-  readonly #lastTargets = new Map<string, string>();
+  /** `repo:tag` -> what it named when last served here; only ever a guess (see `resolve`). */
+  readonly #lastServed = new Map<string, LastServed>();
 
   constructor(
     readonly index: IndexConfig,
@@ -46,25 +56,39 @@ export class HostedRepos implements MemberReader {
   }
 
   /**
-   * The manifest `ref` names, when its record exists and the repository sees its bytes. The reads
-   * go out together: for a digest the record and the hold; for a tag also the tag map, with the
-   * record and hold of the digest the tag named on this process's last read of it (a guess,
-   * checked against the tag map read in the same round). A warm read is one round trip to the
-   * store; a tag moved since costs one more. `opts.recent`: a request's read (`ReadOptions`).
+   * The manifest `ref` names, when its record exists and the repository sees its bytes. For a
+   * digest: the record and the hold, read together. For a tag: the tag map, read together with the
+   * hold of the digest the tag named when this process last served it; when the tag map still
+   * names that digest with the same `taggedAt`, the record served then is the record now, and
+   * only those two reads go out. Why that holds: a record is written before any tag points at it
+   * and deleted only after every tag pointing at it is gone, and pointing a tag again (also at
+   * the same digest, after a delete and a new push) writes a new `taggedAt`. A record changes in
+   * place only by fields no read serves (`firstSeenAt`), or from an earlier version's record
+   * without a media type, which is never remembered. A tag moved since costs one more round trip.
+   * `opts.recent`: a request's read (`ReadOptions`).
    */
   async resolve(repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null> {
     if (ref.kind === 'digest') return this.#heldManifest(repo, ref.hex, opts);
     const key = `${repo.join('/')}:${ref.tag}`;
-    const guess = this.#lastTargets.get(key);
-    const [tagsDoc, guessed] = await Promise.all([this.meta.get<TagsDoc>(keys.tags(this.index, repo), opts), guess === undefined ? null : this.#heldManifest(repo, guess, opts)]);
-    const hex = tagsDoc ? tagTarget(tagsDoc.doc.tags, ref.tag) : undefined;
-    this.#lastTargets.delete(key);
+    const last = this.#lastServed.get(key);
+    const [tagsDoc, lastHolders] = await Promise.all([
+      this.meta.get<TagsDoc>(keys.tags(this.index, repo), opts),
+      last === undefined ? null : this.holds.holders(last.hex, opts),
+    ]);
+    this.#lastServed.delete(key);
+    const tags = tagsDoc?.doc;
+    const hex = tags ? tagTarget(tags.tags, ref.tag) : undefined;
     if (hex === undefined) return null;
-    this.#lastTargets.set(key, hex);
-    if (this.#lastTargets.size > MAX_TAG_GUESSES) this.#lastTargets.delete(this.#lastTargets.keys().next().value as string);
-    const found = hex === guess ? guessed : await this.#heldManifest(repo, hex, opts);
-    const until = tagsDoc?.doc.confirmedUntil && tagTarget(tagsDoc.doc.confirmedUntil, ref.tag);
-    return found && until !== undefined ? { ...found, confirmedUntil: until } : found;
+    const taggedAt = tags?.taggedAt ? tagTarget(tags.taggedAt, ref.tag) : undefined;
+    const unchanged = last !== undefined && lastHolders !== null && last.hex === hex && last.taggedAt === taggedAt;
+    const found = unchanged ? (seenIn(lastHolders, this.index, repo) ? { hex, record: last.record, index: this.index } : null) : await this.#heldManifest(repo, hex, opts);
+    if (!found) return null;
+    if (isManifestMediaType(found.record.mediaType)) {
+      this.#lastServed.set(key, { hex, record: found.record, taggedAt });
+      if (this.#lastServed.size > MAX_TAG_GUESSES) this.#lastServed.delete(this.#lastServed.keys().next().value as string);
+    }
+    const until = tags?.confirmedUntil && tagTarget(tags.confirmedUntil, ref.tag);
+    return until !== undefined ? { ...found, confirmedUntil: until } : found;
   }
 
   /**
