@@ -10,10 +10,11 @@
  * rotates, so the verifier reads it each time it asks, and says so at start-up if it cannot.
  */
 import { ConfigError } from './errors.js';
+import { DEFAULT_AUDIENCE } from './publishers.js';
+import { refuseWriteScopes } from './tokens.js';
 import type { KubernetesFileConfig, ServiceAccountFileConfig } from './schema.js';
 import type { KubernetesConfig, Role, ServiceAccountRule } from './types.js';
 
-export const DEFAULT_AUDIENCE = 'velodex';
 /** Where the kubelet mounts a pod's ServiceAccount credentials (automountServiceAccountToken). */
 export const POD_CREDENTIALS_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -27,14 +28,7 @@ export function resolveServiceAccounts(given: readonly ServiceAccountFileConfig[
     }
     seen.add(key);
     const scopes = [...new Set(r.scopes)];
-    const write = scopes.find((s) => s !== 'read');
-    if (write && role !== 'hosted') {
-      throw new ConfigError(
-        `${at}.scopes`,
-        `"${write}" needs a hosted index, this one is ${role}`,
-        role === 'virtual' ? "writes through a virtual index land in its upload target: give the rule to that hosted index" : 'a cached index takes no writes: keep "read" only',
-      );
-    }
+    refuseWriteScopes(scopes, `${at}.scopes`, role, 'rule');
     const rule: ServiceAccountRule = { namespace: r.namespace, name: r.name, scopes };
     if (r.projects !== undefined) rule.projects = r.projects;
     return rule;

@@ -11,6 +11,7 @@ import type { TrustedPublisher, TrustedPublishingConfig } from './types.js';
 
 /** Claims that say which repository or project ran: one of them (or `sub`) must be pinned. */
 const PINNING_CLAIMS = ['repository', 'repository_id', 'project_path', 'project_id', 'sub'];
+/** The audience identity tokens are asked for unless configured: a CI's OIDC token, a pod's projected ServiceAccount token. */
 export const DEFAULT_AUDIENCE = 'velodex';
 export const DEFAULT_PUBLISH_TOKEN_LIFETIME_SECS = 15 * 60;
 /** A minted token is for one publishing run: longer than a day is a standing credential, which named tokens are for. */

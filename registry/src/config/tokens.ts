@@ -27,19 +27,26 @@ export function resolveTokens(given: readonly TokenFileConfig[] | undefined, whe
     const secret = resolveSecret(t, 'secret', at, secrets);
     if (!secret) throw new ConfigError(`${at}.secret`, 'is missing', 'set secret, secret_env or secret_file');
     const scopes = [...new Set(t.scopes)];
-    const write = scopes.find((s) => WRITE_SCOPES.includes(s));
-    if (write && role !== 'hosted') {
-      throw new ConfigError(
-        `${at}.scopes`,
-        `"${write}" needs a hosted index, this one is ${role}`,
-        role === 'virtual' ? "writes through a virtual index land in its upload target: give the token to that hosted index" : 'a cached index takes no writes: keep "read" only',
-      );
-    }
+    refuseWriteScopes(scopes, `${at}.scopes`, role, 'token');
     const token: IndexToken = { name: t.name, secret, scopes };
     if (t.projects !== undefined) token.projects = t.projects;
     if (t.expires !== undefined) token.expiresAt = expiryOf(t.expires, `${at}.expires`);
     return token;
   });
+}
+
+/**
+ * Refuses a write scope on an index that is not hosted: writes land in a hosted index (a virtual
+ * index's in its upload target). `grantedTo` names what carries the scopes (a token, a rule).
+ */
+export function refuseWriteScopes(scopes: readonly TokenScope[], at: string, role: Role, grantedTo: string): void {
+  const write = scopes.find((s) => WRITE_SCOPES.includes(s));
+  if (write === undefined || role === 'hosted') return;
+  throw new ConfigError(
+    at,
+    `"${write}" needs a hosted index, this one is ${role}`,
+    role === 'virtual' ? `writes through a virtual index land in its upload target: give the ${grantedTo} to that hosted index` : 'a cached index takes no writes: keep "read" only',
+  );
 }
 
 function expiryOf(value: Date | string, where: string): Date {

@@ -77,6 +77,19 @@ export class IssuerKeys {
     }
   }
 
+  /**
+   * The issuer tokens must name, once known: configured, or named by the discovery document read
+   * already (undefined before that, or after a failed read). Lets a caller pass over another
+   * issuer's token without a signature check.
+   */
+  async knownIssuer(): Promise<string | undefined> {
+    if (this.#opts.issuer !== undefined) return this.#opts.issuer;
+    return this.#keys?.then(
+      (keys) => keys.issuer,
+      () => undefined,
+    );
+  }
+
   #loaded(): Promise<Keys> {
     if (!this.#keys && Date.now() - this.#failedAt >= RETRY_AFTER_MS) {
       this.#keys = this.#discover().catch((err: unknown) => {

@@ -10,7 +10,7 @@
  * publisher names is refused before anything is fetched.
  */
 import { decodeJwt } from 'jose';
-import type { IndexConfig, TrustedPublishingConfig } from '../../config/types.js';
+import type { HostedIndex, IndexConfig, TrustedPublisher, TrustedPublishingConfig } from '../../config/types.js';
 import { Egress } from '../../roles/egress.js';
 import { UpstreamClient } from '../../roles/upstream.js';
 import type { PublishGrant } from '../identities/identity.js';
@@ -25,13 +25,14 @@ export type MintResult = { ok: true; token: string; expiresAt: Date; grants: Pub
 const KEYS_TIMEOUT_MS = 10_000;
 
 export class TokenExchange {
-  readonly #indexes: readonly IndexConfig[];
+  /** Every index's trusted publishers: the config's, fixed for the process's life. */
+  readonly #publishers: readonly { index: HostedIndex; publisher: TrustedPublisher }[];
   readonly #settings: TrustedPublishingConfig;
   readonly #tokens: PublishTokens;
   readonly #keys = new Map<string, IssuerKeys>();
 
   constructor(indexes: readonly IndexConfig[], settings: TrustedPublishingConfig, tokens: PublishTokens) {
-    this.#indexes = indexes;
+    this.#publishers = indexes.flatMap((index) => (index.role === 'hosted' ? index.trustedPublishers.map((publisher) => ({ index, publisher })) : []));
     this.#settings = settings;
     this.#tokens = tokens;
   }
@@ -42,7 +43,7 @@ export class TokenExchange {
 
   /** Whether any index has a trusted publisher (the exchange answers 404 otherwise). */
   get configured(): boolean {
-    return this.#publishers().length > 0;
+    return this.#publishers.length > 0;
   }
 
   async mint(identityToken: string): Promise<MintResult> {
@@ -54,7 +55,7 @@ export class TokenExchange {
       return fail('invalid-token', 'the token is not a JWT');
     }
     if (typeof issuer !== 'string') return fail('invalid-token', 'the token names no issuer ("iss")');
-    const candidates = this.#publishers().filter(({ publisher }) => publisher.issuer === issuer.replace(/\/+$/, ''));
+    const candidates = this.#publishers.filter(({ publisher }) => publisher.issuer === issuer.replace(/\/+$/, ''));
     if (candidates.length === 0) return fail('invalid-publisher', `no trusted publisher on this registry trusts the issuer ${issuer}`);
     const verdict = await this.#keysOf(candidates[0]!.publisher.issuer).verify(identityToken, this.#settings.audience);
     if (!verdict.ok) return fail(verdict.reason === 'unavailable' ? 'unavailable' : 'invalid-token', verdict.message);
@@ -65,10 +66,6 @@ export class TokenExchange {
     if (grants.length === 0) return fail('invalid-publisher', `valid token, but no trusted publisher matches its claims (${shownClaims(verdict.claims)})`);
     const { token, expiresAt } = await this.#tokens.mint(grants, this.#settings.tokenLifetimeSecs);
     return { ok: true, token, expiresAt, grants };
-  }
-
-  #publishers() {
-    return this.#indexes.flatMap((index) => (index.role === 'hosted' ? index.trustedPublishers.map((publisher) => ({ index, publisher })) : []));
   }
 
   #keysOf(issuer: string): IssuerKeys {

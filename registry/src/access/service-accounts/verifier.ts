@@ -70,6 +70,10 @@ export class ServiceAccountTokens implements IdentityVerifier {
       return null;
     }
     const sa = serviceAccountOf(claimed.sub);
+    // Another issuer's token that is no ServiceAccount's, told apart without a signature check
+    // once the cluster's issuer is known.
+    const clusterIssuer = await this.#keys.knownIssuer();
+    if (!sa && clusterIssuer !== undefined && claimed.iss !== clusterIssuer) return null;
     const verdict = await this.#keys.verify(token, this.#audience);
     if (!verdict.ok) {
       // Another issuer's token that is no ServiceAccount's: some other verifier's, or nobody's.

@@ -28,7 +28,6 @@ import { validateWheel, type ValidatedArchive } from './wheel.js';
 import { recordProjectWrite } from '../../status.js';
 import { ensureQuota, ensureRoom } from './quota.js';
 
-
 /**
  * What an upload uses of the server's services: the write check's (indexes, client address), the
  * stores, the usage counters, the summaries and the webhook events.
