@@ -271,6 +271,32 @@ describe('the operator', () => {
     expect(pod).toMatchObject({ serviceAccountName: 'velodex-default', automountServiceAccountToken: true });
   });
 
+  it('adds an autoscaler and a NetworkPolicy when the registry asks for them, leaves the replica count to the autoscaler, and deletes both when it no longer asks', async () => {
+    await kubectl(['apply', '-f', '-'], registryYaml('scaled', '  autoscaling: { minReplicas: 2, maxReplicas: 6 }\n  networkPolicy: { from: [{ podSelector: { matchLabels: { role: builder } } }] }\n'));
+    const hpa = await until('the autoscaler', () => json<{ spec: { minReplicas: number; maxReplicas: number; scaleTargetRef: { name: string } } }>(['get', 'hpa', 'scaled', '-n', NS]).catch(() => undefined));
+    expect(hpa.spec).toMatchObject({ minReplicas: 2, maxReplicas: 6, scaleTargetRef: { name: 'scaled' } });
+    const policy = await until('the NetworkPolicy', () => json<{ spec: { ingress: unknown[] } }>(['get', 'networkpolicy', 'scaled', '-n', NS]).catch(() => undefined));
+    expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { role: 'builder' } } }], ports: [{ protocol: 'TCP', port: 'http' }] }]);
+    // The operator's apply carries no replica count: what the autoscaler sets stays.
+    await kubectl(['scale', 'deployment', 'scaled', '-n', NS, '--replicas=5']);
+    await new Promise((r) => setTimeout(r, 5000));
+    expect((await kubectl(['get', 'deployment', 'scaled', '-n', NS, '-o', 'jsonpath={.spec.replicas}'])).stdout).toBe('5');
+    const spec = (await kubectl(['get', 'deployment', 'scaled', '-n', NS, '-o', 'jsonpath={.spec.template.spec.topologySpreadConstraints[*].topologyKey} {.spec.template.spec.volumes[?(@.name=="data")].emptyDir.sizeLimit}'])).stdout;
+    expect(spec).toBe('kubernetes.io/hostname topology.kubernetes.io/zone 10Gi');
+    await kubectl(['patch', 'packageregistry', 'scaled', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"}]']);
+    await until('both gone', async () => {
+      const left = (await kubectl(['get', 'hpa,networkpolicy', '-n', NS, '--field-selector', 'metadata.name=scaled', '-o', 'name'])).stdout.trim();
+      return left === '' ? true : undefined;
+    });
+    await kubectl(['delete', 'packageregistry', 'scaled', '-n', NS]);
+  });
+
+  it('refuses an autoscaler whose minimum passes its maximum at apply time', async () => {
+    const res = await kubectl(['apply', '-f', '-'], registryYaml('badscale', '  autoscaling: { minReplicas: 5, maxReplicas: 2 }\n'), true);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('spec.autoscaling.minReplicas must not exceed maxReplicas');
+  });
+
   it('says why each index is or is not served, in kubectl get', async () => {
     expect(await until('hosted status', () => readyOf('hosted'))).toMatchObject({ status: 'False', reason: 'NoReadyPods' });
     expect(await until('clash status', () => readyOf('clash'))).toMatchObject({ status: 'False', reason: 'RouteConflict', message: 'route "team/hosted" is already served by the older PackageIndex "hosted"' });

@@ -11,12 +11,16 @@
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
  * taken; an invalid spec refused at apply time), two operators with the leader killed
  * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
- * nothing lost), the registry scaled to zero (NoReadyPods) and back.
+ * nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
+ * HTTPS from a certificate Secret, and serves its renewal without a roll; its pods spread and
+ * limit their scratch by default, and its autoscaler and NetworkPolicy come and go with its spec.
  */
 import { copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { connect as connectTls } from 'node:tls';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
+import { testCa, type IssuedCertificate } from '../support/certificates.js';
 import { until as untilSeen } from '../support/until.js';
 import { NODE_IP, startKubeNode, type KubeNode } from '../support/kube-node.js';
 import { startPypiserver, type PypiServer } from '../support/pypiserver.js';
@@ -491,6 +495,64 @@ describe('a platform team on a real cluster', () => {
     await k(['apply', '-f', '-'], pod('pulled-from-cache'));
     await k(['wait', '--for=condition=Ready', 'pod/pulled-from-cache', '-n', NS, '--timeout=180s']);
     await k(['delete', 'pod', 'pulled-through', 'pulled-from-cache', '-n', NS, '--wait=false']);
+  });
+
+  it('serves HTTPS with spec.tls: Ready through the HTTPS probes and status poll, https in status.url and /+api, a renewed certificate served without a roll', async () => {
+    const ca = testCa(tempDir('velodex-e2e-tls-'), 'DNS:secure.team.svc');
+    const secret = async (cert: IssuedCertificate) => {
+      const yaml = (await k(['create', 'secret', 'tls', 'secure-cert', '-n', NS, `--cert=${cert.certFile}`, `--key=${cert.keyFile}`, '--dry-run=client', '-o', 'yaml'])).stdout;
+      await k(['apply', '-f', '-'], yaml);
+      await k(['label', 'secret', 'secure-cert', '-n', NS, 'velodex.dev/allow-reference=true', '--overwrite']);
+    };
+    const first = ca.issue('first');
+    await secret(first);
+    const storage = (await k(['get', 'packageregistry', 'default', '-n', NS, '-o', 'jsonpath={.spec.storage}'])).stdout;
+    const registry = { apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageRegistry', metadata: { name: 'secure', namespace: NS }, spec: { replicas: 1, storage: { ...JSON.parse(storage), prefix: 'secure' }, tls: { secretName: 'secure-cert' } } };
+    const index = { apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageIndex', metadata: { name: 'secure-hosted', namespace: NS }, spec: { registry: 'secure', route: 'secure/hosted', ecosystem: 'python', role: 'hosted' } };
+    await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [registry, index] }));
+    // Ready needs the HTTPS readiness probe and the operator's poll of the pod's /+status over HTTPS.
+    await k(['wait', '--for=condition=Ready', 'packageregistry/secure', 'pidx/secure-hosted', '-n', NS, '--timeout=240s']);
+    expect((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc');
+    expect((await k(['get', 'pidx', 'secure-hosted', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc/secure/hosted/simple/');
+    const ip = (await k(['get', 'service', 'secure', '-n', NS, '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim();
+    const caPem = readFileSync(ca.caFile);
+    // The Service's name is what the certificate names: connect to its address under that name.
+    const served = () =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connectTls({ host: ip, port: 443, servername: 'secure.team.svc', ca: caPem }, () => {
+          resolve(socket.getPeerCertificate().fingerprint256);
+          socket.end();
+        });
+        socket.once('error', reject);
+      });
+    expect(await served()).toBe(first.fingerprint256);
+    const api = await run('curl', ['-sS', '--fail', '--cacert', ca.caFile, '--resolve', `secure.team.svc:443:${ip}`, 'https://secure.team.svc/+api']);
+    expect(api.stdout).toContain('"https://secure.team.svc/secure/hosted/simple/"');
+    expect(api.stdout).not.toContain('http://secure.team.svc');
+    // A plain-HTTP client gets no answer it could mistake for one.
+    expect((await run('curl', ['-sS', `http://${ip}:443/+status`], { allowFailure: true })).code).not.toBe(0);
+
+    const pods = async () => (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=secure', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim();
+    const before = await pods();
+    const second = ca.issue('second');
+    await secret(second);
+    // The kubelet updates the mounted files at its next sync of the pod (within about a minute), the registry within 2 s of that.
+    await until('the renewed certificate served', async () => ((await served().catch(() => '')) === second.fingerprint256 ? true : undefined), 240_000);
+    expect(await pods()).toBe(before);
+  });
+
+  it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler and NetworkPolicy under the chart's RBAC", async () => {
+    const pod = JSON.parse((await k(['get', 'deployment', 'secure', '-n', NS, '-o', 'jsonpath={.spec.template.spec}'])).stdout) as { topologySpreadConstraints: { topologyKey: string }[]; volumes: { name: string; emptyDir?: { sizeLimit?: string } }[]; containers: { resources: unknown }[] };
+    expect(pod.topologySpreadConstraints.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
+    expect(pod.volumes.find((v) => v.name === 'data')?.emptyDir?.sizeLimit).toBe('10Gi');
+    expect(pod.containers[0]?.resources).toEqual({ requests: { cpu: '250m', memory: '256Mi' } });
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { autoscaling: { minReplicas: 1, maxReplicas: 2 }, networkPolicy: {} } })]);
+    await until('the autoscaler and the NetworkPolicy', async () => ((await k(['get', 'hpa,networkpolicy', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 2 ? true : undefined));
+    // The registry still answers through its NetworkPolicy (every pod may reach it; this client is the node).
+    await k(['wait', '--for=condition=Ready', 'packageregistry/secure', '-n', NS, '--timeout=240s']);
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"}]']);
+    await until('both removed', async () => ((await k(['get', 'hpa,networkpolicy', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
+    await k(['delete', 'pidx/secure-hosted', 'packageregistry/secure', '-n', NS, '--wait=true', '--timeout=120s']);
   });
 
   it('replaces a killed registry pod and loses nothing; scaled to zero it is NoReadyPods, and Ready again after', async () => {

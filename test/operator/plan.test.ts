@@ -108,6 +108,19 @@ describe('planNamespace', () => {
     expect(plan.refused.get('h3')?.message).toContain('kubectl label secret s3-unlabelled -n team velodex.dev/allow-reference=true');
   });
 
+  it('serves a registry with spec.tls only once its certificate Secret exists, has both keys and has opted in', () => {
+    const hosted = index('h5', { route: 'x/h5', ecosystem: 'python', role: 'hosted' });
+    const secure = { ...registry('default'), spec: { ...registry('default').spec, tls: { secretName: 'cert' } } };
+    const plan = (cert?: Record<string, string>, notOptedIn: string[] = []) =>
+      planNamespace([secure], [hosted], input({ secrets: new Map([...secrets, ...(cert ? [['cert', cert] as const] : [])]), notOptedIn: new Set(notOptedIn) })).registries.get('default');
+    expect(plan()?.refusal).toEqual({ reason: 'SecretNotFound', message: 'PackageRegistry "default" spec.tls.secretName: Secret "cert" does not exist in this namespace' });
+    expect(plan({ 'tls.crt': 'c' })?.refusal).toEqual({ reason: 'SecretNotFound', message: 'PackageRegistry "default" spec.tls.secretName: Secret "cert" has no key "tls.key"' });
+    expect(plan(undefined, ['cert'])?.refusal?.reason).toBe('SecretNotOptedIn');
+    const served = plan({ 'tls.crt': 'c', 'tls.key': 'k' });
+    expect(served?.refusal).toBeUndefined();
+    expect(served?.config?.toml).toContain('cert_file = "/etc/velodex/tls/tls.crt"');
+  });
+
   it("runs only the platform's images: the default, or one matching an allowed pattern", () => {
     const hosted = index('h4', { route: 'x/h4', ecosystem: 'python', role: 'hosted' });
     const withImage = (image?: string): PackageRegistry => ({ ...registry('default'), spec: { ...registry('default').spec, ...(image ? { image } : {}) } });

@@ -351,4 +351,87 @@ describe('registry config rendering', () => {
     expect(hook?.urlSource).toBe('file:/var/run/velodex/secrets/hook-urls/chat');
     expect(hook?.secret?.reveal()).toBe('hook-secret-not-in-config');
   });
+
+  it('serves HTTPS with spec.tls: [tls] from the mounted Secret folder, probes and Service on https (443), and a renewed certificate rolls nothing', () => {
+    const secure: PackageRegistry = { ...registry, metadata: { ...registry.metadata, uid: 'u' }, spec: { ...registry.spec, tls: { secretName: 'registry-cert' } } };
+    const rendered = renderRegistryConfig(secure, indexes);
+    expect(parsed(rendered).tls).toEqual({ certFile: '/etc/velodex/tls/tls.crt', keyFile: '/etc/velodex/tls/tls.key' });
+    // Mounted apart from the Secrets the checksum covers.
+    expect(rendered.secrets).not.toContain('registry-cert');
+    const render = (cert: string) => {
+      const data = new Map(Object.entries({ ...secretData, 'registry-cert': { 'tls.crt': cert, 'tls.key': `key of ${cert}` } }));
+      const objects = renderObjects(secure, rendered, data, { defaultImage: 'velodex:test' });
+      type Pod = { metadata: { annotations: Record<string, string> }; spec: { containers: Record<string, unknown>[]; volumes: Record<string, unknown>[] } };
+      const deployment = objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: Pod } };
+      const service = objects.find((o) => o.kind === 'Service') as unknown as { spec: { ports: Record<string, unknown>[] } };
+      return { pod: deployment.spec.template, service };
+    };
+    const { pod, service } = render('certificate one');
+    const container = pod.spec.containers[0];
+    expect(container).toMatchObject({
+      ports: [{ name: 'https', containerPort: 8080 }],
+      readinessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' } },
+      livenessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' } },
+    });
+    // The whole Secret as a folder (no subPath): the kubelet's update reaches the files.
+    expect(container?.volumeMounts).toContainEqual({ name: 'tls', mountPath: '/etc/velodex/tls', readOnly: true });
+    expect(pod.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'registry-cert', defaultMode: 0o400 } });
+    expect(service.spec.ports).toEqual([{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP', appProtocol: 'https' }]);
+    expect(render('certificate two').pod.metadata.annotations).toEqual(pod.metadata.annotations);
+  });
+
+  describe('what a platform team expects by default, each overridable', () => {
+    type Pod = { spec: { containers: Record<string, unknown>[]; volumes: Record<string, unknown>[]; topologySpreadConstraints: unknown[] } };
+    const render = (spec: Partial<PackageRegistry['spec']>, ixs = indexes) => {
+      const r: PackageRegistry = { ...registry, metadata: { ...registry.metadata, uid: 'u' }, spec: { ...registry.spec, ...spec } };
+      const objects = renderObjects(r, renderRegistryConfig(r, ixs), new Map(), { defaultImage: 'velodex:test' });
+      const deployment = objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { replicas?: number; template: Pod } };
+      return { objects, deployment, pod: deployment.spec.template.spec };
+    };
+
+    it('spreads the pods over nodes and zones, requests CPU and memory, limits the scratch volume, and has no autoscaler or NetworkPolicy', () => {
+      const { objects, deployment, pod } = render({});
+      const selector = { matchLabels: { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': 'default' } };
+      expect(pod.topologySpreadConstraints).toEqual([
+        { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: selector },
+        { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: selector },
+      ]);
+      expect(pod.containers[0]?.resources).toEqual({ requests: { cpu: '250m', memory: '256Mi' } });
+      expect(pod.volumes).toContainEqual({ name: 'data', emptyDir: { sizeLimit: '10Gi' } });
+      expect(deployment.spec.replicas).toBe(2);
+      expect(objects.map((o) => o.kind)).toEqual(['ConfigMap', 'ServiceAccount', 'Deployment', 'Service', 'PodDisruptionBudget']);
+    });
+
+    it('sizes the scratch volume for four of the largest file an index accepts, or as the spec says', () => {
+      const big = index('big', { route: 'team/big', ecosystem: 'python', role: 'hosted', policy: { maxFileSize: 5 * 1024 ** 3 } });
+      expect(render({}, [...indexes, big]).pod.volumes).toContainEqual({ name: 'data', emptyDir: { sizeLimit: '20Gi' } });
+      expect(render({ scratch: { sizeLimit: '50Gi' } }, [...indexes, big]).pod.volumes).toContainEqual({ name: 'data', emptyDir: { sizeLimit: '50Gi' } });
+    });
+
+    it('takes the spread, the resources, an autoscaler and a NetworkPolicy from the spec', () => {
+      const spread = [{ maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' }];
+      const { objects, deployment, pod } = render({
+        topologySpreadConstraints: spread,
+        resources: { requests: { cpu: '1' }, limits: { memory: '1Gi' } },
+        autoscaling: { minReplicas: 3, maxReplicas: 10 },
+        networkPolicy: { from: [{ namespaceSelector: { matchLabels: { team: 'builds' } } }], egress: [{ ipBlock: { cidr: '10.0.0.0/8' } }] },
+      });
+      expect(pod.topologySpreadConstraints).toEqual([{ ...spread[0], labelSelector: { matchLabels: { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': 'default' } } }]);
+      expect(pod.containers[0]?.resources).toEqual({ requests: { cpu: '1' }, limits: { memory: '1Gi' } });
+      // The autoscaler owns the count: the operator's apply leaves it out.
+      expect(deployment.spec.replicas).toBeUndefined();
+      expect(objects.find((o) => o.kind === 'HorizontalPodAutoscaler')).toMatchObject({
+        apiVersion: 'autoscaling/v2',
+        spec: { scaleTargetRef: { kind: 'Deployment', name: 'default' }, minReplicas: 3, maxReplicas: 10, metrics: [{ resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }] },
+      });
+      expect(objects.find((o) => o.kind === 'NetworkPolicy')).toMatchObject({
+        spec: {
+          policyTypes: ['Ingress', 'Egress'],
+          ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'builds' } } }], ports: [{ protocol: 'TCP', port: 'http' }] }],
+          egress: [{ ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] }, { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }],
+        },
+      });
+      expect(render({ topologySpreadConstraints: [] }).pod.topologySpreadConstraints).toEqual([]);
+    });
+  });
 });

@@ -1,6 +1,6 @@
 /**
  * A certificate authority of the test's own, made with openssl (from hack/tools.sh), and server
- * certificates for 127.0.0.1 it signs: a server of the test's own (or velodex with `[tls]`)
+ * certificates for 127.0.0.1 (or other names) it signs: a server of the test's own (or velodex with `[tls]`)
  * speaks https with one, and a client trusts it through `ca.pem` (`--cert`, `SSL_CERT_FILE`,
  * `NODE_EXTRA_CA_CERTS`). Each certificate issued gets its own name, serial and key, so a test
  * can tell which one a server serves (`fingerprint256`).
@@ -22,7 +22,7 @@ export interface IssuedCertificate {
 export interface TestCa {
   /** The CA's certificate, PEM: what a client is told to trust. */
   caFile: string;
-  /** A new key and a certificate for IP 127.0.0.1 signed by the CA, as `<name>.pem` and `<name>.key` in the CA's folder. */
+  /** A new key and a certificate for the CA's subject names signed by it, as `<name>.pem` and `<name>.key` in the CA's folder. */
   issue(name: string): IssuedCertificate;
 }
 
@@ -30,10 +30,11 @@ const openssl = (...args: string[]): void => {
   execFileSync('openssl', args, { stdio: 'ignore' });
 };
 
-export function testCa(dir: string): TestCa {
+/** `subjectAltName`: what every certificate it issues is for, in openssl's spelling (`IP:…`, `DNS:…`, comma-separated). */
+export function testCa(dir: string, subjectAltName = 'IP:127.0.0.1'): TestCa {
   const f = (name: string) => join(dir, name);
   openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=velodex test CA', '-keyout', f('ca.key'), '-out', f('ca.pem'));
-  writeFileSync(f('server.ext'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n');
+  writeFileSync(f('server.ext'), `subjectAltName=${subjectAltName}\nbasicConstraints=CA:FALSE\n`);
   return {
     caFile: f('ca.pem'),
     issue(name) {

@@ -18,6 +18,9 @@ import {
   type KubernetesObject,
   type V1Deployment,
 } from '@kubernetes/client-node';
+// Not re-exported by the package's index; 1.4.x is pinned (package.json), and the render tests
+// through a real API server (test/operator/apiserver.test.ts) fail if this path or its behaviour moves.
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { FIELD_MANAGER, type ApplyObject } from '../render/objects.js';
 import { GROUP, VERSION, type PackageIndexStatus, type PackageRegistryStatus } from '../resources/types.js';
 
@@ -35,6 +38,8 @@ export interface Kube {
   secretExists(namespace: string, name: string): Promise<boolean>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
   apply(obj: ApplyObject): Promise<void>;
+  /** Deletes an object the operator applied earlier and no longer wants; nothing when it is gone already. */
+  remove(ref: { apiVersion: string; kind: string; namespace: string; name: string }): Promise<void>;
   patchStatus(kind: keyof typeof PLURAL, namespace: string, name: string, status: PackageIndexStatus | PackageRegistryStatus): Promise<void>;
 }
 
@@ -70,7 +75,14 @@ export function kubeClient(kc: KubeConfig): Kube {
       }
     },
     async apply(obj) {
-      await objects.patch(obj as KubernetesObject, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+    },
+    async remove({ apiVersion, kind, namespace, name }) {
+      try {
+        await objects.delete({ apiVersion, kind, metadata: { namespace, name } });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
     },
     async patchStatus(kind, namespace, name, status) {
       await custom.patchNamespacedCustomObjectStatus(
@@ -79,6 +91,19 @@ export function kubeClient(kc: KubeConfig): Kube {
       );
     },
   };
+}
+
+/**
+ * The library sends a kind it knows by its model's property names, which differ from the API's
+ * where the API's is a reserved word (a NetworkPolicy peer list is `_from` there, `from` on the
+ * wire): a rendered object, written in the API's names, would lose such fields without a word.
+ * Read into the model first, it is sent as written. A kind the library does not know (a custom
+ * resource) passes through unchanged.
+ */
+function asModel(obj: ApplyObject): KubernetesObject {
+  const version = obj.apiVersion.split('/').pop() ?? obj.apiVersion;
+  const type = `${version.charAt(0).toUpperCase()}${version.slice(1)}${obj.kind}`;
+  return ObjectSerializer.deserialize(obj, type, '') as KubernetesObject;
 }
 
 /**

@@ -7,7 +7,7 @@
  * watches only labelled Secrets (kube/client.ts, main.ts), so the others never reach its memory.
  */
 import { DEFAULT_ACCESS_KEY_KEY, DEFAULT_SECRET_KEY_KEY } from '../render/registry-config.js';
-import { upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
+import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type PackageIndex, type PackageRegistry, type SecretKeyRef } from '../resources/types.js';
 
 export const SECRET_OPT_IN_LABEL = 'velodex.dev/allow-reference';
 export const SECRET_OPT_IN_VALUE = 'true';
@@ -44,7 +44,16 @@ export function registrySecretUses(registry: PackageRegistry): SecretUse[] {
     { ref: { name: creds.name, key: creds.accessKeyKey ?? DEFAULT_ACCESS_KEY_KEY }, field },
     { ref: { name: creds.name, key: creds.secretKeyKey ?? DEFAULT_SECRET_KEY_KEY }, field },
     ...(admin ? [{ ref: admin, field: `PackageRegistry "${registry.metadata.name}" spec.adminTokenSecretRef` }] : []),
+    ...tlsSecretUses(registry),
   ];
+}
+
+/** The certificate Secret of `spec.tls`: checked and watched like the others, mounted apart (render/objects.ts). */
+function tlsSecretUses(registry: PackageRegistry): SecretUse[] {
+  const tls = registry.spec.tls;
+  if (!tls) return [];
+  const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName`;
+  return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field }));
 }
 
 /** Every Secret name the resources of a namespace reference. */

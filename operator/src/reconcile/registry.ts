@@ -15,14 +15,16 @@ import type { Kube } from '../kube/client.js';
 import type { ClusterView } from '../kube/informers.js';
 import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
 import { referencedSecretNames } from '../plan/secret-refs.js';
-import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, renderObjects, selectorOf, type RenderOptions } from '../render/objects.js';
+import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, DEFAULT_TLS_SERVICE_PORT, renderObjects, selectorOf, servicePort, type RenderOptions } from '../render/objects.js';
 import { REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
 import { refusedState, servedState } from '../status/merge.js';
+import { getPodStatus } from '../status/pod-fetch.js';
 import type { PodReport, PodStatusDoc } from '../status/pod-status.js';
 import { overPrevious, registryStored } from '../status/stored.js';
 import { splitKey } from './keys.js';
+import { UnwantedObjects } from './unwanted-objects.js';
 
 export interface ReconcileDeps {
   kube: Kube;
@@ -38,6 +40,7 @@ export interface ReconcileDeps {
 }
 
 const POD_STATUS_TIMEOUT_MS = 3_000;
+const unwanted = new UnwantedObjects();
 
 /** Reconciles `key`; false when it names nothing any more (no registry, no index): no resync is due. */
 export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promise<boolean> {
@@ -52,7 +55,10 @@ export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promi
   const plan = planNamespace(registries, indexes, { secrets, notOptedIn, images: { defaultImage: deps.render.defaultImage, allowed: deps.allowedImages ?? [] } });
 
   const rp = plan.registries.get(name);
-  if (rp?.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+  if (rp?.config) {
+    for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+    await unwanted.remove(kube, rp.registry);
+  }
   const reports = rp ? await podReports(rp, namespace, deps) : [];
 
   // The plan serves each index or refuses it, its refusal keyed by the index it is about.
@@ -76,23 +82,25 @@ async function secretsNotOptedIn(kube: Kube, namespace: string, referenced: Set<
   return found;
 }
 
-/** The Service's in-cluster base URL. */
+/** The Service's in-cluster base URL: https with `spec.tls`. */
 export function registryUrl(registry: PackageRegistry): string {
-  const port = registry.spec.service?.port ?? DEFAULT_SERVICE_PORT;
-  return `http://${registry.metadata.name}.${registry.metadata.namespace}.svc${port === 80 ? '' : `:${port}`}`;
+  const port = servicePort(registry);
+  const scheme = registry.spec.tls ? 'https' : 'http';
+  const usual = registry.spec.tls ? DEFAULT_TLS_SERVICE_PORT : DEFAULT_SERVICE_PORT;
+  return `${scheme}://${registry.metadata.name}.${registry.metadata.namespace}.svc${port === usual ? '' : `:${port}`}`;
 }
 
 /** Where a client points: a Simple root for Python, an image reference prefix for OCI. */
 export function indexUrl(ix: PackageIndex, registry: PackageRegistry): string {
   const route = ix.spec.route.replace(/^\/+|\/+$/g, '');
-  if (ix.spec.ecosystem === 'oci') return `${registryUrl(registry).replace(/^http:\/\//, '')}/${route}`;
+  if (ix.spec.ecosystem === 'oci') return `${registryUrl(registry).replace(/^https?:\/\//, '')}/${route}`;
   return `${registryUrl(registry)}/${route}/simple/`;
 }
 
 async function podReports(rp: RegistryPlan, namespace: string, deps: ReconcileDeps): Promise<PodReport[]> {
   const pods = deps.view.pods(namespace, selectorOf(rp.registry)).filter(isReady);
   // Pods still on an older config count too: their /+status does not list a new index yet.
-  const fetchStatus = deps.podStatus ?? fetchPodStatus;
+  const fetchStatus = deps.podStatus ?? ((pod: V1Pod) => fetchPodStatus(pod, rp.registry.spec.tls !== undefined));
   return Promise.all(
     pods.map(async (pod): Promise<PodReport> => {
       const name = pod.metadata?.name ?? '?';
@@ -109,13 +117,10 @@ function isReady(pod: V1Pod): boolean {
   return !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-async function fetchPodStatus(pod: V1Pod): Promise<PodStatusDoc> {
+async function fetchPodStatus(pod: V1Pod, tls: boolean): Promise<PodStatusDoc> {
   const ip = pod.status?.podIP;
   if (!ip) throw new Error('the pod has no IP');
-  const host = ip.includes(':') ? `[${ip}]` : ip;
-  const res = await fetch(`http://${host}:${REGISTRY_PORT}/+status`, { signal: AbortSignal.timeout(POD_STATUS_TIMEOUT_MS) });
-  if (!res.ok) throw new Error(`/+status answered ${res.status}`);
-  return (await res.json()) as PodStatusDoc;
+  return (await getPodStatus(ip, REGISTRY_PORT, tls, POD_STATUS_TIMEOUT_MS)) as PodStatusDoc;
 }
 
 async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, reports: PodReport[], secrets: ReadonlyMap<string, Record<string, string>>, now: Date): Promise<void> {

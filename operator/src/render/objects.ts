@@ -12,12 +12,17 @@
  * and nothing granted to the other workloads of the namespace.
  *
  * The pod template carries a checksum of the config and of the content of every Secret it mounts:
- * editing an index or rotating a token changes it, and the Deployment rolls the pods.
+ * editing an index or rotating a token changes it, and the Deployment rolls the pods. The
+ * certificate Secret of `spec.tls` is the exception: the pods re-read it (tls/reload.ts), so a
+ * renewal (cert-manager's, every few weeks) changes no checksum and rolls nothing.
+ *
+ * With `spec.tls` the container port is `https`, the probes use HTTPS, and the Service's default
+ * port is 443.
  */
 import { createHash } from 'node:crypto';
 import type { RenderedConfig } from './registry-config.js';
-import { DATA_DIR, REGISTRY_PORT, SECRETS_DIR } from './registry-config.js';
-import { API_VERSION, type PackageRegistry } from '../resources/types.js';
+import { DATA_DIR, REGISTRY_PORT, SECRETS_DIR, TLS_DIR } from './registry-config.js';
+import { API_VERSION, type PackageRegistry, type RegistryAutoscaling, type RegistryNetworkPolicy } from '../resources/types.js';
 import type { SecretsByName } from '../plan/plan.js';
 
 export const FIELD_MANAGER = 'velodex-operator';
@@ -26,6 +31,17 @@ export const CONFIG_KEY = 'velodex.toml';
 const CONFIG_DIR = '/etc/velodex';
 export const DEFAULT_REPLICAS = 2;
 export const DEFAULT_SERVICE_PORT = 80;
+export const DEFAULT_TLS_SERVICE_PORT = 443;
+/** What a registry pod asks for unless `spec.resources` says otherwise: what the autoscaler's percentages are of. */
+export const DEFAULT_RESOURCES = { requests: { cpu: '250m', memory: '256Mi' } };
+export const DEFAULT_TARGET_CPU_PERCENT = 70;
+/** The scratch volume's size unless `spec.scratch.sizeLimit` says otherwise (see `scratchLimit`). */
+export const DEFAULT_SCRATCH_LIMIT_BYTES = 10 * 1024 ** 3;
+
+/** The Service's port: as the spec says, or the default of its scheme. */
+export function servicePort(registry: PackageRegistry): number {
+  return registry.spec.service?.port ?? (registry.spec.tls ? DEFAULT_TLS_SERVICE_PORT : DEFAULT_SERVICE_PORT);
+}
 
 /** JSON objects as the API takes them; typed loosely on purpose (server-side apply bodies). */
 export type ApplyObject = Record<string, unknown> & { apiVersion: string; kind: string; metadata: { name: string; namespace: string } & Record<string, unknown> };
@@ -85,6 +101,43 @@ function owned(registry: PackageRegistry, kind: string, apiVersion: string, name
   };
 }
 
+/**
+ * The scratch volume's size limit: as the spec says, or the larger of 10 GiB and four times the
+ * largest file the registry's indexes accept (`policy.maxFileSize`): room for a few uploads of
+ * the largest at once. The kubelet evicts a pod whose scratch outgrows it, which is what keeps one
+ * pod from filling its node's disk.
+ */
+export function scratchLimit(registry: PackageRegistry, largestFile: number | undefined): string {
+  if (registry.spec.scratch?.sizeLimit !== undefined) return registry.spec.scratch.sizeLimit;
+  return quantity(Math.max(DEFAULT_SCRATCH_LIMIT_BYTES, 4 * (largestFile ?? 0)));
+}
+
+/** Bytes as a Kubernetes quantity, in the largest binary unit that divides them ("20Gi"). */
+function quantity(bytes: number): string {
+  for (const [unit, size] of [['Ti', 1024 ** 4], ['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) {
+    if (bytes % size === 0) return `${bytes / size}${unit}`;
+  }
+  return String(bytes);
+}
+
+/** One pod per node, then per zone, where the scheduler can: never a reason not to schedule. */
+function defaultSpread(registry: PackageRegistry): Record<string, unknown>[] {
+  return ['kubernetes.io/hostname', 'topology.kubernetes.io/zone'].map((topologyKey) => ({
+    maxSkew: 1,
+    topologyKey,
+    whenUnsatisfiable: 'ScheduleAnyway',
+    labelSelector: { matchLabels: selectorOf(registry) },
+  }));
+}
+
+/** The objects a registry has only when its spec asks for them: removed when it no longer does. */
+export function optionalObjects(registry: PackageRegistry): { kind: string; apiVersion: string; name: string; wanted: boolean }[] {
+  return [
+    { kind: 'HorizontalPodAutoscaler', apiVersion: 'autoscaling/v2', name: registry.metadata.name, wanted: registry.spec.autoscaling !== undefined },
+    { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', name: registry.metadata.name, wanted: registry.spec.networkPolicy !== undefined },
+  ];
+}
+
 export function renderObjects(registry: PackageRegistry, config: RenderedConfig, secrets: SecretsByName, opts: RenderOptions): ApplyObject[] {
   const name = registry.metadata.name;
   const spec = registry.spec;
@@ -95,11 +148,16 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
 
   const secretVolumes = config.secrets.map((secret, i) => ({ name: `secret-${i}`, secret: { secretName: secret, defaultMode: 0o400 } }));
   const secretMounts = config.secrets.map((secret, i) => ({ name: `secret-${i}`, mountPath: `${SECRETS_DIR}/${secret}`, readOnly: true }));
-  const probe = (path: string, period: number) => ({ httpGet: { path, port: 'http' }, periodSeconds: period, timeoutSeconds: 2 });
+  const tls = spec.tls;
+  const port = tls ? 'https' : 'http';
+  const probe = (path: string, period: number) => ({ httpGet: { path, port, scheme: tls ? 'HTTPS' : 'HTTP' }, periodSeconds: period, timeoutSeconds: 2 });
+  const tlsVolumes = tls ? [{ name: 'tls', secret: { secretName: tls.secretName, defaultMode: 0o400 } }] : [];
+  const tlsMounts = tls ? [{ name: 'tls', mountPath: TLS_DIR, readOnly: true }] : [];
   const deployment = {
     ...owned(registry, 'Deployment', 'apps/v1', name),
     spec: {
-      replicas: spec.replicas ?? DEFAULT_REPLICAS,
+      // With an autoscaler the replica count is its: not applied here at all.
+      ...(spec.autoscaling ? {} : { replicas: spec.replicas ?? DEFAULT_REPLICAS }),
       selector: { matchLabels: selectorOf(registry) },
       // A roll starts a new pod before it stops an old one, so serving never pauses.
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
@@ -114,6 +172,7 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
           // (preStop sleep), then finishes its requests in flight (SIGTERM closes gracefully).
           terminationGracePeriodSeconds: 30,
           enableServiceLinks: false,
+          topologySpreadConstraints: (spec.topologySpreadConstraints ?? defaultSpread(registry)).map((c) => ({ labelSelector: { matchLabels: selectorOf(registry) }, ...c })),
           securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
           containers: [
             {
@@ -121,21 +180,22 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
               image: spec.image ?? opts.defaultImage,
               ...(spec.imagePullPolicy ? { imagePullPolicy: spec.imagePullPolicy } : {}),
               args: ['serve', '--config', `${CONFIG_DIR}/${CONFIG_KEY}`],
-              ports: [{ name: 'http', containerPort: REGISTRY_PORT, protocol: 'TCP' }],
+              ports: [{ name: port, containerPort: REGISTRY_PORT, protocol: 'TCP' }],
               env: [{ name: 'TMPDIR', value: `${DATA_DIR}/tmp` }],
               lifecycle: { preStop: { sleep: { seconds: 5 } } },
               readinessProbe: probe('/healthz', 2),
               livenessProbe: { ...probe('/healthz', 10), failureThreshold: 6 },
-              ...(spec.resources ? { resources: spec.resources } : {}),
+              resources: spec.resources ?? DEFAULT_RESOURCES,
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
               volumeMounts: [
                 { name: 'config', mountPath: CONFIG_DIR, readOnly: true },
                 { name: 'data', mountPath: DATA_DIR },
                 ...secretMounts,
+                ...tlsMounts,
               ],
             },
           ],
-          volumes: [{ name: 'config', configMap: { name: configMapName(registry) } }, { name: 'data', emptyDir: {} }, ...secretVolumes],
+          volumes: [{ name: 'config', configMap: { name: configMapName(registry) } }, { name: 'data', emptyDir: { sizeLimit: scratchLimit(registry, config.largestFile) } }, ...secretVolumes, ...tlsVolumes],
         },
       },
     },
@@ -145,12 +205,44 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
     spec: {
       type: spec.service?.type ?? 'ClusterIP',
       selector: selectorOf(registry),
-      ports: [{ name: 'http', port: spec.service?.port ?? DEFAULT_SERVICE_PORT, targetPort: 'http', protocol: 'TCP' }],
+      ports: [{ name: port, port: servicePort(registry), targetPort: port, protocol: 'TCP', appProtocol: port }],
     },
   };
   const pdb = {
     ...owned(registry, 'PodDisruptionBudget', 'policy/v1', name),
     spec: { maxUnavailable: 1, selector: { matchLabels: selectorOf(registry) } },
   };
-  return [configMap, serviceAccount, deployment, service, pdb];
+  const objects: ApplyObject[] = [configMap, serviceAccount, deployment, service, pdb];
+  if (spec.autoscaling) objects.push(autoscaler(registry, spec.autoscaling));
+  if (spec.networkPolicy) objects.push(networkPolicy(registry, spec.networkPolicy, port));
+  return objects;
+}
+
+function autoscaler(registry: PackageRegistry, a: RegistryAutoscaling): ApplyObject {
+  return {
+    ...owned(registry, 'HorizontalPodAutoscaler', 'autoscaling/v2', registry.metadata.name),
+    spec: {
+      scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: registry.metadata.name },
+      minReplicas: a.minReplicas ?? DEFAULT_REPLICAS,
+      maxReplicas: a.maxReplicas,
+      metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: a.targetCPUUtilizationPercentage ?? DEFAULT_TARGET_CPU_PERCENT } } }],
+    },
+  };
+}
+
+/**
+ * Ingress to the registry port from `from` (default: every pod of the cluster); egress to DNS and
+ * to `egress` (default: anywhere, since the object store and the upstreams may be outside).
+ */
+function networkPolicy(registry: PackageRegistry, p: RegistryNetworkPolicy, port: string): ApplyObject {
+  const dns = { to: [{ namespaceSelector: {} }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] };
+  return {
+    ...owned(registry, 'NetworkPolicy', 'networking.k8s.io/v1', registry.metadata.name),
+    spec: {
+      podSelector: { matchLabels: selectorOf(registry) },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [{ from: p.from ?? [{ namespaceSelector: {} }], ports: [{ protocol: 'TCP', port }] }],
+      egress: p.egress ? [dns, { to: p.egress }] : [{}],
+    },
+  };
 }

@@ -5,13 +5,19 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { upstreamCredentialKeys, type ByteSize, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
+import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
 /** The container's port and data dir (scratch space only: the pods keep no state). */
 export const REGISTRY_PORT = 8080;
 export const DATA_DIR = '/var/lib/velodex';
+/**
+ * Where a pod mounts the certificate Secret of `spec.tls`: the whole Secret as a folder (never a
+ * `subPath`), so the kubelet's update of a renewed certificate reaches the files the registry
+ * re-reads.
+ */
+export const TLS_DIR = '/etc/velodex/tls';
 
 export const DEFAULT_ACCESS_KEY_KEY = 'access-key';
 export const DEFAULT_SECRET_KEY_KEY = 'secret-key';
@@ -52,6 +58,8 @@ export interface RenderedConfig {
    * the pods mount their own ServiceAccount token, with which they read the cluster's issuer.
    */
   serviceAccounts: boolean;
+  /** The largest `policy.maxFileSize` of the indexes, if any sets one: what sizes the scratch volume. */
+  largestFile?: number;
 }
 
 /** The audience a ServiceAccount token must be issued for (the registry's default, written out). */
@@ -106,12 +114,16 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
   }
   if (retention?.every !== undefined) doc.retention = { every: tomlDuration(retention.every) };
   if (gc) doc.gc = gcTable(gc);
+  // Not among the Secrets the pod template's checksum covers: a renewal rolls nothing.
+  if (registry.spec.tls) doc.tls = { cert_file: `${TLS_DIR}/${TLS_CERT_KEY}`, key_file: `${TLS_DIR}/${TLS_KEY_KEY}` };
   const serviceAccounts = indexes.some((ix) => (ix.spec.access?.serviceAccounts?.length ?? 0) > 0);
   // The API server, its CA and the pod's token are the pod's own (the registry's in-pod defaults).
   if (serviceAccounts) doc.kubernetes = { audience: SERVICE_ACCOUNT_AUDIENCE };
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
-  return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles, serviceAccounts };
+  const sizes = indexes.flatMap((ix) => (ix.spec.policy?.maxFileSize !== undefined ? [ix.spec.policy.maxFileSize] : []));
+  const largestFile = sizes.length > 0 ? Math.max(...sizes) : undefined;
+  return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles, serviceAccounts, ...(largestFile !== undefined ? { largestFile } : {}) };
 }
 
 /** `[gc]` with only the fields the spec sets: the registry's defaults stay its own (design §6). */

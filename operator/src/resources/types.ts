@@ -259,7 +259,50 @@ export interface PackageRegistrySpec {
   retention?: { every?: string };
   /** The garbage collection of blobs (rendered as `[gc]`; absent fields keep the registry's defaults). */
   gc?: RegistryGc;
+  /**
+   * HTTPS on the pods with the certificate of a `kubernetes.io/tls` Secret (`tls.crt`, `tls.key`;
+   * labelled velodex.dev/allow-reference=true), rendered as `[tls]`. A renewed certificate is
+   * served without a roll: the pods re-read the mounted files (docs/tls.md).
+   */
+  tls?: RegistryTls;
+  /**
+   * How the pods spread over nodes (and zones): absent, one pod per node and per zone where the
+   * scheduler can (`ScheduleAnyway`); given, these constraints instead (`[]`: none). Their
+   * `labelSelector` defaults to the registry's pods.
+   */
+  topologySpreadConstraints?: Record<string, unknown>[];
+  /** A HorizontalPodAutoscaler on CPU: `replicas` is then its to set, between these bounds. */
+  autoscaling?: RegistryAutoscaling;
+  /** The pods' scratch space (an `emptyDir`, where uploads and pulled files are staged). */
+  scratch?: { sizeLimit?: string };
+  /** A NetworkPolicy for the pods: who may reach them, and where they may connect. */
+  networkPolicy?: RegistryNetworkPolicy;
 }
+
+export interface RegistryAutoscaling {
+  minReplicas?: number;
+  maxReplicas: number;
+  /** Average CPU use, in percent of the pods' CPU request, the autoscaler keeps to (default 70). */
+  targetCPUUtilizationPercentage?: number;
+}
+
+/**
+ * `from`: NetworkPolicy peers that may reach the pods (absent: every pod of every namespace, and
+ * nothing outside the cluster's pods). `egress`: peers the pods may connect to besides DNS (the
+ * object store, the upstreams); absent: anywhere.
+ */
+export interface RegistryNetworkPolicy {
+  from?: Record<string, unknown>[];
+  egress?: Record<string, unknown>[];
+}
+
+export interface RegistryTls {
+  secretName: string;
+}
+
+/** The keys of a `kubernetes.io/tls` Secret. */
+export const TLS_CERT_KEY = 'tls.crt';
+export const TLS_KEY_KEY = 'tls.key';
 
 /** `[gc]` of the registry (docs/storage-lifecycle.md); durations are seconds or like "6h", "1d". */
 export interface RegistryGc {
