@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
+import { parseConfigText } from '../../registry/src/config/load.js';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
@@ -173,6 +175,33 @@ describe('s3 MetaStore across processes and faults', () => {
       for (const sock of sockets) sock.destroy();
       silent.close();
     }
+  });
+
+  it('waits for an answer as long as [storage] response_timeout_secs says, then fails with StoreUnavailableError', async () => {
+    const sockets: Socket[] = [];
+    const silent = createServer((sock) => sockets.push(sock));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const endpoint = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    try {
+      const config = parseConfigText(
+        `[storage]\nbackend = "s3"\nendpoint = "${endpoint}"\nbucket = "b"\naccess_key = "ak"\nsecret_key = "sk"\nresponse_timeout_secs = 2\n`,
+        'timeout.toml',
+        { ecosystems, env: {} },
+      );
+      const store = new S3MetaStore(s3Location(config.storage));
+      const started = Date.now();
+      const err = (await store.get('slow/doc').then(() => null, (e: unknown) => e)) as Error;
+      const waited = Date.now() - started;
+      expect(err).toBeInstanceOf(StoreUnavailableError);
+      expect(err.message).toContain('ETIMEDOUT');
+      // Two seconds, not the default thirty (a loaded machine may add a little).
+      expect(waited).toBeGreaterThanOrEqual(1900);
+      expect(waited).toBeLessThan(15_000);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      silent.close();
+    }
+    expect(() => parseConfigText('[storage]\nresponse_timeout_secs = 5\n', 'fs.toml', { ecosystems, env: {} })).toThrow(/storage\.response_timeout_secs.*is for the object store/);
   });
 
   it('fails with a clear error while MinIO is down, never crashes, and works again after a restart', async () => {

@@ -47,7 +47,9 @@ afterAll(async () => {
 });
 
 function config(endpoint: string): string {
-  return toml(s3Storage(minio, { prefix: PREFIX, endpoint }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
+  // A 200 MiB blob read back while another process, and the rest of the suite, keep MinIO busy:
+  // a busy machine's MinIO once took longer than the default 30 s to begin answering.
+  return toml(s3Storage(minio, { prefix: PREFIX, endpoint, responseTimeoutSecs: 120 }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
 }
 
 async function start(endpoint: string, dataDir?: string): Promise<Velodex> {

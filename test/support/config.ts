@@ -260,6 +260,8 @@ export interface S3StorageOptions {
   redirect?: { minSize?: number; ttlSecs?: number; endpoint?: string };
   /** `read_cache_ms`: request reads may be answered from memory this long. */
   readCacheMs?: number;
+  /** `response_timeout_secs`: how long a request waits for the store's answer to begin. */
+  responseTimeoutSecs?: number;
 }
 
 /** `[storage]` on S3 under `prefix`: a suite that pins the backend, or processes that share a store. */
@@ -278,6 +280,7 @@ export function s3Storage(s3: S3Server, o: S3StorageOptions): ConfigPart {
       redirect_ttl_secs: r?.ttlSecs,
       redirect_endpoint: r?.endpoint,
       read_cache_ms: o.readCacheMs,
+      response_timeout_secs: o.responseTimeoutSecs,
     },
   };
 }

@@ -96,6 +96,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
           }
         : {}),
       ...(storage.readCacheMs ? { read_cache_ms: storage.readCacheMs } : {}),
+      ...(storage.responseTimeoutSeconds !== undefined ? { response_timeout_secs: storage.responseTimeoutSeconds } : {}),
     },
   };
   if (adminTokenSecretRef) doc.admin = { token_file: file(adminTokenSecretRef) };

@@ -241,6 +241,8 @@ export interface PackageRegistrySpec {
     redirect?: { minSize?: number; ttlSeconds?: number; endpoint?: string };
     /** `[storage] read_cache_ms`: how stale a request read may be, in ms; absent or 0: off. */
     readCacheMs?: number;
+    /** `[storage] response_timeout_secs`: how long a request waits for the object store's answer to begin (default 30). */
+    responseTimeoutSeconds?: number;
   };
   rateLimit?: {
     enabled?: boolean;

@@ -156,6 +156,8 @@ export const storageSchema = z.strictObject({
   redirect_endpoint: z.string().url().optional(),
   // Opt-in bounded staleness of request reads (storage/recent-reads.ts); 0, the default, is off.
   read_cache_ms: z.number().int().min(0).max(60_000).optional(),
+  // s3 only: how long a request waits for the store's answer to begin (not the whole transfer).
+  response_timeout_secs: z.number().int().min(1).max(600).optional(),
 });
 
 const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });

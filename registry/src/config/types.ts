@@ -182,6 +182,11 @@ export interface StorageConfig {
    * answered from this process's memory (`storage/recent-reads.ts`); 0: every read asks the store.
    */
   readCacheMs?: number;
+  /**
+   * s3: how long a request to the object store may wait for its answer to begin (time to first
+   * byte) before it fails as the store's 503; a body then flows at its consumer's pace. Default 30.
+   */
+  responseTimeoutSecs?: number;
 }
 
 /**

@@ -60,7 +60,8 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
   const tls = url.protocol === 'https:';
   // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
   const agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const transport = answeringWithin(tls ? https : http, opts.responseTimeoutMs ?? DEFAULT_RESPONSE_TIMEOUT_MS);
+  const responseTimeoutMs = opts.responseTimeoutMs ?? (cfg.responseTimeoutSecs !== undefined ? cfg.responseTimeoutSecs * 1000 : DEFAULT_RESPONSE_TIMEOUT_MS);
+  const transport = answeringWithin(tls ? https : http, responseTimeoutMs);
   const address = clientAddress(url, cfg);
   const options = {
     ...address,
