@@ -513,6 +513,9 @@ describe('a platform team on a real cluster', () => {
     // Ready needs the HTTPS readiness probe and the operator's poll of the pod's /+status over HTTPS.
     await k(['wait', '--for=condition=Ready', 'packageregistry/secure', 'pidx/secure-hosted', '-n', NS, '--timeout=240s']);
     expect((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc');
+    // The VERSION column: what the pods' /+status says they run.
+    const version = (JSON.parse(readFileSync(join(REPO, 'registry', 'package.json'), 'utf8')) as { version: string }).version;
+    expect((await k(['get', 'packageregistry', 'secure', '-n', NS])).stdout).toMatch(new RegExp(`^secure\\s.*\\s${version.replace(/\./g, '\\.')}\\s`, 'm'));
     expect((await k(['get', 'pidx', 'secure-hosted', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc/secure/hosted/simple/');
     const ip = (await k(['get', 'service', 'secure', '-n', NS, '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim();
     const caPem = readFileSync(ca.caFile);

@@ -10,7 +10,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextConditions } from '../../operator/src/status/conditions.js';
 import { servedState } from '../../operator/src/status/merge.js';
-import type { PodReport, PodStatusDoc } from '../../operator/src/status/pod-status.js';
+import { runningVersions, type PodReport, type PodStatusDoc } from '../../operator/src/status/pod-status.js';
 import { humanSize, registryStored } from '../../operator/src/status/stored.js';
 import { API_VERSION, type PackageIndex } from '../../operator/src/resources/types.js';
 
@@ -121,4 +121,15 @@ describe('nextConditions', () => {
     const changed = nextConditions(same, [{ type: 'Ready', status: 'True', reason: 'Serving', message: 'z' }], 2, t1);
     expect(changed[0]?.lastTransitionTime).toBe('2026-01-01T00:05:00Z');
   });
+
 });
+
+describe('runningVersions (the VERSION column)', () => {
+  const at = (version?: string): PodReport => ({ pod: 'p', doc: version === undefined ? {} : { version } });
+  it('names the version the pods run, both while a roll to a new image is under way, and none when no pod says', () => {
+    expect(runningVersions([at('0.1.0'), at('0.1.0')])).toBe('0.1.0');
+    expect(runningVersions([at('0.2.0'), at('0.1.0'), { pod: 'gone', doc: null }])).toBe('0.1.0, 0.2.0');
+    expect(runningVersions([at(), { pod: 'gone', doc: null, error: 'timeout' }])).toBeUndefined();
+  });
+});
+

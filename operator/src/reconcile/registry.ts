@@ -21,7 +21,7 @@ import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, Pack
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
 import { refusedState, servedState } from '../status/merge.js';
 import { getPodStatus } from '../status/pod-fetch.js';
-import type { PodReport, PodStatusDoc } from '../status/pod-status.js';
+import { runningVersions, type PodReport, type PodStatusDoc } from '../status/pod-status.js';
 import { overPrevious, registryStored } from '../status/stored.js';
 import { splitKey } from './keys.js';
 import { UnwantedObjects } from './unwanted-objects.js';
@@ -162,9 +162,16 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
     indexes: rp.served.length,
     url: registryUrl(registry),
     ...(checksum ? { configChecksum: checksum } : {}),
+    ...versionOver(registry.status?.version, runningVersions(reports)),
     ...overPrevious(registry.status, registryStored(reports)),
   };
   await writeStatus(deps, 'PackageRegistry', registry, { status, conditions }, now);
+}
+
+/** The version to show: the pods' now, or while none answers the last one seen. */
+function versionOver(previous: string | undefined, now: string | undefined): { version?: string } {
+  const version = now ?? previous;
+  return version !== undefined ? { version } : {};
 }
 
 type Owner = PackageIndex | PackageRegistry;

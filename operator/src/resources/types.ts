@@ -325,6 +325,8 @@ export interface PackageRegistryStatus {
   indexes?: number;
   url?: string;
   configChecksum?: string;
+  /** The versions its answering pods run (the VERSION column): two during a roll to a new image. */
+  version?: string;
   /** What the registry stores in all (a blob two indexes hold counts once). */
   storedBytes?: number;
   /** `storedBytes` for people (the SIZE column). */

@@ -6,6 +6,8 @@
 
 export interface PodStatusDoc {
   instance?: string;
+  /** The registry's version (its image's). */
+  version?: string;
   indexes?: Array<{ name: string; route?: string; serial?: number; upstream?: { offline?: boolean }; stored?: StoredCount | null }>;
   /** The registry's total: a blob two indexes hold counts once; `counted_at` null before the first count. */
   stored?: (StoredCount & { counted_at?: string | null }) | null;
@@ -24,6 +26,15 @@ export interface GcRun {
   bytes_deleted?: number;
   blobs_deleted?: number;
   error?: string;
+}
+
+/**
+ * The versions the answering pods run, oldest spelling first and each once ("0.1.0", or
+ * "0.1.0, 0.2.0" while a roll to a new image is under way); undefined when none says.
+ */
+export function runningVersions(reports: readonly PodReport[]): string | undefined {
+  const versions = [...new Set(reports.flatMap((r) => (typeof r.doc?.version === 'string' ? [r.doc.version.slice(0, 64)] : [])))].sort();
+  return versions.length > 0 ? versions.join(', ') : undefined;
 }
 
 export interface PodReport {
