@@ -305,7 +305,7 @@ describe('the operator', () => {
     const table = (await kubectl(['get', 'packageindex', '-n', NS])).stdout;
     expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+SIZE\s+AGE$/);
     // The registry's total beside its readiness; empty, as an index's SIZE, until pods have counted.
-    expect((await kubectl(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/^NAME\s+REPLICAS\s+READY-PODS\s+INDEXES\s+READY\s+SIZE\s+AGE$/);
+    expect((await kubectl(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/^NAME\s+REPLICAS\s+READY-PODS\s+INDEXES\s+READY\s+SIZE\s+VERSION\s+AGE$/);
     // No pod has reported on the upstream yet.
     expect(table).toMatch(/pypi\s+team\/pypi\s+python\s+cached\s+default\s+False\s+\d+s/);
     const wide = (await kubectl(['get', 'pidx', 'clash', '-n', NS, '-o', 'wide'])).stdout;

@@ -294,7 +294,7 @@ describe('a platform team on a real cluster', () => {
     expect(table.split('\n')[0]).toMatch(/^NAME\s+ROUTE\s+ECOSYSTEM\s+ROLE\s+REGISTRY\s+READY\s+UPSTREAM\s+SIZE\s+AGE$/);
     expect(table).toMatch(/^images\s+team\/images\s+oci\s+hosted\s+default\s+True\s+\d+(\.\d)? (B|KiB|MiB|GiB)\s+\d+/m);
     expect(await until('the registry size', () => sizeOf('packageregistry', 'default'), 120_000)).toMatch(/^\d+(\.\d)? (B|KiB|MiB|GiB)$/);
-    expect((await k(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/\bREADY\s+SIZE\s+AGE$/);
+    expect((await k(['get', 'packageregistry', '-n', NS])).stdout.split('\n')[0]).toMatch(/\bREADY\s+SIZE\s+VERSION\s+AGE$/);
   });
 
   it('rolls the pods for an index edit while a polling client sees no failed request', async () => {
