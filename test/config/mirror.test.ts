@@ -75,6 +75,7 @@ describe('registryHost', () => {
     ['10.0.0.5:05000', '10.0.0.5:5000'],
     ['[::1]:5000', '[::1]:5000'],
     ['my-registry.local', 'my-registry.local'],
+    ['kind_registry:5000', 'kind_registry:5000'],
     ['', null],
     ['docker.io:', null],
     ['docker.io:70000', null],

@@ -19,7 +19,8 @@ export interface RegistryMirror {
   index: CachedIndex;
 }
 
-const NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+// `_` too: container networks and /etc/hosts use such names (as discovery/origin.ts allows).
+const NAME = /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 const IPV4 = /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])$/;
 const IPV6 = /^\[[0-9a-f:.]{2,45}\]$/;
 /** Longer than any host name (253) plus a port: anything past it is not a registry host. */

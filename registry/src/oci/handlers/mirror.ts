@@ -1,0 +1,62 @@
+/**
+ * `/v2/` requests that name an upstream registry (`?ns=`, model/namespace.ts). containerd adds
+ * `ns` to every request it sends to a host of a `hosts.toml` that is not the registry itself, so
+ * two forms arrive with it:
+ * - the one endpoint (`[[mirror]]`): `/v2/library/alpine/...?ns=docker.io`, the repository path
+ *   as the registry names it, served by the cached index mapped to that registry;
+ * - an index's own route (the per-index `hosts.toml` with `override_path`, discovery-containerd.ts):
+ *   `/v2/<route>/library/alpine/...?ns=docker.io`.
+ * For a mapped registry, a name under the route of its index (or of a virtual index over it) is
+ * the second form; any other name is a repository of the registry, so a mapped registry's pulls
+ * are never served from another index. For a registry no entry maps (or an `ns` that is no host),
+ * a name under any index route is served as without `ns`, as before `[[mirror]]` existed; any
+ * other name is a 404 NAME_UNKNOWN naming the registry, so containerd falls back to the registry
+ * itself (it tries the next host of its `hosts.toml` on any 4xx).
+ *
+ * Inside velodex a mirrored repository is named as on its index's route (`<route>/library/alpine`):
+ * the name the token realm grants and read checks compare, so a private index's challenge and
+ * token work as on its route.
+ */
+import { membersOf } from '../../roles/write-target.js';
+import { OciError } from '../model/errors.js';
+import { checkName } from '../model/names.js';
+import type { Namespace } from '../model/namespace.js';
+import { findName, resolveName } from './access.js';
+import type { Mirrors, OciDeps } from './deps.js';
+import type { Target } from './exchange.js';
+
+type Resolving = Pick<OciDeps, 'ociIndexes' | 'indexByName' | 'mirrors'>;
+
+/** The index and repository `segments` address, given the registry the request names. */
+export function resolveTarget(deps: Resolving, namespace: Namespace, segments: readonly string[]): Target {
+  if (namespace.kind === 'none') return resolveName(deps.ociIndexes, segments);
+  const routed = findName(deps.ociIndexes, segments);
+  const index = namespace.kind === 'registry' ? deps.mirrors.byRegistry.get(namespace.host) : undefined;
+  if (!index) {
+    if (routed) return routed;
+    throw namespace.kind === 'invalid' ? notHost(deps.mirrors, namespace.raw) : notMirrored(deps.mirrors, namespace.host);
+  }
+  if (routed && membersOf(routed.index, deps.indexByName).includes(index)) return routed;
+  const name = [...index.routeSegments, ...segments];
+  checkName(name);
+  return { index, repo: [...segments], name: name.join('/') };
+}
+
+/** `/v2/` itself with `ns`: the version check for a mirrored registry, the 404 for another. */
+export function checkMirrored(mirrors: Mirrors, namespace: Namespace): void {
+  if (namespace.kind === 'invalid') throw notHost(mirrors, namespace.raw);
+  if (namespace.kind === 'registry' && !mirrors.byRegistry.has(namespace.host)) throw notMirrored(mirrors, namespace.host);
+}
+
+function notMirrored(mirrors: Mirrors, host: string): OciError {
+  return new OciError('NAME_UNKNOWN', `registry "${host}" is not mirrored here (this endpoint mirrors ${listed(mirrors)}): pull it from the registry itself`);
+}
+
+function notHost(mirrors: Mirrors, raw: string): OciError {
+  return new OciError('NAME_UNKNOWN', `"${raw}" (the ns parameter) is not a registry host; this endpoint mirrors ${listed(mirrors)}`);
+}
+
+function listed(mirrors: Mirrors): string {
+  const hosts = [...mirrors.byRegistry.keys()];
+  return hosts.length === 0 ? 'no registry' : hosts.map((h) => `"${h}"`).join(', ');
+}
