@@ -259,6 +259,20 @@ export interface PackageRegistrySpec {
   retention?: { every?: string };
   /** The garbage collection of blobs (rendered as `[gc]`; absent fields keep the registry's defaults). */
   gc?: RegistryGc;
+  /** Makes the registry the node mirror of these upstream registries (rendered as `[[mirror]]`; docs/cluster-mirror.md). */
+  nodeMirror?: NodeMirror;
+}
+
+/** The upstream registries a node's containerd pulls through this registry's one endpoint (`?ns=`). */
+export interface NodeMirror {
+  registries: NodeMirrorRegistry[];
+}
+
+export interface NodeMirrorRegistry {
+  /** The registry's host as image references name it: "docker.io", "ghcr.io", "10.0.0.5:5000". */
+  registry: string;
+  /** The cached oci PackageIndex of this registry that serves it. */
+  index: string;
 }
 
 /** `[gc]` of the registry (docs/storage-lifecycle.md); durations are seconds or like "6h", "1d". */
