@@ -254,10 +254,11 @@ describe('ctr through the one endpoint', () => {
       // The private index's placeholder filled in as its comment says.
       writeFileSync(join(dir, 'hosts.toml'), (hosts?.text ?? '').replace('<base64>', Buffer.from(`node:${READ_TOKEN}`).toString('base64')));
     }
-    // The third registry tried at velodex first as well, the way a node sends every registry to it.
-    const dir = join(hostsDir, up.c.registry.host);
+    // Every other registry tried at velodex first as well (containerd's `_default`, no server:
+    // the registry itself is the fallback), so adding a [[mirror]] later needs no change on the node.
+    const dir = join(hostsDir, '_default');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'hosts.toml'), `server = "http://${up.c.registry.host}"\n\n[host."${endpoint}"]\n  capabilities = ["pull", "resolve"]\n`);
+    writeFileSync(join(dir, 'hosts.toml'), `[host."${endpoint}"]\n  capabilities = ["pull", "resolve"]\n`);
   });
 
   it('pulls images of both mapped registries by their own names, through velodex', async () => {
