@@ -3,12 +3,17 @@
  * `docker.io`), each mapped to an index that exists and is a cached OCI index; no registry twice,
  * no index for two registries; every refusal names the entry and the key.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { ConfigError } from '../../registry/src/config/errors.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
 import { registryHost } from '../../registry/src/config/mirrors.js';
 import { cached, hosted, mirrors, oci, toml, type ConfigPart } from '../support/config.js';
+import { CLI } from '../support/paths.js';
+import { run } from '../support/run.js';
+import { tempDir } from '../support/temp-dirs.js';
 
 const INDEXES = [
   oci.cached('hub', 'https://registry-1.docker.io'),
@@ -55,6 +60,12 @@ describe('[[mirror]]', () => {
     expect(err.where).toBe(where);
     expect(err.problem).toMatch(problem);
     expect(err.fix).toBeTruthy();
+  });
+
+  it('is what check-config prints', async () => {
+    const path = join(tempDir('velodex-mirror-config-'), 'velodex.toml');
+    writeFileSync(path, toml(...INDEXES, mirrors([{ registry: 'docker.io', index: 'hub' }, { registry: 'ghcr.io', index: 'ghcr' }])));
+    expect((await run(process.execPath, [CLI, 'check-config', path])).stdout).toContain('\nmirror: docker.io -> hub, ghcr.io -> ghcr\n');
   });
 
   it('refuses an unknown key of an entry', () => {
