@@ -19,6 +19,8 @@ import { FaultProxy } from '../support/fault-proxy.js';
 import { allBlobs, buildImage, writeLayout, type Image } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
+import { storeProbe } from '../support/store-probe.js';
+import { until } from '../support/until.js';
 import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { expectOciError } from './api-support.js';
 
@@ -112,7 +114,10 @@ describe('requests that name a registry (?ns=)', () => {
     expect(Buffer.from(await blob.arrayBuffer()).equals(layer.bytes)).toBe(true);
     // velodex asked its upstream for the registry's own path.
     expect(up.a.proxy!.requests.slice(from)).toContain(`GET /v2/team/app/manifests/v1`);
-    // The same cache on the index's route: nothing asked again for the bytes.
+    // The same cache on the index's route: nothing asked again for the bytes, once they are stored
+    // (a pull-through publishes a blob as its response ends; on S3 that can come a moment later).
+    const store = await storeProbe(server.dataDir);
+    await until('the layer stored', async () => ((await store.has(layer.descriptor.digest.slice('sha256:'.length))) ? true : undefined), { timeoutMs: 10_000, intervalMs: 50 });
     const before = up.a.proxy!.requests.length;
     const routed = await fetch(`${endpoint}/v2/mirror/a/team/app/blobs/${layer.descriptor.digest}`);
     expect(Buffer.from(await routed.arrayBuffer()).equals(layer.bytes)).toBe(true);
