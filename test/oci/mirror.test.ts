@@ -166,10 +166,15 @@ describe('requests that name a registry (?ns=)', () => {
     expect(up.b.proxy!.requests.slice(fromB)).toEqual([]);
   });
 
-  it('serves a name under an index route with an unmapped ns as without it, as before [[mirror]]', async () => {
-    const res = await fetch(`${endpoint}/v2/mirror/a/team/app/manifests/v1?${ns(up.c)}`, { method: 'HEAD' });
+  it('serves a name under an index route for the registry that index caches, and refuses it for another registry', async () => {
+    // The per-index hosts.toml of reg-a sits under its upstream's name (here the proxy in front of the first registry).
+    const proxied = new URL(up.a.proxy!.url).host;
+    const res = await fetch(`${endpoint}/v2/mirror/a/team/app/manifests/v1?ns=${encodeURIComponent(proxied)}`, { method: 'HEAD' });
     expect(res.status).toBe(200);
     expect(res.headers.get('docker-content-digest')).toBe(images.a.manifest.descriptor.digest);
+    // The third registry's `mirror/a/team/app` is not reg-a's `team/app`.
+    const other = await fetch(`${endpoint}/v2/mirror/a/team/app/manifests/v1?${ns(up.c)}`);
+    expect((await expectOciError(other, 404, 'NAME_UNKNOWN')).message).toContain(`registry "${up.c.registry.host}" is not mirrored here`);
   });
 
   it('leaves requests without ns as they were', async () => {
