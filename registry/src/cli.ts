@@ -129,6 +129,7 @@ async function main(argv: string[]): Promise<void> {
         const extra = ix.role === 'cached' ? ` upstream=${displayUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
+      if (config.mirrors.length > 0) lines.push(`mirror: ${config.mirrors.map((m) => `${m.registry} -> ${m.index.name}`).join(', ')}`);
       lines.push(`rate limit: ${rateLimitSummary(config.rateLimit)}`);
       lines.push(`trusted proxies: ${config.trustedProxies.length ? config.trustedProxies.map((p) => `${p.address}/${p.prefix}`).join(', ') : 'none'}`);
       lines.push(`connections: ${connectionsSummary(config.connections)}`);

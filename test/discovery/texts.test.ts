@@ -70,6 +70,35 @@ describe('OCI texts', () => {
   });
 });
 
+describe('the node mirror’s hosts.toml', () => {
+  function mirrorText(registry: string, ix: IndexConfig, host: string, scheme: 'http' | 'https' = 'http'): ClientText | undefined {
+    const origin = originOf({ host }, scheme);
+    if (!origin) throw new Error(`no origin from ${host}`);
+    return ociDiscovery.mirror?.(registry, { index: ix, members: [ix], writable: null }, origin).containerd;
+  }
+
+  it('points at the origin with no path; the fallback is the registry, from the upstream when that is the registry', () => {
+    expect(mirrorText('docker.io', cached('hub', 'https://user:pass@registry-1.docker.io/?token=x'), 'reg.internal:4433')).toEqual({
+      description: 'containerd: pull docker.io images through this endpoint (index "hub"), from docker.io itself when it has no answer (config_path of the CRI registry, or ctr --hosts-dir)',
+      path: '/etc/containerd/certs.d/docker.io/hosts.toml',
+      text: 'server = "https://registry-1.docker.io"\n\n[host."http://reg.internal:4433"]\n  capabilities = ["pull", "resolve"]\n',
+    });
+    // An upstream that is another host (a company mirror of the registry): the registry's own API host.
+    expect(mirrorText('docker.io', cached('hub', 'https://mirror.corp.example/'), 'reg.internal:4433')?.text).toMatch(/^server = "https:\/\/registry-1\.docker\.io"\n/);
+    expect(mirrorText('ghcr.io', cached('ghcr', 'https://mirror.corp.example/'), 'reg.internal:4433')?.text).toMatch(/^server = "https:\/\/ghcr\.io"\n/);
+    // A registry on plain HTTP that velodex reaches as its upstream: its scheme and port.
+    expect(mirrorText('10.0.0.5:5000', cached('lab', 'http://10.0.0.5:5000'), 'reg.internal:4433')?.text).toMatch(/^server = "http:\/\/10\.0\.0\.5:5000"\n/);
+  });
+
+  it('over HTTPS: a commented ca line for a private CA, never skip_verify; over HTTP neither', () => {
+    const https = mirrorText('ghcr.io', cached('ghcr', 'https://ghcr.io'), 'reg.example.com', 'https')?.text ?? '';
+    expect(https).toContain('[host."https://reg.example.com"]');
+    expect(https).toContain('  # ca = "/etc/containerd/certs.d/ghcr.io/velodex-ca.crt"');
+    expect(https).not.toMatch(/skip_verify|^\s*ca =/m);
+    expect(mirrorText('ghcr.io', cached('ghcr', 'https://ghcr.io'), 'reg.internal:4433')?.text).not.toMatch(/ca =|skip_verify/);
+  });
+});
+
 describe('Python texts', () => {
   const py = (ix: IndexConfig, host: string, scheme: 'http' | 'https' = 'http') =>
     pythonDiscovery.index({ index: ix, members: [ix], writable: ix.role === 'hosted' ? ix : null }, at(host, scheme)).client_configuration ?? {};

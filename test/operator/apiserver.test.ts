@@ -220,6 +220,27 @@ describe('the CRDs at kubectl apply time', () => {
   });
 });
 
+describe('spec.nodeMirror at kubectl apply time', () => {
+  it('accepts registries by host, with a port, an IP address', async () => {
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('mirror', '  nodeMirror:\n    registries: [{ registry: docker.io, index: hub }, { registry: "10.0.0.5:5000", index: lab }, { registry: registry.k8s.io, index: k8s }]\n'));
+  });
+
+  it.each([
+    ['a registry with a scheme', '[{ registry: "https://ghcr.io", index: ghcr }]', 'spec.nodeMirror.registries[0].registry'],
+    ['a registry with a path', '[{ registry: docker.io/library, index: hub }]', 'spec.nodeMirror.registries[0].registry'],
+    ['a registry in upper case', '[{ registry: GHCR.IO, index: ghcr }]', 'spec.nodeMirror.registries[0].registry'],
+    ["Docker Hub's API host", '[{ registry: registry-1.docker.io, index: hub }]', 'write Docker Hub as docker.io'],
+    ['a registry twice', '[{ registry: docker.io, index: hub }, { registry: docker.io, index: hub2 }]', 'Duplicate value'],
+    ['an index for two registries', '[{ registry: docker.io, index: hub }, { registry: ghcr.io, index: hub }]', 'an index serves one registry'],
+    ['an entry without its index', '[{ registry: docker.io }]', 'spec.nodeMirror.registries[0].index: Required value'],
+    ['no entries', '[]', 'spec.nodeMirror.registries'],
+  ])('refuses %s', async (_what, registries, message) => {
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('mirror', `  nodeMirror:\n    registries: ${registries}\n`), true);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(message);
+  });
+});
+
 describe('the operator', () => {
   beforeAll(async () => {
     await kubectl(
@@ -325,6 +346,23 @@ describe('the operator', () => {
       message: 'NoReadyPods: PackageRegistry "default" has no ready pods',
     });
     expect((await argoHealth('PackageRegistry', await json(['get', 'packageregistry', 'default', '-n', NS]))).status).toBe('Progressing');
+  });
+
+  it('renders spec.nodeMirror as [[mirror]] and says in the NodeMirror condition which entry it left out and why', async () => {
+    await kubectl(
+      ['apply', '-f', '-'],
+      [
+        registryYaml('mirrors', '  nodeMirror:\n    registries: [{ registry: docker.io, index: hub }, { registry: ghcr.io, index: ghcr }]\n'),
+        indexYaml('hub', '  registry: mirrors\n  route: hub\n  ecosystem: oci\n  role: cached\n  upstream: https://registry-1.docker.io\n'),
+      ].join('---\n'),
+    );
+    const condition = await until('the NodeMirror condition', async () => {
+      const o = await json<Obj>(['get', 'packageregistry', 'mirrors', '-n', NS]);
+      return o.status?.observedGeneration === o.metadata.generation ? o.status?.conditions?.find((c) => c.type === 'NodeMirror') : undefined;
+    });
+    expect(condition).toMatchObject({ status: 'False', reason: 'EntriesLeftOut', message: 'not mirrored: ghcr.io (index ghcr): PackageIndex "ghcr" is not an index of this registry; mirrors docker.io by hub' });
+    const config = await until('the mirrors ConfigMap', () => json<Obj>(['get', 'configmap', 'mirrors-config', '-n', NS]).catch(() => undefined));
+    expect(Object.values(config.data ?? {}).join('\n')).toMatch(/\[\[mirror\]\]\nregistry = "docker.io"\nindex = "hub"/);
   });
 
   it('rolls the pods (a new checksum) when a referenced Secret rotates, and applies an index edit', async () => {

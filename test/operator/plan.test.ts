@@ -292,4 +292,69 @@ describe("the registry's config check, as the plan reads it", () => {
     expect(plan.refused.get('uploads')).toEqual({ reason: 'InvalidSpec', message: 'spec.maxBytes is only for a cached index; PackageIndex "uploads" is a hosted oci index' });
     expect(plan.refused.get('aged')).toEqual({ reason: 'InvalidSpec', message: 'spec.evictUnusedAfter is only for a cached index; PackageIndex "aged" is a virtual python index' });
   });
+
+  describe('spec.nodeMirror', () => {
+    const mirrored = (registries: Array<{ registry: string; index: string }>): PackageRegistry => {
+      const r = registry('default');
+      return { ...r, spec: { ...r.spec, nodeMirror: { registries } } };
+    };
+    const hub = () => index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io' });
+    const ghcr = () => index('ghcr', { route: 'ghcr', ecosystem: 'oci', role: 'cached', upstream: 'https://ghcr.io' });
+
+    it('renders every entry whose index is a served cached oci index', () => {
+      const plan = planNamespace([mirrored([{ registry: 'docker.io', index: 'hub' }, { registry: 'ghcr.io', index: 'ghcr' }])], [hub(), ghcr()], input()).registries.get('default');
+      expect(plan?.mirror).toEqual({ served: [{ registry: 'docker.io', index: 'hub' }, { registry: 'ghcr.io', index: 'ghcr' }], left: [] });
+      expect(checkConfigText(plan?.config?.toml ?? '', 't', () => 'x').mirrors.map((m) => m.registry)).toEqual(['docker.io', 'ghcr.io']);
+    });
+
+    it('leaves out, with why, an entry whose index is missing, of another kind or refused, and serves the rest', () => {
+      const images = index('images', { route: 'images', ecosystem: 'oci', role: 'hosted' });
+      const refusedHub = index('quay', { route: 'quay', ecosystem: 'oci', role: 'cached', upstream: 'https://quay.io', upstreamCredentialsSecretRef: { name: 'hub-account' } });
+      const plan = planNamespace(
+        [
+          mirrored([
+            { registry: 'docker.io', index: 'hub' },
+            { registry: 'ghcr.io', index: 'nope' },
+            { registry: 'registry.example', index: 'images' },
+            { registry: 'quay.io', index: 'quay' },
+          ]),
+        ],
+        [hub(), images, refusedHub],
+        input(),
+      );
+      const rp = plan.registries.get('default');
+      expect(rp?.refusal).toBeUndefined();
+      expect(rp?.mirror?.served).toEqual([{ registry: 'docker.io', index: 'hub' }]);
+      expect(rp?.mirror?.left.map((l) => [l.entry.registry, l.message])).toEqual([
+        ['ghcr.io', 'PackageIndex "nope" is not an index of this registry'],
+        ['registry.example', 'PackageIndex "images" is a hosted oci index; a registry is mirrored by a cached oci index'],
+        ['quay.io', 'PackageIndex "quay" is not served (SecretNotFound: spec.upstreamCredentialsSecretRef: Secret "hub-account" has no key "password")'],
+      ]);
+      expect(rp?.config?.toml).toContain('[[mirror]]');
+    });
+
+    it('leaves out an entry the registry refuses (a CRD without the rules let it through), not the registry', () => {
+      const plan = planNamespace(
+        [
+          mirrored([
+            { registry: 'docker.io', index: 'hub' },
+            { registry: 'registry-1.docker.io', index: 'ghcr' },
+            { registry: 'https://ghcr.io', index: 'ghcr' },
+          ]),
+        ],
+        [hub(), ghcr()],
+        input(),
+      ).registries.get('default');
+      expect(plan?.refusal).toBeUndefined();
+      expect(plan?.mirror?.served).toEqual([{ registry: 'docker.io', index: 'hub' }]);
+      expect(plan?.mirror?.left.map((l) => l.message)).toEqual([
+        expect.stringMatching(/^the registry refuses it: config: mirror\[1\]\.registry: "docker.io" is also the registry of mirror\[0\]/),
+        expect.stringMatching(/^the registry refuses it: config: mirror\[1\]\.registry: "https:\/\/ghcr.io" is not a registry host/),
+      ]);
+    });
+
+    it('has no mirror plan without spec.nodeMirror', () => {
+      expect(planNamespace([registry('default')], [hub()], input()).registries.get('default')?.mirror).toBeUndefined();
+    });
+  });
 });

@@ -132,6 +132,23 @@ describe('registry config rendering', () => {
     expect(parsed(none).gc).toEqual({ enabled: true, everySecs: DEFAULT_GC_EVERY_SECS, graceSecs: DEFAULT_GC_GRACE_SECS, leaseSecs: DEFAULT_GC_LEASE_SECS, evictEverySecs: DEFAULT_EVICT_EVERY_SECS, cpuShare: DEFAULT_GC_CPU_SHARE });
   });
 
+  it('renders the mirror entries it is given as [[mirror]], in order, which the registry reads; none without', () => {
+    const ghcr = index('ghcr', { route: 'ghcr', ecosystem: 'oci', role: 'cached', upstream: 'https://ghcr.io' });
+    const rendered = renderRegistryConfig(registry, [...indexes, ghcr], [
+      { registry: 'ghcr.io', index: 'ghcr' },
+      { registry: 'docker.io', index: 'hub' },
+    ]);
+    expect(parse(rendered.toml).mirror).toEqual([
+      { registry: 'ghcr.io', index: 'ghcr' },
+      { registry: 'docker.io', index: 'hub' },
+    ]);
+    expect(parsed(rendered).mirrors.map((m) => [m.registry, m.index.name])).toEqual([
+      ['ghcr.io', 'ghcr'],
+      ['docker.io', 'hub'],
+    ]);
+    expect(parse(renderRegistryConfig(registry, indexes).toml)).not.toHaveProperty('mirror');
+  });
+
   describe('quotas and cache budgets', () => {
     const budgeted = [
       index('uploads', { route: 'team/uploads', ecosystem: 'python', role: 'hosted', quotaBytes: '10Gi' }),

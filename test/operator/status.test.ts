@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { nextConditions } from '../../operator/src/status/conditions.js';
+import { nodeMirrorCondition } from '../../operator/src/status/node-mirror.js';
 import { servedState } from '../../operator/src/status/merge.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../../operator/src/status/pod-status.js';
 import { humanSize, registryStored } from '../../operator/src/status/stored.js';
@@ -121,7 +122,6 @@ describe('nextConditions', () => {
     const changed = nextConditions(same, [{ type: 'Ready', status: 'True', reason: 'Serving', message: 'z' }], 2, t1);
     expect(changed[0]?.lastTransitionTime).toBe('2026-01-01T00:05:00Z');
   });
-
 });
 
 describe('runningVersions (the VERSION column)', () => {
@@ -133,3 +133,14 @@ describe('runningVersions (the VERSION column)', () => {
   });
 });
 
+describe('the NodeMirror condition of a registry', () => {
+  it('is True with the map when every entry is served, False naming each entry left out and why', () => {
+    expect(nodeMirrorCondition({ served: [{ registry: 'docker.io', index: 'hub' }], left: [] })).toEqual({ type: 'NodeMirror', status: 'True', reason: 'Serving', message: 'mirrors docker.io by hub' });
+    expect(nodeMirrorCondition({ served: [{ registry: 'docker.io', index: 'hub' }], left: [{ entry: { registry: 'ghcr.io', index: 'nope' }, message: 'PackageIndex "nope" is not an index of this registry' }] })).toEqual({
+      type: 'NodeMirror',
+      status: 'False',
+      reason: 'EntriesLeftOut',
+      message: 'not mirrored: ghcr.io (index nope): PackageIndex "nope" is not an index of this registry; mirrors docker.io by hub',
+    });
+  });
+});

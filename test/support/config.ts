@@ -239,6 +239,11 @@ export function tls(o: { certFile: string; keyFile: string }): ConfigPart {
   return { tls: { cert_file: o.certFile, key_file: o.keyFile } };
 }
 
+/** `[[mirror]]`: the cached index that serves each upstream registry a request names (containerd's `ns`). */
+export function mirrors(entries: Array<{ registry: string; index: string }>): ConfigPart {
+  return { mirror: entries };
+}
+
 /** `[metrics]`. */
 export function metrics(o: { enabled: boolean }): ConfigPart {
   return { metrics: { enabled: o.enabled } };

@@ -18,7 +18,7 @@
  */
 import { ConfigError, checkConfigText } from '@velodex/registry/config-check';
 import { renderRegistryConfig, type RenderedConfig } from '../render/registry-config.js';
-import type { PackageIndex, PackageRegistry } from '../resources/types.js';
+import type { NodeMirrorRegistry, PackageIndex, PackageRegistry } from '../resources/types.js';
 import { imageRefusal, type ImagePolicy } from './images.js';
 import { indexSecretUses, registrySecretUses, SECRET_OPT_IN_SELECTOR, type SecretUse } from './secret-refs.js';
 
@@ -51,6 +51,19 @@ export interface RegistryPlan {
   config: RenderedConfig | null;
   /** Why the registry cannot run at all (its storage Secret missing, its config refused). */
   refusal?: Refusal;
+  /** `spec.nodeMirror`, when given and the registry runs: which entries are rendered, which are left out. */
+  mirror?: MirrorPlan;
+}
+
+/**
+ * The node mirror's entries as planned. The CRD cannot see other resources, so an entry whose
+ * index is not served here (none of that name, not a cached oci index, refused) is left out with
+ * why, and the registry serves the rest: one wrong entry does not take the mirror of every
+ * other registry down with it.
+ */
+export interface MirrorPlan {
+  served: NodeMirrorRegistry[];
+  left: Array<{ entry: NodeMirrorRegistry; message: string }>;
 }
 
 export interface NamespacePlan {
@@ -203,14 +216,22 @@ function planRegistry(registry: PackageRegistry, candidates: PackageIndex[], inp
   if (refusal) return { registry, served: [], config: null, refusal };
   const { secrets } = input;
   let served = candidates;
+  // Mirror entries the registry's check refused (an older CRD let them through): left out, with its message.
+  const droppedMirrors = new Map<NodeMirrorRegistry, string>();
   for (;;) {
     served = withoutBrokenMembers(served, refused);
-    const config = renderRegistryConfig(registry, served);
+    const mirror = planMirror(registry.spec.nodeMirror?.registries ?? [], served, refused, droppedMirrors);
+    const config = renderRegistryConfig(registry, served, mirror.served);
     try {
       checkConfigText(config.toml, `PackageRegistry "${registry.metadata.name}"`, (path) => readFromSecrets(path, config, secrets));
-      return { registry, served: [...served].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)), config };
+      return { registry, served: [...served].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)), config, ...(registry.spec.nodeMirror ? { mirror } : {}) };
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
+      const entry = mirrorEntryOf(err, mirror.served);
+      if (entry) {
+        droppedMirrors.set(entry, `the registry refuses it: ${err.message}`);
+        continue;
+      }
       // The check says which index a problem is in (ConfigError.index): that one is refused, the others go on.
       const culprit = err.index === undefined ? undefined : served.find((ix) => ix.metadata.name === err.index);
       if (!culprit) return { registry, served: [], config: null, refusal: { reason: 'InvalidSpec', message: `the registry refuses its config: ${err.message}` } };
@@ -218,6 +239,34 @@ function planRegistry(registry: PackageRegistry, candidates: PackageIndex[], inp
       served = served.filter((ix) => ix !== culprit);
     }
   }
+}
+
+/** Which entries of `spec.nodeMirror` name a served cached oci index; the others with why. */
+function planMirror(wanted: readonly NodeMirrorRegistry[], served: readonly PackageIndex[], refused: ReadonlyMap<string, Refusal>, dropped: ReadonlyMap<NodeMirrorRegistry, string>): MirrorPlan {
+  const plan: MirrorPlan = { served: [], left: [] };
+  for (const entry of wanted) {
+    const message = dropped.get(entry) ?? mirrorRefusal(entry, served, refused);
+    if (message === null) plan.served.push(entry);
+    else plan.left.push({ entry, message });
+  }
+  return plan;
+}
+
+function mirrorRefusal(entry: NodeMirrorRegistry, served: readonly PackageIndex[], refused: ReadonlyMap<string, Refusal>): string | null {
+  const index = served.find((ix) => ix.metadata.name === entry.index);
+  if (!index) {
+    const why = refused.get(entry.index);
+    return why ? `PackageIndex "${entry.index}" is not served (${why.reason}: ${why.message})` : `PackageIndex "${entry.index}" is not an index of this registry`;
+  }
+  if (index.spec.role !== 'cached' || index.spec.ecosystem !== 'oci') return `PackageIndex "${entry.index}" is a ${index.spec.role} ${index.spec.ecosystem} index; a registry is mirrored by a cached oci index`;
+  return null;
+}
+
+/** The rendered mirror entry a config error is about (`mirror[<i>]...`), if it is about one. */
+function mirrorEntryOf(err: ConfigError, rendered: readonly NodeMirrorRegistry[]): NodeMirrorRegistry | undefined {
+  // `mirror[0].index` from the registry's rules, `mirror.0.registry` from its schema.
+  const m = /^mirror(?:\[([0-9]+)\]|\.([0-9]+))/.exec(err.where);
+  return m ? rendered[Number(m[1] ?? m[2])] : undefined;
 }
 
 /** A virtual index whose members are not all served is not served either (to a fixed point). */

@@ -19,6 +19,7 @@ import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, DEFAULT_TLS_
 import { REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
+import { nodeMirrorCondition } from '../status/node-mirror.js';
 import { refusedState, servedState } from '../status/merge.js';
 import { getPodStatus } from '../status/pod-fetch.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../status/pod-status.js';
@@ -156,6 +157,7 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
       { type: 'Stalled', status: 'False', reason: 'Serving', message: 'up to date' },
     ];
   }
+  if (rp.mirror && !rp.refusal) conditions.push(nodeMirrorCondition(rp.mirror));
   const status: PackageRegistryStatus = {
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: ready,

@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
+import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type NodeMirrorRegistry, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -65,8 +65,12 @@ export interface RenderedConfig {
 /** The audience a ServiceAccount token must be issued for (the registry's default, written out). */
 export const SERVICE_ACCOUNT_AUDIENCE = 'velodex';
 
-/** The TOML for `registry` serving `indexes` (which must already belong to it and be valid). */
-export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[]): RenderedConfig {
+/**
+ * The TOML for `registry` serving `indexes` (which must already belong to it and be valid), the
+ * node mirror of `mirrors` (entries of its `spec.nodeMirror` whose index is among `indexes`; the
+ * plan picks them).
+ */
+export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[], mirrors: readonly NodeMirrorRegistry[] = []): RenderedConfig {
   const refs: SecretKeyRef[] = [];
   const file = (ref: SecretKeyRef) => {
     refs.push(ref);
@@ -121,6 +125,8 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
   // The API server, its CA and the pod's token are the pod's own (the registry's in-pod defaults).
   if (serviceAccounts) doc.kubernetes = { audience: SERVICE_ACCOUNT_AUDIENCE };
   doc.index = [...indexes].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0)).map((ix) => indexTable(ix, file));
+  // In the spec's order: the order `/+api` lists them in.
+  if (mirrors.length > 0) doc.mirror = mirrors.map((m) => ({ registry: m.registry, index: m.index }));
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   const sizes = indexes.flatMap((ix) => (ix.spec.policy?.maxFileSize !== undefined ? [ix.spec.policy.maxFileSize] : []));
   const largestFile = sizes.length > 0 ? Math.max(...sizes) : undefined;

@@ -279,6 +279,20 @@ export interface PackageRegistrySpec {
   scratch?: { sizeLimit?: string };
   /** A NetworkPolicy for the pods: who may reach them, and where they may connect. */
   networkPolicy?: RegistryNetworkPolicy;
+  /** Makes the registry the node mirror of these upstream registries (rendered as `[[mirror]]`; docs/cluster-mirror.md). */
+  nodeMirror?: NodeMirror;
+}
+
+/** The upstream registries a node's containerd pulls through this registry's one endpoint (`?ns=`). */
+export interface NodeMirror {
+  registries: NodeMirrorRegistry[];
+}
+
+export interface NodeMirrorRegistry {
+  /** The registry's host as image references name it: "docker.io", "ghcr.io", "10.0.0.5:5000". */
+  registry: string;
+  /** The cached oci PackageIndex of this registry that serves it. */
+  index: string;
 }
 
 export interface RegistryAutoscaling {

@@ -6,7 +6,7 @@
 import type { Config, IndexConfig } from '../config/types.js';
 import type { Ecosystem } from '../ecosystem/ecosystem.js';
 
-export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'workers'>, url: string, ecosystems: readonly Ecosystem[]): string[] {
+export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'workers'> & Partial<Pick<Config, 'mirrors'>>, url: string, ecosystems: readonly Ecosystem[]): string[] {
   const base = new URL(url);
   const byId = new Map(ecosystems.map((e) => [e.id, e]));
   const rows = config.indexes.map((ix) => [ix.name, `${ix.ecosystem} ${ix.role}`, byId.get(ix.ecosystem)?.clientUrl?.(ix, base) ?? `${url}/${ix.route}/`, writes(ix)]);
@@ -14,6 +14,7 @@ export function startupLines(config: Pick<Config, 'indexes' | 'source' | 'worker
   return [
     `velodex listening on ${url} (${config.source}; ${workerCount(config.workers.count)})`,
     ...rows.map((r) => `  ${r.map((cell, col) => (col < 3 ? cell.padEnd(widths[col]!) : cell)).join('  ')}`.trimEnd()),
+    ...(config.mirrors?.length ? [`  mirror of ${config.mirrors.map((m) => `${m.registry} (${m.index.name})`).join(', ')} on ${url}/v2/ (containerd's ns; hosts.toml in /+api)`] : []),
   ];
 }
 

@@ -19,4 +19,10 @@ export interface EcosystemFacts {
    * untagged items a run may delete. Absent: those keys are refused on its indexes.
    */
   readonly retention?: boolean;
+  /**
+   * Its cached indexes can serve an upstream registry named by host on the request (`[[mirror]]`,
+   * config/mirrors.ts); `aliases` folds other spellings of one registry into the one its clients
+   * send. Absent: `[[mirror]]` refuses its indexes.
+   */
+  readonly mirror?: { readonly aliases: Readonly<Record<string, string>> };
 }

@@ -25,6 +25,7 @@ import { checkRoute } from './routes.js';
 import { parseDuration } from './duration.js';
 import { parseSize } from './size.js';
 import { resolveGc } from './gc.js';
+import { resolveMirrors } from './mirrors.js';
 
 export interface Overrides {
   host?: string;
@@ -148,6 +149,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     retention: retentionSchedule(file.retention),
     gc: resolveGc(file.gc),
     ...kubernetesOf(file.kubernetes, indexes, env),
+    mirrors: resolveMirrors(file.mirror, indexes, ecosystems),
     source,
   };
 }

@@ -222,6 +222,15 @@ export const gcSchema = z.strictObject({
   cpu_share: z.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (a whole core)').optional(),
 });
 
+/**
+ * One `[[mirror]]` (config/mirrors.ts): the cached index that serves requests naming `registry`
+ * (containerd's `ns`). Hosts are checked and folded there, where the ecosystem's aliases are known.
+ */
+export const mirrorSchema = z.strictObject({
+  registry: z.string({ message: 'must be a registry host, e.g. "docker.io"' }),
+  index: z.string({ message: 'must be the name of a cached index' }),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -243,6 +252,7 @@ export const fileSchema = z.strictObject({
   retention: retentionSchema.optional(),
   gc: gcSchema.optional(),
   kubernetes: kubernetesSchema.optional(),
+  mirror: z.array(mirrorSchema).optional(),
 });
 
 export type FileConfig = z.infer<typeof fileSchema>;
@@ -252,3 +262,4 @@ export type WebhookFileConfig = z.infer<typeof webhookSchema>;
 export type TokenFileConfig = z.infer<typeof tokenSchema>;
 export type ServiceAccountFileConfig = z.infer<typeof serviceAccountSchema>;
 export type KubernetesFileConfig = z.infer<typeof kubernetesSchema>;
+export type MirrorFileConfig = z.infer<typeof mirrorSchema>;

@@ -1,6 +1,7 @@
 /** The resolved, validated configuration that the rest of the server reads. */
 import type { ConnectionsConfig } from './connections.js';
 import type { GcConfig } from './gc.js';
+import type { RegistryMirror } from './mirrors.js';
 import type { Secret } from './secret.js';
 import type { TlsConfig } from './tls.js';
 
@@ -287,6 +288,8 @@ export interface Config {
   gc: GcConfig;
   /** `[kubernetes]`; absent when no index has ServiceAccount rules and the table is not given. */
   kubernetes?: KubernetesConfig;
+  /** `[[mirror]]`: the cached index that serves each upstream registry named on a request; empty: none. */
+  mirrors: RegistryMirror[];
   /** Where the config came from: a file path, or `embedded default`. */
   source: string;
 }

@@ -7,7 +7,7 @@ import { displayUrl } from '../config/sanitize.js';
 import type { Config, IndexConfig } from '../config/types.js';
 import { membersOf, writeTarget } from '../roles/write-target.js';
 import type { Origin } from './origin.js';
-import type { DiscoveryDocument, EcosystemDiscovery, IndexEntry, IndexView, Links } from './types.js';
+import type { DiscoveryDocument, EcosystemDiscovery, IndexEntry, IndexView, Links, MirroredRegistry } from './types.js';
 
 export function linksFor(origin: Origin | null): Links {
   return { origin, url: (path) => (origin ? `${origin.href}${path}` : path) };
@@ -21,7 +21,8 @@ export class DiscoveryBuilder {
   readonly #byName: ReadonlyMap<string, IndexConfig>;
 
   constructor(
-    private readonly config: Pick<Config, 'indexes' | 'metrics'>,
+    /** Without `mirrors` (the UI's dashboard), the document has no `node_mirror`. */
+    private readonly config: Pick<Config, 'indexes' | 'metrics'> & Partial<Pick<Config, 'mirrors'>>,
     /** Ecosystem id to its discovery part. */
     private readonly ecosystems: ReadonlyMap<string, EcosystemDiscovery>,
   ) {
@@ -50,16 +51,27 @@ export class DiscoveryBuilder {
       urls,
       index_apis: Object.fromEntries(indexes.map((ix) => [ix.name, links.url(indexApiPath(ix))])),
       indexes: indexes.map((ix) => this.#entry(ix, links)),
+      ...(only || !this.config.mirrors?.length ? {} : { node_mirror: { registries: this.#mirrors(links, this.config.mirrors) } }),
     };
   }
 
-  #entry(index: IndexConfig, links: Links): IndexEntry {
+  /** Each `[[mirror]]` registry: its index, and the texts its ecosystem gives a node for it. */
+  #mirrors(links: Links, mirrors: Config['mirrors']): Record<string, MirroredRegistry> {
+    const registries: Record<string, MirroredRegistry> = {};
+    for (const { registry, index } of mirrors) {
+      const texts = links.origin && this.ecosystems.get(index.ecosystem)?.mirror?.(registry, this.#view(index), links.origin);
+      registries[registry] = { index: index.name, api: links.url(indexApiPath(index)), ...(texts ? { client_configuration: texts } : {}) };
+    }
+    return registries;
+  }
+
+  #view(index: IndexConfig): IndexView {
     const target = writeTarget(index, this.#byName);
-    const view: IndexView = {
-      index,
-      members: membersOf(index, this.#byName),
-      writable: target && acceptsScope(target, 'upload') ? target : null,
-    };
+    return { index, members: membersOf(index, this.#byName), writable: target && acceptsScope(target, 'upload') ? target : null };
+  }
+
+  #entry(index: IndexConfig, links: Links): IndexEntry {
+    const view = this.#view(index);
     const part = this.ecosystems.get(index.ecosystem)?.index(view, links);
     return {
       name: index.name,

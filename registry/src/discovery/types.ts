@@ -43,6 +43,21 @@ export interface EcosystemDiscovery {
   /** Server-wide URLs this ecosystem adds (e.g. a registry root), when it serves any index. */
   serverUrls?(links: Links): Record<string, string>;
   index(view: IndexView, links: Links): IndexDiscovery;
+  /**
+   * The texts that make a node pull `registry` (a `[[mirror]]` host) through this endpoint, served
+   * by the index of `view`; only called with an origin. Absent: the ecosystem's indexes are never
+   * mirrors (config refuses them).
+   */
+  mirror?(registry: string, view: IndexView, origin: Origin): Record<string, ClientText>;
+}
+
+/** One registry of `node_mirror`: the index that serves it, and what a node is configured with. */
+export interface MirroredRegistry {
+  index: string;
+  /** The index's own document. */
+  api: string;
+  /** Only when the request named an origin. */
+  client_configuration?: Record<string, ClientText>;
 }
 
 export interface IndexEntry extends IndexDiscovery {
@@ -63,4 +78,6 @@ export interface DiscoveryDocument {
   /** Index name to the URL of its own document. */
   index_apis: Record<string, string>;
   indexes: IndexEntry[];
+  /** `[[mirror]]` (`GET /+api` only, when configured): the registries this endpoint mirrors, by host. */
+  node_mirror?: { registries: Record<string, MirroredRegistry> };
 }

@@ -5,7 +5,7 @@
  */
 import { isLoopback, type Origin } from '../discovery/origin.js';
 import type { ClientText, EcosystemDiscovery, IndexView } from '../discovery/types.js';
-import { containerdHosts } from './discovery-containerd.js';
+import { containerdHosts, containerdMirrorHosts } from './discovery-containerd.js';
 
 export const ociDiscovery: EcosystemDiscovery = {
   serverUrls: (links) => ({ registry: links.url('/v2/') }),
@@ -30,6 +30,7 @@ export const ociDiscovery: EcosystemDiscovery = {
       ...(links.origin ? { client_configuration: clientTexts(view, links.origin) } : {}),
     };
   },
+  mirror: (registry, view, origin) => ({ containerd: containerdMirrorHosts(registry, view, origin) }),
 };
 
 /** Shell lines; a `false` entry drops out (read-only indexes have no login or push lines). */

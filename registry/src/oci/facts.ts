@@ -9,4 +9,6 @@ export const ociFacts: EcosystemFacts = {
   embeddedDefault: { name: 'oci', route: 'root/oci' },
   // Tags and untagged manifests: lifecycle/retention.ts runs its hosted indexes' rules.
   retention: true,
+  // containerd names Docker Hub `docker.io` (its `ns`), whichever host its API answers on.
+  mirror: { aliases: { 'registry-1.docker.io': 'docker.io', 'index.docker.io': 'docker.io' } },
 };

@@ -18,6 +18,7 @@ import type { OciDeps } from './handlers/deps.js';
 import { registerOciRoutes } from './handlers/routes.js';
 import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
+import { ociFacts } from './facts.js';
 import { ociStatus } from './status.js';
 import { OciRetention } from './lifecycle/retention.js';
 
@@ -39,6 +40,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const deps: Omit<OciDeps, 'tokens'> = {
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
     indexByName: ctx.indexByName,
+    mirrors: { byRegistry: new Map(ctx.config.mirrors.filter((m) => m.index.ecosystem === ociFacts.id).map((m) => [m.registry, m.index])), aliases: ociFacts.mirror?.aliases ?? {} },
     members,
     blobs: stores.blobs,
     redirect: stores.redirect,

@@ -17,7 +17,7 @@ export interface DiscoveryParticipant {
 }
 
 /** `originOf`: the request's origin, forwarded headers weighed by who sent them (`ServerContext.originOf`). */
-export function registerDiscovery(app: FastifyInstance, config: Pick<Config, 'indexes' | 'metrics'>, ecosystems: readonly DiscoveryParticipant[], originOf: (request: FastifyRequest) => Origin | null): void {
+export function registerDiscovery(app: FastifyInstance, config: Pick<Config, 'indexes' | 'metrics' | 'mirrors'>, ecosystems: readonly DiscoveryParticipant[], originOf: (request: FastifyRequest) => Origin | null): void {
   const parts = new Map(ecosystems.flatMap((e) => (e.discovery ? [[e.id, e.discovery] as const] : [])));
   const builder = new DiscoveryBuilder(config, parts);
   const answer = (request: FastifyRequest, reply: FastifyReply, only?: IndexConfig) => {

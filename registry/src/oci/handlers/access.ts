@@ -27,6 +27,13 @@ export function resolveName(ociIndexes: readonly IndexConfig[], segments: readon
   return { index: hit.index, repo: hit.rest, name };
 }
 
+/** `resolveName` where no index route starts `segments` (or nothing follows it): null. */
+export function findName(ociIndexes: readonly IndexConfig[], segments: readonly string[]): Target | null {
+  checkName(segments);
+  const hit = resolveRoute(ociIndexes, segments);
+  return hit && hit.rest.length > 0 ? { index: hit.index, repo: hit.rest, name: segments.join('/') } : null;
+}
+
 /** A write let through: the hosted index it lands in, and who writes (for logs and webhooks). */
 export interface OciWriteGrant {
   hosted: HostedIndex;

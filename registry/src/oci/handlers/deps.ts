@@ -19,11 +19,19 @@ import type { UploadSessions } from '../read/uploads/upload-sessions.js';
 import type { Members } from '../read/virtual/members.js';
 import type { TokenSigner } from './token/tokens.js';
 
+/** The registries this endpoint mirrors (`[[mirror]]`), by canonical host, and how their aliases fold (mirror.ts). */
+export interface Mirrors {
+  byRegistry: ReadonlyMap<string, IndexConfig>;
+  aliases: Readonly<Record<string, string>>;
+}
+
 export interface OciDeps {
   /** The OCI indexes: where a `<name>` is resolved, and what the catalog lists. */
   ociIndexes: IndexConfig[];
   /** Every index by name: a virtual index's upload target. */
   indexByName: ReadonlyMap<string, IndexConfig>;
+  /** `[[mirror]]`: the registries this endpoint mirrors, each served by its cached index. */
+  mirrors: Mirrors;
   members: Members;
   /** The shared content-addressed store. */
   blobs: BlobStore;

@@ -6,6 +6,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
 import type { OciDeps } from './deps.js';
+import type { Namespace } from '../model/namespace.js';
 import type { Credentials } from './token/credentials.js';
 
 export interface OciExchange {
@@ -15,6 +16,8 @@ export interface OciExchange {
   reply: FastifyReply;
   /** What `Authorization` carried; a bearer token is already verified. */
   credentials: Credentials;
+  /** The upstream registry the request names (`?ns=`), which decides what its `<name>` addresses (mirror.ts). */
+  namespace: Namespace;
 }
 
 /** Which index a `<name>` addresses, and the repository under its route. */

@@ -8,7 +8,6 @@ import { authorizeRead } from './read-access.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { allowOf, handlerFor, type Methods } from '../../http/route-table.js';
 import { OciError } from '../model/errors.js';
-import { resolveName } from './access.js';
 import { answerOciError } from './answers.js';
 import { deleteBlob, getBlob } from './blobs.js';
 import { listCatalog } from './catalog.js';
@@ -25,8 +24,12 @@ import { bearerChallenge, realmOf, TOKEN_PATH } from './token/challenge.js';
 import { readCredentials, type Credentials } from './token/credentials.js';
 import { cancelUpload, commitUpload, patchUpload, startUpload, uploadStatus } from './uploads.js';
 import { parseOciUrl, type OciAction } from './url.js';
+import { checkMirrored, resolveTarget } from './mirror.js';
+import { namespaceOf, type Namespace } from '../model/namespace.js';
 
 export const API_VERSION_HEADER = 'Docker-Distribution-API-Version';
+
+const NO_NAMESPACE: Namespace = { kind: 'none' };
 
 type Handler = (x: OciExchange) => Promise<void>;
 
@@ -36,9 +39,12 @@ interface Route {
   methods: Methods<Handler>;
 }
 
-/** A handler of a route under `<name>`: the name resolves to its index once the method matched. */
+/**
+ * A handler of a route under `<name>`: the name resolves to its index once the method matched;
+ * on a request for a mirrored registry (`?ns=`, mirror.ts) the whole name is a repository of its index.
+ */
 function named(name: string[], fn: (call: OciCall) => Promise<void>): Handler {
-  return (x) => fn({ ...x, target: resolveName(x.deps.ociIndexes, name) });
+  return (x) => fn({ ...x, target: resolveTarget(x.deps, x.namespace, name) });
 }
 
 /** `named`, for a read: a private index's reads need credentials that read it (read-access.ts). */
@@ -129,9 +135,17 @@ async function dispatch(deps: OciDeps, request: FastifyRequest, reply: FastifyRe
   if (!handler) {
     throw new OciError('UNSUPPORTED', `${request.method} is not supported on ${route.what}`, { Allow: allowOf([route.methods]) });
   }
+  // The registry a mirror request is for (mirror.ts); the realm and the catalog are this
+  // endpoint's own, whichever registry a client is after. A registry that is not served here is
+  // refused before any credential is looked at (`named` resolves the name again, cheaply).
+  const namespace = action.kind === 'token' || action.kind === 'catalog' ? NO_NAMESPACE : namespaceOf(query, deps.mirrors.aliases);
+  if (namespace.kind !== 'none') {
+    if (action.kind === 'base') checkMirrored(deps.mirrors, namespace);
+    else if ('name' in action) resolveTarget(deps, namespace, action.name);
+  }
   // The realm reads its own (Basic) credentials; everywhere else a bearer token is verified first.
   const credentials: Credentials = action.kind === 'token' ? { kind: 'none' } : await readCredentials(request, deps.tokens, deps.originOf);
-  await handler({ deps, query, request, reply, credentials });
+  await handler({ deps, query, request, reply, credentials, namespace });
 }
 
 export async function registerOciRoutes(app: FastifyInstance, deps: OciDeps): Promise<void> {
