@@ -86,9 +86,9 @@ describe('registry config rendering', () => {
       'pypi cached python team/pypi',
     ]);
     const pypi = config.indexes.find((ix) => ix.name === 'pypi');
-    expect(pypi?.role === 'cached' && pypi.upstreamHosts).toEqual(['files.corp.example', '*.cdn.example']);
+    expect(pypi?.role === 'cached' && pypi.upstreams[0].hosts).toEqual(['files.corp.example', '*.cdn.example']);
     const hub = config.indexes.find((ix) => ix.name === 'hub');
-    expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
+    expect(hub?.role === 'cached' && [hub.upstreams[0].username?.reveal(), hub.upstreams[0].password?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
     expect(config.storage.backend).toBe('s3');
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
     expect(config.admin.token?.reveal()).toBe('admin-token-not-in-config');

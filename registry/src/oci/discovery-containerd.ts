@@ -14,7 +14,7 @@ const NAMESPACE_ALIASES: Record<string, string> = { 'registry-1.docker.io': 'doc
 
 export function containerdHosts(view: IndexView, origin: Origin): ClientText {
   const cached = view.members.find((m) => m.role === 'cached');
-  const upstream = cached?.role === 'cached' ? new URL(cached.upstream) : null;
+  const upstream = cached?.role === 'cached' ? new URL(cached.upstreams[0].url) : null;
   const credentials = view.index.private ? '; private: put a read token in the header' : '';
   if (upstream) {
     const namespace = NAMESPACE_ALIASES[upstream.host] ?? upstream.host;

@@ -36,7 +36,7 @@ import { NO_COUNTERS, type CounterSink, type UsageCounter } from '../observe/cou
 import type { KeyLocks } from '../storage/key-locks.js';
 import { PromiseFlights } from './promise-flights.js';
 import { restated } from './upstream-error.js';
-import { UpstreamHealth } from './upstream-health.js';
+import { UpstreamHealth, type UpstreamState } from './upstream-health.js';
 
 /** How a read was answered. */
 export type Served = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale';
@@ -67,7 +67,7 @@ export interface Read<D> {
 
 export interface RevalidatorOptions {
   counters?: CounterSink;
-  health?: UpstreamHealth;
+  health?: UpstreamState;
   now?: () => number;
   /** Serialises the refreshes of one key across the server's processes. */
   locks?: KeyLocks;
@@ -85,7 +85,7 @@ export interface ReadOptions<D> {
 const NOTHING_CACHED = (why: string): string => `the upstream could not be reached and nothing is cached: ${why}`;
 
 export class Revalidator<D> {
-  readonly health: UpstreamHealth;
+  readonly health: UpstreamState;
   readonly #counters: CounterSink;
   readonly #now: () => number;
   readonly #locks: KeyLocks | undefined;

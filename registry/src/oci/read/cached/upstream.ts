@@ -1,49 +1,62 @@
 /**
- * A cached index's upstream registry as its pull-through meets it: the client (`registry`),
- * whether it answered lately (`health`: `/+status`'s `upstreamOffline`, and the backoff after a
- * failure, roles/upstream-health.ts), and the one place where a failed exchange with it is
- * caught outside the tag revalidator. The caller says what is answered instead: the stored
- * list alone, or, with nothing stored, the failure restated (`orUnavailable`: 502 UNKNOWN).
+ * A cached index's upstream registries as its pull-through meets them: one `UpstreamRegistry`
+ * per configured upstream (its own credentials, token realm, egress rule and health), asked in
+ * order (`ask`, roles/upstream-list.ts: failover on no answer, 429 and 5xx, on 404 where the
+ * upstream says `failover_on_404`, and always for what a digest pins), and the one place where a
+ * failed exchange is caught outside the tag revalidator. The caller says what is answered
+ * instead: the stored list alone, or, with nothing stored, the failure restated (`orUnavailable`:
+ * 502 UNKNOWN).
  *
  * A failed exchange is an `UpstreamError` (roles/upstream-error.ts), whatever its kind. Anything
  * else is not the upstream's: an answer for the client (an `OciError`), our own cap on upstream
  * fetches (429), a store that does not answer (503), a defect (500) goes to the caller untouched.
  */
+import type { CachedIndex } from '../../../config/types.js';
+import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { IndexCounters } from '../../../observe/counters.js';
 import { restated, UpstreamError } from '../../../roles/upstream-error.js';
-import { UpstreamHealth } from '../../../roles/upstream-health.js';
-import type { UpstreamRegistry } from './upstream-registry.js';
+import { UpstreamList, type AskOptions } from '../../../roles/upstream-list.js';
+import { UpstreamRegistry } from './upstream-registry.js';
 
 export class CachedUpstream {
-  readonly health = new UpstreamHealth();
+  /** The upstreams in order, with their health (`/+status`, the revalidator's resting check). */
+  readonly list: UpstreamList<UpstreamRegistry>;
 
   constructor(
-    readonly registry: UpstreamRegistry,
+    index: CachedIndex,
+    slots: UpstreamSlots,
     /** The cached index's own counters (`upstream_errors`). */
     private readonly counters: IndexCounters,
-  ) {}
-
-  /** The upstream's URL fit for logs, messages and status documents. */
-  get displayUrl(): string {
-    return this.registry.displayUrl;
+  ) {
+    this.list = new UpstreamList(index.upstreams, (upstream, health) => new UpstreamRegistry(upstream, slots, (status, headers) => health.observe(status, headers, Date.now())));
   }
 
-  /** What the client is told when the upstream failed and nothing is cached (the revalidator's wording too). */
+  /** The upstreams' URLs fit for logs, messages and status documents. */
+  get displayUrl(): string {
+    return this.list.members.map((m) => m.url).join(', ');
+  }
+
+  /** What the client is told when the upstreams failed and nothing is cached (the revalidator's wording too). */
   nothingCached(why: string): string {
-    return `the upstream registry ${this.displayUrl} failed and nothing is cached: ${why}`;
+    const which = this.list.members.length === 1 ? `the upstream registry ${this.displayUrl}` : `the upstream registries (${this.displayUrl})`;
+    return `${which} failed and nothing is cached: ${why}`;
+  }
+
+  /** `exchange` with each upstream in order until one answers (roles/upstream-list.ts). */
+  async ask<T>(exchange: (registry: UpstreamRegistry) => Promise<T>, opts: AskOptions<T> = {}): Promise<T> {
+    return (await this.list.ask((m) => exchange(m.client), opts)).value;
   }
 
   /**
-   * Runs `exchange` with the upstream. When it fails as the upstream's failure (an
-   * `UpstreamError`: no answer, a body that broke off, 5xx, 429, ...), the upstream is marked
-   * down and `instead` gives the answer; anything else is thrown as it is.
+   * Runs `exchange` with the upstreams. When it fails as the upstreams' failure (an
+   * `UpstreamError`: no answer, a body that broke off, 5xx, 429, ...; each upstream asked was
+   * marked down by the walk), `instead` gives the answer; anything else is thrown as it is.
    */
   async orElse<T>(exchange: () => Promise<T>, instead: (failure: UpstreamError) => T | Promise<T>): Promise<T> {
     try {
       return await exchange();
     } catch (err) {
       if (!(err instanceof UpstreamError)) throw err;
-      this.health.down(err, Date.now());
       return instead(err);
     }
   }
@@ -57,6 +70,6 @@ export class CachedUpstream {
   }
 
   close(): void {
-    this.registry.close();
+    for (const m of this.list.members) m.client.close();
   }
 }
