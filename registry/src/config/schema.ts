@@ -111,6 +111,8 @@ export const upstreamSchema = z.strictObject({
   ...secretFields('password'),
   hosts: z.array(upstreamHost).optional(),
   failover_on_404: z.boolean().optional(),
+  // Connect plus response headers (roles/upstream.ts); past it, the next upstream is asked.
+  timeout: duration.optional(),
 });
 
 export const indexSchema = z.strictObject({

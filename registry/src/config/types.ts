@@ -148,6 +148,8 @@ export interface UpstreamConfig {
   hosts: string[];
   /** A 404 (or 410) from this upstream asks the next one instead of being the answer (`failover_on_404`). */
   failoverOn404: boolean;
+  /** How long connecting and the response headers may take (`timeout`); absent: the client's default (30 s). */
+  timeoutSecs?: number;
 }
 
 export interface CachedIndex extends IndexBase {

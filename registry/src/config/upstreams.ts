@@ -8,6 +8,7 @@
  * Both at once, or an index-level credential beside `upstreams`, is refused with the fix: which of
  * two credentials was meant cannot be guessed.
  */
+import { parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 import { resolveSecret, secretSpellings, type SecretSources } from './resolve-secret.js';
 import { displayUrl } from './sanitize.js';
@@ -56,7 +57,13 @@ export function resolveUpstreams(ix: IndexFileConfig, where: string, secrets: Se
     if (u.failover_on_404 === true && i === ix.upstreams!.length - 1) {
       throw new ConfigError(`${at}.failover_on_404`, 'is set on the last upstream, which has none after it to ask', 'remove it, or add the upstream a 404 should fall over to after this one');
     }
-    return { url: u.url, ...optionalSecrets(u, 'username', 'password', at, secrets), hosts: u.hosts ?? [], failoverOn404: u.failover_on_404 ?? false };
+    return {
+      url: u.url,
+      ...optionalSecrets(u, 'username', 'password', at, secrets),
+      hosts: u.hosts ?? [],
+      failoverOn404: u.failover_on_404 ?? false,
+      ...(u.timeout !== undefined ? { timeoutSecs: timeoutOf(u.timeout, `${at}.timeout`) } : {}),
+    };
   });
   return list as [UpstreamConfig, ...UpstreamConfig[]];
 }
@@ -65,6 +72,12 @@ function optionalSecrets(holder: object, userKey: string, passKey: string, where
   const username = resolveSecret(holder as Record<string, unknown>, userKey, where, secrets);
   const password = resolveSecret(holder as Record<string, unknown>, passKey, where, secrets);
   return { ...(username ? { username } : {}), ...(password ? { password } : {}) };
+}
+
+function timeoutOf(value: number | string, where: string): number {
+  const secs = parseDuration(value);
+  if (secs === null || secs === 0) throw new ConfigError(where, 'must be a duration of at least 1s', 'use seconds or a duration like "5s", "1m"');
+  return secs;
 }
 
 /** Two spellings of one upstream (a trailing slash, user info) are the same upstream. */

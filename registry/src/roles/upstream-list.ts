@@ -53,7 +53,7 @@ export interface AskOptions<T> {
    * (`failoverOn404` guards names, which two upstreams may give to different things.)
    */
   pinned?: boolean;
-  /** Ask this member first (the one whose page listed the file), then the others in order. */
+  /** Ask this member first while it is ready (the one whose page listed the file), then the others in order. */
   first?: UpstreamMember<unknown>;
 }
 
@@ -117,12 +117,17 @@ export class UpstreamList<C> implements UpstreamState {
     const ready = this.members.filter((m) => !m.health.resting(now));
     const resting = this.members.filter((m) => m.health.resting(now) && !m.health.limited(now));
     const order = [...ready, ...resting];
-    const first = opts.first === undefined ? -1 : order.indexOf(opts.first as UpstreamMember<C>);
+    // The preferred member goes first only while it is ready: a resting one stays last.
+    const first = opts.first === undefined ? -1 : ready.indexOf(opts.first as UpstreamMember<C>);
     if (first > 0) order.unshift(...order.splice(first, 1));
     if (order.length === 0) throw this.#allLimited(now);
     let failure: unknown;
-    let absent: Asked<T, C> | undefined;
-    let gone: UpstreamError | undefined;
+    // The first "not here", answered or thrown: it stands when every later one says so too.
+    let notHere: { asked: Asked<T, C> } | { error: UpstreamError } | undefined;
+    const settle = (): Asked<T, C> => {
+      if (notHere === undefined || 'error' in notHere) throw notHere?.error;
+      return notHere.asked;
+    };
     for (const [i, member] of order.entries()) {
       const last = i === order.length - 1;
       let value: T;
@@ -134,9 +139,9 @@ export class UpstreamList<C> implements UpstreamState {
           // A "not here" thrown rather than answered (a file's 404): the same rule as `absent`.
           member.health.up();
           if (failure !== undefined) throw failure;
-          gone ??= err;
+          notHere ??= { error: err };
           if ((member.failoverOn404 || opts.pinned === true) && !last) continue;
-          throw gone;
+          return settle();
         }
         member.health.down(err, this.#now());
         if (last || !failsOver(err)) throw err;
@@ -146,15 +151,14 @@ export class UpstreamList<C> implements UpstreamState {
       member.health.up();
       if (opts.absent?.(value)) {
         if (failure !== undefined) throw failure;
-        absent ??= { value, member };
+        notHere ??= { asked: { value, member } };
         if ((member.failoverOn404 || opts.pinned === true) && !last) continue;
-        return absent;
+        return settle();
       }
       return { value, member };
     }
-    // Every member said "not here" (a failure or the last member returned or threw above).
-    if (gone !== undefined) throw gone;
-    return absent!;
+    // Unreached: the last member returns or throws above.
+    return settle();
   }
 
   #allLimited(now: number): UpstreamError {

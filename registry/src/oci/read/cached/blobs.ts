@@ -130,6 +130,7 @@ export class CachedBlobs {
           hex,
           async () => {
             const res = await this.upstream.ask(
+              repo,
               async (registry) => {
                 const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
                 if (res.status === 200) return res;
@@ -166,6 +167,7 @@ export class CachedBlobs {
     const res = await this.upstream.orUnavailable(
       () =>
         this.upstream.ask(
+          repo,
           async (registry) => {
             const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}`, ...(range !== undefined ? { headers: { range } } : {}) });
             if ([200, 206, 404, 416].includes(res.status)) return res;
@@ -203,6 +205,7 @@ export class CachedBlobs {
   #head(repo: readonly string[], hex: string): Promise<BlobHead | null> {
     return this.#heads.run(`${repo.join('/')}@${hex}`, () =>
       this.upstream.ask(
+        repo,
         async (registry) => {
           const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
           discard(res);

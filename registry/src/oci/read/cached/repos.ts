@@ -165,6 +165,7 @@ export class CachedRepos implements MemberReader {
 
   async #upstreamReferrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
     const listed = await this.upstream.ask(
+      repo,
       async (registry) => {
         const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
         if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
@@ -212,7 +213,7 @@ export class CachedRepos implements MemberReader {
   #firstPull(repo: readonly string[], ref: Reference & { kind: 'digest' }): Promise<FoundManifest | null> {
     const pull = async () => {
       const answer = await this.upstream.orUnavailable(
-        () => this.upstream.ask((registry) => fetchManifest(registry, repo, `sha256:${ref.hex}`), { absent: (m) => m === null, pinned: true }),
+        () => this.upstream.ask(repo, (registry) => fetchManifest(registry, repo, `sha256:${ref.hex}`), { absent: (m) => m === null, pinned: true }),
         repo,
       );
       return answer && this.#keepManifest(repo, `sha256:${ref.hex}`, answer, { digest: ref.hex });
@@ -238,7 +239,7 @@ export class CachedRepos implements MemberReader {
 
   /** The tag asked of the upstreams in order (a 404 passes on where `failover_on_404` says). */
   #askTag(repo: readonly string[], tag: string, current: FoundManifest | null): Promise<TagAnswer> {
-    return this.upstream.ask((registry) => askTagOf(registry, repo, tag, current), { absent: (a) => a.kind === 'gone' });
+    return this.upstream.ask(repo, (registry) => askTagOf(registry, repo, tag, current), { absent: (a) => a.kind === 'gone' });
   }
 
   async #keepTag(repo: readonly string[], tag: string, answer: TagAnswer, current: FoundManifest | null): Promise<Kept<FoundManifest> | null> {

@@ -70,8 +70,9 @@ export class UpstreamRegistry {
     // to any public host the registry names; private addresses only on hosts the config names.
     const egress = new Egress({ upstream: base, trustedHosts: upstream.hosts, otherHosts: 'public' });
     // No credentials on the client itself: they go out only when a challenge asks for them.
-    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots, egress, ...(onAnswer ? { onAnswer } : {}) });
-    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base), egress });
+    const timeout = upstream.timeoutSecs !== undefined ? { headersTimeoutMs: upstream.timeoutSecs * 1000 } : {};
+    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots, egress, ...timeout, ...(onAnswer ? { onAnswer } : {}) });
+    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base), egress, ...timeout });
     const url = new URL(base);
     const user = upstream.username ?? secretOf(decodeURIComponent(url.username));
     const pass = upstream.password ?? secretOf(decodeURIComponent(url.password));

@@ -22,7 +22,7 @@ export interface UpstreamTags {
 
 /** One page of the upstream's tags of `repo`; `query` is forwarded as it is (`n`, `last`). */
 export async function fetchUpstreamTags(upstream: CachedUpstream, repo: readonly string[], query: URLSearchParams): Promise<UpstreamTags> {
-  const tags = await upstream.ask((registry) => tagsFrom(registry, repo, query), { absent: (t) => t === null });
+  const tags = await upstream.ask(repo, (registry) => tagsFrom(registry, repo, query), { absent: (t) => t === null });
   if (tags === null) throw new OciError('NAME_UNKNOWN', `the upstream registry has no repository "${repo.join('/')}"`);
   return tags;
 }

@@ -15,12 +15,21 @@ import type { CachedIndex } from '../../../config/types.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { IndexCounters } from '../../../observe/counters.js';
 import { restated, UpstreamError } from '../../../roles/upstream-error.js';
-import { UpstreamList, type AskOptions } from '../../../roles/upstream-list.js';
+import { UpstreamList, type AskOptions, type UpstreamMember } from '../../../roles/upstream-list.js';
 import { UpstreamRegistry } from './upstream-registry.js';
+
+/** Repositories whose last answering upstream is remembered (the oldest is forgotten first). */
+const REMEMBERED_REPOS = 4096;
 
 export class CachedUpstream {
   /** The upstreams in order, with their health (`/+status`, the revalidator's resting check). */
   readonly list: UpstreamList<UpstreamRegistry>;
+  /**
+   * Which upstream answered last for a repository: what a digest pins (its blobs, manifests by
+   * digest) is asked of that one first, so a repository found on the second upstream does not
+   * send every blob to the first for a 404.
+   */
+  readonly #servedBy = new Map<string, UpstreamMember<UpstreamRegistry>>();
 
   constructor(
     index: CachedIndex,
@@ -42,9 +51,20 @@ export class CachedUpstream {
     return `${which} failed and nothing is cached: ${why}`;
   }
 
-  /** `exchange` with each upstream in order until one answers (roles/upstream-list.ts). */
-  async ask<T>(exchange: (registry: UpstreamRegistry) => Promise<T>, opts: AskOptions<T> = {}): Promise<T> {
-    return (await this.list.ask((m) => exchange(m.client), opts)).value;
+  /**
+   * `exchange` with each upstream in order until one answers (roles/upstream-list.ts); for what a
+   * digest pins, the one that last answered for `repo` first.
+   */
+  async ask<T>(repo: readonly string[], exchange: (registry: UpstreamRegistry) => Promise<T>, opts: AskOptions<T> = {}): Promise<T> {
+    const name = repo.join('/');
+    const last = this.#servedBy.get(name);
+    const asked = await this.list.ask((m) => exchange(m.client), { ...opts, ...(opts.pinned && last ? { first: last } : {}) });
+    if (!(opts.absent?.(asked.value) ?? false)) {
+      this.#servedBy.delete(name);
+      this.#servedBy.set(name, asked.member);
+      if (this.#servedBy.size > REMEMBERED_REPOS) this.#servedBy.delete(this.#servedBy.keys().next().value!);
+    }
+    return asked.value;
   }
 
   /**

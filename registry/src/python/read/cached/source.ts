@@ -113,6 +113,7 @@ export class CachedSource implements IndexSource {
         ...(upstream.password ? { password: upstream.password } : {}),
         slots: this.slots,
         egress: pythonEgress(upstream, base),
+        ...(upstream.timeoutSecs !== undefined ? { headersTimeoutMs: upstream.timeoutSecs * 1000 } : {}),
         onAnswer: (status, headers) => health.observe(status, headers, Date.now()),
       });
     });
