@@ -3,10 +3,13 @@
  * credentials, hosts, `failover_on_404` and timeout; `cached = "<url>"` is the one-element case;
  * what would be ambiguous is refused with a message that says what to do.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ecosystems } from '../../registry/src/app/ecosystems.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
 import type { CachedIndex } from '../../registry/src/config/types.js';
+import { REPO } from '../support/paths.js';
 
 const load = (text: string, env: NodeJS.ProcessEnv = {}) => parseConfigText(text, 'test.toml', { env, ecosystems });
 const cachedOf = (text: string, env?: NodeJS.ProcessEnv) => load(text, env).indexes[0] as CachedIndex;
@@ -51,5 +54,17 @@ describe('upstreams in the config', () => {
     ['upstreams on a hosted index', `hosted = true\nupstreams = [{ url = "https://a.example/" }]\n`, /has several roles \(hosted, cached\)/],
   ])('refuses %s', (_name, body, message) => {
     expect(() => load(`${head}${body}`)).toThrow(message);
+  });
+});
+
+describe('the docs\' examples of upstreams', () => {
+  it.each(['cluster-mirror.md', 'caching.md', 'configuration.md'])('loads every TOML example with upstreams in docs/%s', (file) => {
+    const doc = readFileSync(join(REPO, 'docs', file), 'utf8');
+    const examples = [...doc.matchAll(/```toml\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((t) => t.includes('upstreams = ['));
+    expect(examples.length).toBeGreaterThan(0);
+    for (const text of examples) {
+      const config = parseConfigText(text, file, { env: { HUB_USER: 'u', HUB_TOKEN: 't' }, ecosystems, readSecretFile: () => 'secret' });
+      for (const ix of config.indexes) expect(ix.role === 'cached' && ix.upstreams.length).toBeGreaterThan(1);
+    }
   });
 });
