@@ -4,8 +4,9 @@
  * to the upstream about it; the revalidator decides, single-flights and counts:
  *
  * 1. A fresh stored copy is served without asking (`fresh`).
- * 2. A stale one is served at once while the upstream rests after a failure (`stale`, counted
- *    `stale_served`; upstream-health.ts).
+ * 2. A stale one is served at once while the upstream rests after a failure, or, with several,
+ *    while every one of them rests (`stale`, counted `stale_served`; upstream-health.ts,
+ *    upstream-list.ts, whose walk over them is what `ask` runs).
  * 3. Otherwise one refresh per key runs at a time (with `locks`, one across the server's
  *    processes too), and every waiter shares its result. It reads the stored copy again first
  *    (another waiter, worker or replica may have refreshed it), then `ask`s the upstream and has

@@ -6,8 +6,8 @@
  * - After a failure the upstream rests for a short backoff: the next upstream is asked instead,
  *   and with none left a stored copy is served stale at once rather than every request waiting
  *   out a connect timeout first. A miss with nothing else to ask still tries it.
- * - A 429 (or 503) with `Retry-After` rests it for that long (bounded: roles/pull-limits.ts), and
- *   then it is not asked at all, not even by a miss: it said when to come back.
+ * - A 429 rests it for its `Retry-After` (bounded: roles/pull-limits.ts; the failure backoff when
+ *   it gives none), and then it is not asked at all, not even by a miss: it said when to come back.
  * - `ratelimit-limit` / `ratelimit-remaining` of any answer are kept as the last figures seen.
  *
  * Every message kept here is already free of credentials and query strings (UpstreamError's rule).
@@ -84,15 +84,15 @@ export class UpstreamHealth implements UpstreamState {
     return now < this.#limitedUntil;
   }
 
-  /** Reads one answer's pressure headers (every answer passes here: roles/upstream.ts `onAnswer`). */
+  /** Reads one answer's pressure headers (and a 429's `Retry-After`) (every answer passes here: roles/upstream.ts `onAnswer`). */
   observe(status: number, headers: IncomingHttpHeaders, now: number): void {
     const limit = parseRateLimitHeader(one(headers['ratelimit-limit']));
     const remaining = parseRateLimitHeader(one(headers['ratelimit-remaining']));
     if (limit || remaining) this.#pressure = { limit, remaining, observedAt: now };
-    if (status !== 429 && status !== 503) return;
-    if (status === 429) this.#rateLimited++;
-    const wait = parseRetryAfter(one(headers['retry-after']), now) ?? (status === 429 ? this.backoffMs : null);
-    if (wait !== null) this.#limitedUntil = Math.max(this.#limitedUntil, now + wait);
+    if (status !== 429) return;
+    this.#rateLimited++;
+    const wait = parseRetryAfter(one(headers['retry-after']), now) ?? this.backoffMs;
+    this.#limitedUntil = Math.max(this.#limitedUntil, now + wait);
   }
 
   /** What `/+status` and `/metrics` show of it (without its URL: the caller knows that). */
