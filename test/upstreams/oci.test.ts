@@ -232,6 +232,25 @@ describe('a cached OCI index with two upstreams', () => {
     expect(seenFor(p1, repo).filter((r) => r === 'HEAD blobs')).toHaveLength(1);
   });
 
+  it('makes one upstream GET of a blob however many clients miss it at once, from the second while the first is down', async () => {
+    const repo = 'team/heads';
+    const layer = images.get(repo)!.layers[1]!;
+    const path = `/v2/${repo}/blobs/${layer.descriptor.digest}`;
+    p1.on(path, { kind: 'status', status: 503 });
+    p2.on(path, { kind: 'stall', ms: 500 });
+    try {
+      const answers = await Promise.all(Array.from({ length: 6 }, () => fetch(`${server.url}/v2/heads/${repo}/blobs/${layer.descriptor.digest}`)));
+      const bodies = await Promise.all(answers.map(async (a) => Buffer.from(await a.arrayBuffer())));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+      for (const body of bodies) expect(body.equals(layer.bytes)).toBe(true);
+    } finally {
+      p1.clear();
+      p2.clear();
+    }
+    expect(p1.seen.filter((r) => r.method === 'GET' && r.path === path)).toHaveLength(1);
+    expect(p2.seen.filter((r) => r.method === 'GET' && r.path === path)).toHaveLength(1);
+  });
+
   it('finds a repository only the second has with failover_on_404, and not without', async () => {
     const repo = 'team/only-second';
     const out = join(tempDir('velodex-only-'), 'out');
