@@ -12,7 +12,8 @@
  *    answer stands if every one says so). For what a digest pins (`pinned`), any member may
  *    answer, so a "not here" always asks the next one.
  * 3. A failure that says the upstream cannot answer now (`failsOver`: no connection, a timeout, a
- *    body that broke off, 429 or 5xx) marks the member down and asks the next one. Any other
+ *    body that broke off, 429 or 5xx, from the upstream or its token realm) marks the member down
+ *    and asks the next one. Any other
  *    `UpstreamError` (a 401, a malformed page, egress refused) marks it down and is thrown: a
  *    configuration problem is shown, not papered over by the next upstream. Anything else (our
  *    own cap, the store, a client error) is thrown untouched.
@@ -65,6 +66,8 @@ export function failsOver(err: unknown): boolean {
     case 'timeout':
     case 'broken':
       return true;
+    // A token realm that answers 429 or 5xx cannot give the registry's answer now either.
+    case 'token':
     case 'status':
       return err.status !== undefined && (err.status === 429 || err.status >= 500);
     default:
