@@ -126,7 +126,7 @@ async function main(argv: string[]): Promise<void> {
       const config = load(file, overrides);
       const lines = [`${file}: ok`, `listen: ${config.tls ? 'https' : 'http'}://${config.host}:${config.port}`, `workers: ${config.workers.reason}`, `storage: ${config.storage.backend}`];
       for (const ix of config.indexes) {
-        const extra = ix.role === 'cached' ? ` upstream=${displayUrl(ix.upstream)}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
+        const extra = ix.role === 'cached' ? ` upstream${ix.upstreams.length > 1 ? 's' : ''}=${ix.upstreams.map((u) => displayUrl(u.url)).join(',')}` : ix.role === 'virtual' ? ` members=${ix.members.join(',')}` : '';
         lines.push(`index ${ix.name}: /${ix.route}/ ${ix.ecosystem} ${ix.role}${extra}`);
       }
       if (config.mirrors.length > 0) lines.push(`mirror: ${config.mirrors.map((m) => `${m.registry} -> ${m.index.name}`).join(', ')}`);

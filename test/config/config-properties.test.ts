@@ -35,7 +35,7 @@ function expectKeptPromises(result: Config | ConfigError): void {
     for (const segment of ix.routeSegments) expect(['', '.', '..']).not.toContain(segment);
     expect(routes.has(ix.route)).toBe(false);
     routes.add(ix.route);
-    if (ix.role === 'cached') expect(ix.upstream).toBeTypeOf('string');
+    if (ix.role === 'cached') expect(ix.upstreams[0].url).toBeTypeOf('string');
     if (ix.role === 'virtual') expect(ix.members.length).toBeGreaterThan(0);
     for (const secret of [ix.role === 'hosted' ? ix.uploadToken : undefined, ...ix.webhooks.map((w) => w.secret)]) {
       if (secret) expect(secret.reveal().trim()).not.toBe('');

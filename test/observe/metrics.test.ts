@@ -7,6 +7,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayUrl } from '../../registry/src/config/sanitize.js';
 import { CLEAN_ENV, freshPipVenv } from '../python/fixtures/clients.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { cached, hosted, metrics, oci, toml } from '../support/config.js';
@@ -110,6 +111,11 @@ describe('/metrics', () => {
     }
     expect(sample(text, 'velodex_upstream_inflight_fetches', MIRROR)).toBe(0);
     expect(sample(text, 'velodex_upstream_rate_limit_denied_total', MIRROR)).toBe(0);
+    // Per upstream (its URL as every surface shows it): backing off after the failure, no 429, no pull-limit figures yet.
+    const upstream = `${MIRROR},upstream="${displayUrl('http://127.0.0.1:9/simple/')}"`;
+    expect(sample(text, 'velodex_upstream_online', upstream)).toBe(0);
+    expect(sample(text, 'velodex_upstream_rate_limited_total', upstream)).toBe(0);
+    expect(text).not.toContain('velodex_upstream_ratelimit_remaining{');
     expect(text).not.toContain(`velodex_index_uploads_total{${MIRROR}}`);
     // Node's process metrics come along under the prefix, and the request histogram.
     expect(text).toMatch(/^velodex_process_cpu_seconds_total /m);

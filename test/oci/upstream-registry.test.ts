@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { text } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
-import type { CachedIndex } from '../../registry/src/config/types.js';
+import type { UpstreamConfig } from '../../registry/src/config/types.js';
 import { UpstreamSlots } from '../../registry/src/limits/upstream-slots.js';
 import { UpstreamRegistry } from '../../registry/src/oci/read/cached/upstream-registry.js';
 
@@ -26,22 +26,12 @@ function listen(handler: (req: http.IncomingMessage, res: http.ServerResponse) =
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server })));
 }
 
-function index(upstream: string, creds?: { user: string; pass: string }): CachedIndex {
+function index(upstream: string, creds?: { user: string; pass: string }): UpstreamConfig {
   return {
-    name: 'cache',
-    route: 'cache',
-    routeSegments: ['cache'],
-    ecosystem: 'oci',
-    role: 'cached',
-    upstream,
-    cacheTtlSecs: 0,
-    upstreamHosts: [],
-    policy: { denyProjects: [], allowProjects: [] },
-    webhooks: [],
-    tokens: [],
-    serviceAccounts: [],
-    private: false,
-    ...(creds ? { upstreamUsername: new Secret(creds.user, 'inline'), upstreamPassword: new Secret(creds.pass, 'inline') } : {}),
+    url: upstream,
+    hosts: [],
+    failoverOn404: false,
+    ...(creds ? { username: new Secret(creds.user, 'inline'), password: new Secret(creds.pass, 'inline') } : {}),
   };
 }
 

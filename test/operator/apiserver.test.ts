@@ -105,6 +105,12 @@ afterAll(async () => {
 describe('the CRDs at kubectl apply time', () => {
   it.each([
     ['a cached index without upstream', '  route: team/a\n  ecosystem: python\n  role: cached\n', 'a cached index needs spec.upstream'],
+    ['both upstream and upstreams', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  upstreams: [{ url: "https://b.example/simple/" }]\n', 'or spec.upstreams (several, asked in order), not both'],
+    ['upstreams on a hosted index', '  route: team/a\n  ecosystem: python\n  role: hosted\n  upstreams: [{ url: "https://b.example/simple/" }]\n', 'spec.upstreams is only for a cached index'],
+    ['upstreamCredentialsSecretRef beside upstreams', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://b.example/simple/" }]\n  upstreamCredentialsSecretRef: { name: hub }\n', 'with spec.upstreams each upstream has its own hosts and credentialsSecretRef'],
+    ['failoverOn404 on the last upstream', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/" }, { url: "https://b.example/simple/", failoverOn404: true }]\n', 'which has none after it to ask'],
+    ['one upstream twice', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/" }, { url: "https://a.example/simple/" }]\n', 'Duplicate value'],
+    ['an upstream timeout of zero', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/", timeout: 0s }, { url: "https://b.example/simple/" }]\n', 'spec.upstreams timeout must be at least 1s'],
     ['a virtual index without members', '  route: team/a\n  ecosystem: python\n  role: virtual\n', 'a virtual index needs spec.members'],
     ['an upload token on a cached index', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  uploadTokenSecretRef: { name: t, key: k }\n', 'spec.uploadTokenSecretRef is only for a hosted index'],
     ['upstream credentials on a hosted index', '  route: team/a\n  ecosystem: python\n  role: hosted\n  upstreamCredentialsSecretRef: { name: hub }\n', 'spec.upstreamCredentialsSecretRef is only for a cached index'],
@@ -194,6 +200,10 @@ describe('the CRDs at kubectl apply time', () => {
       '  route: team/q\n  ecosystem: python\n  role: hosted\n  tokens:\n    - { name: ci-release, secretRef: { name: t, key: k }, scopes: [upload, delete], projects: ["team-*", libfoo], expires: "2027-06-30T00:00:00Z" }\n    - { name: readers.v2, secretRef: { name: t, key: r }, scopes: [read], expires: "2027-06-30" }\n    - { name: dev_1, secretRef: { name: t, key: d }, scopes: [read, upload], expires: "2027-06-30T08:00:00.5+02:00" }\n',
     ],
     ['a read token on a virtual index', '  route: team/q\n  ecosystem: python\n  role: virtual\n  members: [b]\n  tokens: [{ name: ci, secretRef: { name: t, key: k }, scopes: [read] }]\n'],
+    [
+      'several upstreams, each with its own credentials, hosts, failoverOn404 and timeout',
+      '  route: team/q\n  ecosystem: oci\n  role: cached\n  upstreams:\n    - { url: "https://mirror.corp.example", credentialsSecretRef: { name: corp }, hosts: [auth.corp.example], failoverOn404: true, timeout: 5s }\n    - { url: "https://registry-1.docker.io", credentialsSecretRef: { name: hub, passwordKey: token } }\n',
+    ],
   ])('accepts %s', async (_what, spec) => {
     await kubectl(['apply', '--dry-run=server', '-f', '-'], indexYaml('sized', spec));
   });

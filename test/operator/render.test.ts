@@ -50,6 +50,15 @@ const indexes = [
     retention: { untaggedAfter: '14d', keepTags: [{ match: 'v*', newest: 10 }] },
   }),
   index('hub', { route: 'hub', ecosystem: 'oci', role: 'cached', upstream: 'https://registry-1.docker.io', upstreamCredentialsSecretRef: { name: 'hub-account', passwordKey: 'access-token' } }),
+  index('mirror', {
+    route: 'mirror',
+    ecosystem: 'oci',
+    role: 'cached',
+    upstreams: [
+      { url: 'https://mirror.corp.example', credentialsSecretRef: { name: 'corp-mirror' }, hosts: ['auth.corp.example'], failoverOn404: true, timeout: '5s' },
+      { url: 'https://registry-1.docker.io', credentialsSecretRef: { name: 'hub-account', passwordKey: 'access-token' } },
+    ],
+  }),
 ];
 
 const secretData: Record<string, Record<string, string>> = {
@@ -58,6 +67,7 @@ const secretData: Record<string, Record<string, string>> = {
   tokens: { hosted: 'token-hosted-not-in-config', images: 'token-images-not-in-config' },
   hooks: { ci: 'hook-secret-not-in-config' },
   'hub-account': { username: 'hub-user-not-in-config', 'access-token': 'hub-token-not-in-config' },
+  'corp-mirror': { username: 'corp-user-not-in-config', password: 'corp-password-not-in-config' },
 };
 
 /** The rendered TOML through the registry's own loader, reading each `_file` from `data`. */
@@ -84,12 +94,21 @@ describe('registry config rendering', () => {
       'hosted hosted python team/hosted',
       'hub cached oci hub',
       'images hosted oci team/images',
+      'mirror cached oci mirror',
       'pypi cached python team/pypi',
     ]);
     const pypi = config.indexes.find((ix) => ix.name === 'pypi');
-    expect(pypi?.role === 'cached' && pypi.upstreamHosts).toEqual(['files.corp.example', '*.cdn.example']);
+    expect(pypi?.role === 'cached' && pypi.upstreams[0].hosts).toEqual(['files.corp.example', '*.cdn.example']);
     const hub = config.indexes.find((ix) => ix.name === 'hub');
-    expect(hub?.role === 'cached' && [hub.upstreamUsername?.reveal(), hub.upstreamPassword?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
+    expect(hub?.role === 'cached' && [hub.upstreams[0].username?.reveal(), hub.upstreams[0].password?.reveal()]).toEqual(['hub-user-not-in-config', 'hub-token-not-in-config']);
+    // spec.upstreams: in order, each with its own credentials (mounted files), hosts, failoverOn404 and timeout.
+    const mirror = config.indexes.find((ix) => ix.name === 'mirror');
+    expect(
+      mirror?.role === 'cached' && mirror.upstreams.map((u) => [u.url, u.username?.reveal(), u.password?.reveal(), u.hosts, u.failoverOn404, u.timeoutSecs]),
+    ).toEqual([
+      ['https://mirror.corp.example', 'corp-user-not-in-config', 'corp-password-not-in-config', ['auth.corp.example'], true, 5],
+      ['https://registry-1.docker.io', 'hub-user-not-in-config', 'hub-token-not-in-config', [], false, undefined],
+    ]);
     expect(config.storage.backend).toBe('s3');
     expect(config.storage.secretKey?.reveal()).toBe('very-secret-not-in-config');
     expect(config.admin.token?.reveal()).toBe('admin-token-not-in-config');
@@ -99,7 +118,7 @@ describe('registry config rendering', () => {
     const images = config.indexes.find((ix) => ix.name === 'images');
     expect(images?.role === 'hosted' && images.retention).toEqual({ untaggedAfterSecs: 14 * 86_400, keepTags: [{ match: 'v*', newest: 10 }] });
     expect(config.retention).toEqual({ everySecs: 6 * 3600 });
-    expect(rendered.secrets).toEqual(['admin', 'hooks', 'hub-account', 's3-creds', 'tokens']);
+    expect(rendered.secrets).toEqual(['admin', 'corp-mirror', 'hooks', 'hub-account', 's3-creds', 'tokens']);
     for (const values of Object.values(secretData)) for (const v of Object.values(values)) expect(rendered.toml).not.toContain(v);
   });
 

@@ -29,6 +29,19 @@ const pod = (name: string, indexes: { name: string; serial?: number; offline?: b
 const cond = (s: ReturnType<typeof servedState>, type: string) => s.conditions.find((c) => c.type === type);
 
 describe('servedState', () => {
+  it('shows several upstreams as "2/3 online" (the fewest any pod sees), Ready while one answers, Degraded when none does', () => {
+    const mirror: PackageIndex = { ...pypi, spec: { ...pypi.spec, upstream: undefined, upstreams: [{ url: 'https://a.example/simple/' }, { url: 'https://b.example/simple/' }, { url: 'https://pypi.org/simple/' }] } };
+    const seen = (name: string, online: number, offline = false): PodReport => ({ pod: name, doc: { instance: name, indexes: [{ name: 'pypi', serial: 1, upstream: { offline, online, total: 3 } }] } });
+    const partly = servedState(mirror, 'default', URL, [seen('a', 3), seen('b', 2)]);
+    expect(partly.status).toMatchObject({ upstream: '2/3 online', upstreamOffline: false });
+    expect(cond(partly, 'Ready')).toMatchObject({ status: 'True', message: expect.stringContaining('upstreams 2/3 online') });
+    expect(cond(partly, 'Degraded')).toMatchObject({ status: 'False' });
+    expect(servedState(mirror, 'default', URL, [seen('a', 3)]).status.upstream).toBe('3/3 online');
+    const none = servedState(mirror, 'default', URL, [seen('a', 0, true)]);
+    expect(none.status.upstream).toBe('0/3 online');
+    expect(cond(none, 'Degraded')).toMatchObject({ status: 'True', reason: 'UpstreamOffline', message: expect.stringContaining('no upstream (https://a.example/simple/, https://b.example/simple/, https://pypi.org/simple/) does not answer') });
+  });
+
   it('is Ready when every ready pod serves the index, with the highest serial and the pod counts', () => {
     const s = servedState(pypi, 'default', URL, [pod('a', [{ name: 'pypi', serial: 4 }]), pod('b', [{ name: 'pypi', serial: 7 }])]);
     expect(cond(s, 'Ready')).toMatchObject({ status: 'True', reason: 'Serving', message: `served by 2 pods at ${URL}` });

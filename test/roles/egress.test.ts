@@ -94,7 +94,7 @@ describe('upstream_hosts in the config', () => {
   it('is read on a cached index, lower-cased', () => {
     const config = load('[[index]]\nname = "c"\nroute = "c"\ncached = "https://pypi.example/simple/"\nupstream_hosts = ["Files.Example", "*.cdn.example", "10.1.2.3"]\n');
     const ix = config.indexes[0]!;
-    expect(ix.role === 'cached' && ix.upstreamHosts).toEqual(['files.example', '*.cdn.example', '10.1.2.3']);
+    expect(ix.role === 'cached' && ix.upstreams[0].hosts).toEqual(['files.example', '*.cdn.example', '10.1.2.3']);
   });
 
   it('is refused on other roles and when an entry is no host name', () => {

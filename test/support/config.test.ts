@@ -50,8 +50,8 @@ describe('index builders', () => {
     expect([h.uploadToken?.reveal(), h.volatile, h.policy]).toEqual(['tok', true, { denyProjects: ['evil-*'], allowProjects: [], maxFileSize: 1000, minReleaseAgeSecs: 86_400 }]);
     expect([locked.uploadToken, locked.volatile]).toEqual([undefined, false]);
     expect(locked.webhooks.map((w) => [w.url, w.secret?.reveal(), w.events])).toEqual([['http://127.0.0.1:9/hook', 'hook-secret', ['upload']]]);
-    expect([pypi.upstream, pypi.cacheTtlSecs, pypi.upstreamConcurrency, pypi.upstreamHosts]).toEqual(['https://pypi.example/simple/', 0, 2, ['files.example']]);
-    expect([pypi.upstreamUsername?.reveal(), pypi.upstreamPassword?.reveal()]).toEqual(['up-user', 'pw-from-file']);
+    expect([pypi.upstreams[0].url, pypi.cacheTtlSecs, pypi.upstreamConcurrency, pypi.upstreams[0].hosts]).toEqual(['https://pypi.example/simple/', 0, 2, ['files.example']]);
+    expect([pypi.upstreams[0].username?.reveal(), pypi.upstreams[0].password?.reveal()]).toEqual(['up-user', 'pw-from-file']);
     expect([dev.members, dev.uploadTarget]).toEqual([['hosted', 'pypi'], 'hosted']);
     expect(images.uploadToken?.source).toBe('env:OCI_TOKEN');
   });

@@ -137,6 +137,38 @@ export function cached(name: string, upstream: string, o: CachedOptions = {}): C
   );
 }
 
+/** One upstream of `cachedFrom` (an entry of `upstreams = [...]`). */
+export interface UpstreamOptions {
+  url: string;
+  credentials?: { username?: SecretValue; password?: SecretValue };
+  hosts?: string[];
+  failoverOn404?: boolean;
+  /** Seconds, or a duration such as "2s": connect plus response headers. */
+  timeout?: number | string;
+}
+
+/** A cached index of several upstreams, asked in order (`upstreams = [...]`). */
+export function cachedFrom(name: string, upstreams: UpstreamOptions[], o: Omit<CachedOptions, 'upstreamHosts' | 'credentials'> = {}): ConfigPart {
+  return index(
+    name,
+    {
+      upstreams: upstreams.map((u) => ({
+        url: u.url,
+        hosts: u.hosts,
+        failover_on_404: u.failoverOn404,
+        timeout: u.timeout,
+        ...secret('username', u.credentials?.username),
+        ...secret('password', u.credentials?.password),
+      })),
+      cache_ttl_secs: o.ttlSecs,
+      upstream_concurrency: o.upstreamConcurrency,
+      max_bytes: o.maxBytes,
+      evict_unused_after: o.evictUnusedAfter,
+    },
+    o,
+  );
+}
+
 /** A virtual index over `members`, in order. */
 export function virtual(name: string, members: string[], o: VirtualOptions = {}): ConfigPart {
   return index(name, { members, upload_target: o.uploadTarget }, o);
@@ -147,6 +179,7 @@ export const oci = {
   hosted: (name: string, o: HostedOptions = {}) => hosted(name, { ...o, ecosystem: 'oci' }),
   cached: (name: string, upstream: string, o: CachedOptions = {}) => cached(name, upstream, { ...o, ecosystem: 'oci' }),
   virtual: (name: string, members: string[], o: VirtualOptions = {}) => virtual(name, members, { ...o, ecosystem: 'oci' }),
+  cachedFrom: (name: string, upstreams: UpstreamOptions[], o: Omit<CachedOptions, 'upstreamHosts' | 'credentials'> = {}) => cachedFrom(name, upstreams, { ...o, ecosystem: 'oci' }),
 };
 
 export interface RateWindow {

@@ -123,6 +123,27 @@ export class FaultProxy {
     return new Promise((resolve) => this.#stallWatchers.push({ n, resolve }));
   }
 
+  /**
+   * The upstream dies: the port stops listening (new connections are refused) and every open
+   * connection is cut. `revive` listens on the same port again.
+   */
+  async kill(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#server.closeAllConnections();
+    await closed;
+  }
+
+  async revive(): Promise<void> {
+    const port = Number(new URL(this.url).port);
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, '127.0.0.1', () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
+  }
+
   async close(): Promise<void> {
     // Connections first: a request still stalled is dropped, not sent on to the upstream.
     this.#server.closeAllConnections();

@@ -197,6 +197,8 @@ describe('the web UI in Chromium', () => {
     const rows = page.locator('table.indexes tbody tr');
     expect(await rows.locator('td:first-child').allTextContents()).toEqual(['hosted', 'pypi', 'dev', 'oci']);
     await expect.poll(() => rows.filter({ hasText: 'root/pypi' }).textContent()).toContain('healthy');
+    // A cached index lists its upstreams (here one) with their state.
+    expect(await rows.filter({ hasText: 'root/pypi' }).locator('ul.upstreams li[data-state="online"]').count()).toBe(1);
     expect(await rows.filter({ hasText: 'root/hosted' }).textContent()).toContain('4 uploads');
     expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toContain('2 downloads');
     expect(await rows.filter({ hasText: 'root/dev' }).textContent()).toMatch(/python\s*virtual/);

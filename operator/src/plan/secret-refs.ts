@@ -29,6 +29,12 @@ export function indexSecretUses(ix: PackageIndex): SecretUse[] {
     const { username, password } = upstreamCredentialKeys(s.upstreamCredentialsSecretRef);
     uses.push({ ref: username, field: 'spec.upstreamCredentialsSecretRef' }, { ref: password, field: 'spec.upstreamCredentialsSecretRef' });
   }
+  for (const [i, upstream] of (s.upstreams ?? []).entries()) {
+    if (!upstream.credentialsSecretRef) continue;
+    const { username, password } = upstreamCredentialKeys(upstream.credentialsSecretRef);
+    const field = `spec.upstreams[${i}].credentialsSecretRef`;
+    uses.push({ ref: username, field }, { ref: password, field });
+  }
   for (const [i, hook] of (s.webhooks ?? []).entries()) {
     if (hook.urlSecretRef) uses.push({ ref: hook.urlSecretRef, field: `spec.webhooks[${i}].urlSecretRef` });
     if (hook.secretRef) uses.push({ ref: hook.secretRef, field: `spec.webhooks[${i}].secretRef` });

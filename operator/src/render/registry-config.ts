@@ -5,7 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
-import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type NodeMirrorRegistry, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef } from '../resources/types.js';
+import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type NodeMirrorRegistry, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef, type UpstreamSpec } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
 export const SECRETS_DIR = '/var/run/velodex/secrets';
@@ -145,6 +145,18 @@ function gcTable(gc: RegistryGc): Record<string, unknown> {
   };
 }
 
+/** One entry of `upstreams = [...]`: its credentials as mounted files, like every secret the operator renders. */
+function upstreamTable(u: UpstreamSpec, file: (ref: SecretKeyRef) => string): Record<string, unknown> {
+  const credentials = u.credentialsSecretRef ? upstreamCredentialKeys(u.credentialsSecretRef) : undefined;
+  return {
+    url: u.url,
+    ...(u.hosts !== undefined && u.hosts.length > 0 ? { hosts: u.hosts } : {}),
+    ...(credentials ? { username_file: file(credentials.username), password_file: file(credentials.password) } : {}),
+    ...(u.failoverOn404 !== undefined ? { failover_on_404: u.failoverOn404 } : {}),
+    ...(u.timeout !== undefined ? { timeout: tomlDuration(u.timeout) } : {}),
+  };
+}
+
 function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Record<string, unknown> {
   const s = ix.spec;
   const table: Record<string, unknown> = { name: ix.metadata.name, route: s.route, ecosystem: s.ecosystem };
@@ -154,7 +166,8 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       if (s.quotaBytes !== undefined) table.quota_bytes = tomlSize(s.quotaBytes);
       break;
     case 'cached':
-      table.cached = s.upstream;
+      if (s.upstreams !== undefined) table.upstreams = s.upstreams.map((u) => upstreamTable(u, file));
+      else table.cached = s.upstream;
       if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
       if (s.upstreamHosts !== undefined && s.upstreamHosts.length > 0) table.upstream_hosts = s.upstreamHosts;
       if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;

@@ -144,12 +144,28 @@ export function upstreamCredentialKeys(ref: UpstreamCredentialsRef): { username:
   };
 }
 
+/**
+ * One of several upstreams of a cached index (`spec.upstreams`, rendered as `upstreams = [...]`),
+ * asked in order: its own credentials and hosts; `failoverOn404` lets a 404 from it ask the next.
+ */
+export interface UpstreamSpec {
+  url: string;
+  /** Hosts that belong to this upstream besides its own (its files host, CDN or token realm). */
+  hosts?: string[];
+  credentialsSecretRef?: UpstreamCredentialsRef;
+  failoverOn404?: boolean;
+  /** How long connecting and the response headers may take before the next upstream is asked (a duration like "5s"). */
+  timeout?: string;
+}
+
 export interface PackageIndexSpec {
   registry?: string;
   route: string;
   ecosystem: 'python' | 'oci';
   role: 'hosted' | 'cached' | 'virtual';
   upstream?: string;
+  /** Several upstreams, asked in order (instead of `upstream`, `upstreamHosts` and `upstreamCredentialsSecretRef`). */
+  upstreams?: UpstreamSpec[];
   upstreamConcurrency?: number;
   /** Hosts that belong to the upstream besides its own (rendered as `upstream_hosts`). */
   upstreamHosts?: string[];
@@ -199,8 +215,11 @@ export interface PackageIndexStatus {
   registry?: string;
   url?: string;
   upstreamOffline?: boolean;
-  /** The same fact for the UPSTREAM printer column (a boolean column would read as "no upstream"). */
-  upstream?: 'online' | 'offline';
+  /**
+   * The same fact for the UPSTREAM printer column (a boolean column would read as "no upstream"):
+   * `online` or `offline` for one upstream, `2/3 online` for several (the fewest any pod sees).
+   */
+  upstream?: string;
   /** The index's change counter as its pods report it (the highest). */
   serial?: number;
   /** Ready pods of the registry, and how many of them serve this index. */

@@ -29,7 +29,31 @@ export function refusedState(registry: string, refusal: Refusal): IndexState {
   };
 }
 
+/**
+ * The UPSTREAM column: `online` or `offline` for one upstream; for several, how many are online
+ * as the pod that sees the fewest says (`2/3 online`): each pod keeps its own view of them.
+ */
+function upstreamColumn(entries: ReadonlyArray<{ upstream?: { online?: number; total?: number } }>, offline: boolean): string {
+  const counted = entries.flatMap((e) => (e.upstream?.total !== undefined && e.upstream.online !== undefined ? [{ online: e.upstream.online, total: e.upstream.total }] : []));
+  const total = Math.max(0, ...counted.map((c) => c.total));
+  if (total <= 1) return offline ? 'offline' : 'online';
+  const online = Math.min(...counted.map((c) => c.online));
+  return `${online}/${total} online`;
+}
+
+/** `1/3 online`: some of several upstreams back off (the index still serves fresh data from the others). */
+function isPartlyOnline(column: string): boolean {
+  const m = /^(\d+)\/(\d+) online$/.exec(column);
+  return m !== null && m[1] !== m[2];
+}
+
 /** `url`: the index's base URL through the registry's Service. */
+function upstreamsNamed(ix: PackageIndex): string {
+  const several = ix.spec.upstreams;
+  if (several && several.length > 1) return `no upstream (${several.map((u) => u.url).join(', ')})`;
+  return `the upstream ${several?.[0]?.url ?? ix.spec.upstream ?? ''}`;
+}
+
 export function servedState(ix: PackageIndex, registry: string, url: string, reports: readonly PodReport[]): IndexState {
   const name = ix.metadata.name;
   const answered = reports.filter((r) => r.doc !== null);
@@ -41,7 +65,7 @@ export function servedState(ix: PackageIndex, registry: string, url: string, rep
     registry,
     url,
     // Unknown until a pod has reported on it.
-    ...(ix.spec.role === 'cached' && entries.length > 0 ? { upstreamOffline: offline, upstream: offline ? 'offline' : 'online' } : {}),
+    ...(ix.spec.role === 'cached' && entries.length > 0 ? { upstreamOffline: offline, upstream: upstreamColumn(entries, offline) } : {}),
     serial,
     pods: reports.length,
     servingPods: serving,
@@ -60,9 +84,10 @@ export function servedState(ix: PackageIndex, registry: string, url: string, rep
   if (answered.length === 0) return notReady('NoReadyPods', `no ready pod of PackageRegistry "${registry}" answered /+status (${reports[0]?.error ?? 'no answer'})`);
   if (serving < answered.length) return notReady('RollingOut', `${serving} of ${answered.length} ready pods serve this index; the others still run an older config`);
   const served = `served by ${serving} pod${serving === 1 ? '' : 's'} at ${url}`;
-  const ready: ConditionInput = { type: 'Ready', status: TRUE, reason: 'Serving', message: offline ? `${served}; UpstreamOffline: cached data only` : served };
+  const partly = status.upstream !== undefined && isPartlyOnline(status.upstream) ? `; upstreams ${status.upstream}` : '';
+  const ready: ConditionInput = { type: 'Ready', status: TRUE, reason: 'Serving', message: offline ? `${served}; UpstreamOffline: cached data only` : `${served}${partly}` };
   const degraded: ConditionInput = offline
-    ? { type: 'Degraded', status: TRUE, reason: 'UpstreamOffline', message: `the upstream ${ix.spec.upstream ?? ''} does not answer; cached data is served` }
+    ? { type: 'Degraded', status: TRUE, reason: 'UpstreamOffline', message: `${upstreamsNamed(ix)} does not answer; cached data is served` }
     : { type: 'Degraded', status: FALSE, reason: 'Serving', message: 'no impairment' };
   return {
     status,

@@ -8,7 +8,7 @@ export interface PodStatusDoc {
   instance?: string;
   /** The registry's version (its image's). */
   version?: string;
-  indexes?: Array<{ name: string; route?: string; serial?: number; upstream?: { offline?: boolean }; stored?: StoredCount | null }>;
+  indexes?: Array<{ name: string; route?: string; serial?: number; upstream?: { offline?: boolean; online?: number; total?: number }; stored?: StoredCount | null }>;
   /** The registry's total: a blob two indexes hold counts once; `counted_at` null before the first count. */
   stored?: (StoredCount & { counted_at?: string | null }) | null;
   gc?: { last_run?: GcRun | null } | null;

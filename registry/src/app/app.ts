@@ -195,6 +195,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       indexes: config.indexes,
       counters,
       upstreamSlots: (ix) => (ix.role === 'cached' ? upstreamSlots.for(ix) : undefined),
+      upstreams: (ix) => (ix.role === 'cached' ? byId.get(ix.ecosystem)?.describe?.(ix).upstreams : undefined),
       servesMetadata: (ix) => moduleOf.get(ix.ecosystem)?.metadataSiblings === true,
       rateLimit: () => limiter.snapshot(),
       retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),

@@ -26,6 +26,7 @@ import { parseDuration } from './duration.js';
 import { parseSize } from './size.js';
 import { resolveGc } from './gc.js';
 import { resolveMirrors } from './mirrors.js';
+import { resolveUpstreams } from './upstreams.js';
 
 export interface Overrides {
   host?: string;
@@ -217,13 +218,13 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   const where = `index "${ix.name}" (index[${position}])`;
   const roles: IndexConfig['role'][] = [];
   if (ix.hosted) roles.push('hosted');
-  if (ix.cached !== undefined) roles.push('cached');
+  if (ix.cached !== undefined || ix.upstreams !== undefined) roles.push('cached');
   if (ix.members !== undefined) roles.push('virtual');
   if (roles.length !== 1) {
     throw new ConfigError(
       where,
       roles.length === 0 ? 'has no role' : `has several roles (${roles.join(', ')})`,
-      'give exactly one of hosted = true, cached = "<upstream URL>", members = [...]',
+      'give exactly one of hosted = true, cached = "<upstream URL>" (or upstreams = [...]), members = [...]',
     );
   }
   const role = roles[0]!;
@@ -286,12 +287,9 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
       return {
         ...base,
         role,
-        upstream: ix.cached!,
-        upstreamUsername: resolveSecret(ix, 'upstream_username', where, secrets),
-        upstreamPassword: resolveSecret(ix, 'upstream_password', where, secrets),
+        upstreams: resolveUpstreams(ix, where, secrets),
         upstreamConcurrency: ix.upstream_concurrency,
         cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
-        upstreamHosts: ix.upstream_hosts ?? [],
         ...cacheBudget(ix, where),
       };
     case 'virtual':

@@ -101,6 +101,20 @@ export const trustedPublishingSchema = z.strictObject({
   token_lifetime: duration.optional(),
 });
 
+/** A host an upstream may send the cache to besides its own (roles/egress.ts). */
+const upstreamHost = z.string().toLowerCase().regex(HOST_PATTERN, 'must be a host name, "*." and a host name, or an IP address');
+
+/** One entry of `upstreams = [...]` (config/upstreams.ts): an upstream of a cached index, asked in order. */
+export const upstreamSchema = z.strictObject({
+  url: z.string().url('must be the upstream\'s URL, e.g. "https://pypi.org/simple/" or "https://registry-1.docker.io"'),
+  ...secretFields('username'),
+  ...secretFields('password'),
+  hosts: z.array(upstreamHost).optional(),
+  failover_on_404: z.boolean().optional(),
+  // Connect plus response headers (roles/upstream.ts); past it, the next upstream is asked.
+  timeout: duration.optional(),
+});
+
 export const indexSchema = z.strictObject({
   // Index names become parts of storage keys and appear in URLs of the discovery documents.
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be 1-100 letters, digits, ".", "_" or "-", starting with a letter or digit'),
@@ -108,6 +122,8 @@ export const indexSchema = z.strictObject({
   ecosystem: z.string().optional(),
   hosted: z.boolean().optional(),
   cached: z.string().url().optional(),
+  // Several upstreams, asked in order (config/upstreams.ts); `cached` is the one-upstream spelling.
+  upstreams: z.array(upstreamSchema).optional(),
   members: z.array(z.string()).optional(),
   upload_target: z.string().optional(),
   ...secretFields('upload_token'),
@@ -120,7 +136,7 @@ export const indexSchema = z.strictObject({
   upstream_concurrency: positiveInt.optional(),
   cache_ttl_secs: z.number().int().min(0).optional(),
   // Hosts that belong to the upstream besides its own (a files host, a CDN, a token realm): roles/egress.ts.
-  upstream_hosts: z.array(z.string().toLowerCase().regex(HOST_PATTERN, 'must be a host name, "*." and a host name, or an IP address')).optional(),
+  upstream_hosts: z.array(upstreamHost).optional(),
   ...secretFields('upstream_username'),
   ...secretFields('upstream_password'),
   policy: policySchema.optional(),
@@ -258,6 +274,7 @@ export const fileSchema = z.strictObject({
 export type FileConfig = z.infer<typeof fileSchema>;
 export type TrustedPublisherFileConfig = z.infer<typeof trustedPublisherSchema>;
 export type IndexFileConfig = z.infer<typeof indexSchema>;
+export type UpstreamFileConfig = z.infer<typeof upstreamSchema>;
 export type WebhookFileConfig = z.infer<typeof webhookSchema>;
 export type TokenFileConfig = z.infer<typeof tokenSchema>;
 export type ServiceAccountFileConfig = z.infer<typeof serviceAccountSchema>;

@@ -130,20 +130,35 @@ export interface KeepTagsRule {
   newest: number;
 }
 
+/**
+ * One upstream of a cached index (`cached = "<url>"` with `upstream_username`/`upstream_password`/
+ * `upstream_hosts`, or one entry of `upstreams = [...]`): where a miss is asked, with what
+ * credentials (sent to its own origin, or its token realm, only), and to which other hosts it may
+ * send the cache (roles/egress.ts).
+ */
+export interface UpstreamConfig {
+  /** The upstream URL as configured (user info in it is a credential: show it through `displayUrl`). */
+  url: string;
+  username?: Secret;
+  password?: Secret;
+  /**
+   * Hosts that belong to this upstream besides its own (its files host, CDN or token realm), reached
+   * whatever address they resolve to (names or `*.suffix`). What else an upstream may send the
+   * cache to is the ecosystem's rule (roles/egress.ts).
+   */
+  hosts: string[];
+  /** A 404 (or 410) from this upstream asks the next one instead of being the answer (`failover_on_404`). */
+  failoverOn404: boolean;
+  /** How long connecting and the response headers may take (`timeout`); absent: the client's default (30 s). */
+  timeoutSecs?: number;
+}
+
 export interface CachedIndex extends IndexBase {
   role: 'cached';
-  /** The upstream URL. */
-  upstream: string;
-  upstreamUsername?: Secret;
-  upstreamPassword?: Secret;
+  /** The upstreams, in the order a miss asks them; never empty (a cached index without one cannot load). */
+  upstreams: [UpstreamConfig, ...UpstreamConfig[]];
   upstreamConcurrency?: number;
   cacheTtlSecs: number;
-  /**
-   * Hosts that belong to the upstream besides its own (its files host, CDN or token realm), reached
-   * whatever address they resolve to (`upstream_hosts`; names or `*.suffix`). What else an
-   * upstream may send the cache to is the ecosystem's rule (roles/egress.ts).
-   */
-  upstreamHosts: string[];
   /** What the cache may keep (`max_bytes`, `evict_unused_after`); absent: it keeps everything it fetched. */
   budget?: CacheBudget;
 }

@@ -80,7 +80,8 @@ export class DiscoveryBuilder {
       role: index.role,
       ...(index.private ? { private: true } : {}),
       ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
-      ...(index.role === 'cached' ? { upstream: displayUrl(index.upstream) } : {}),
+      // `upstream`: the first asked (what images and projects are named by); `upstreams`: all, in order.
+      ...(index.role === 'cached' ? { upstream: displayUrl(index.upstreams[0].url), upstreams: index.upstreams.map((u) => displayUrl(u.url)) } : {}),
       urls: { api: links.url(indexApiPath(index)), ...part?.urls },
       capabilities: { ...part?.capabilities },
       // Texts to paste need a host; without an origin they would not work, so there are none.

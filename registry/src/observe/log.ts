@@ -78,8 +78,10 @@ export function configSecrets(config: Config): string[] {
     if (ix.role === 'hosted') found.push(ix.uploadToken);
     for (const token of ix.tokens) found.push(token.secret);
     if (ix.role === 'cached') {
-      found.push(ix.upstreamPassword);
-      values.push(...urlSecrets(ix.upstream));
+      for (const upstream of ix.upstreams) {
+        found.push(upstream.password);
+        values.push(...urlSecrets(upstream.url));
+      }
     }
     for (const hook of ix.webhooks) {
       found.push(hook.secret, hook.basicAuth);

@@ -9,6 +9,7 @@
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { IndexConfig } from '../config/types.js';
 import type { UsageCounter, UsageCounters } from './counters.js';
+import type { UpstreamReport } from './describe.js';
 import type { WorkerPeers } from './peers.js';
 
 const TOPIC = 'metrics';
@@ -47,6 +48,8 @@ export interface MetricSources {
   counters: UsageCounters;
   /** The index's upstream fetch cap, for the indexes that fetch from an upstream. */
   upstreamSlots(index: IndexConfig): { inflight: number; denied: number } | undefined;
+  /** Each upstream's health and pressure, for a cached index (its ecosystem's `describe`). */
+  upstreams?(index: IndexConfig): readonly UpstreamReport[] | undefined;
   /** Whether the index's ecosystem serves metadata siblings (the `metadata` counter). */
   servesMetadata(index: IndexConfig): boolean;
   /** The rate limiter's decisions so far, per class. */
@@ -70,6 +73,19 @@ export interface CollectionCounts {
   /** Epoch ms of the last run's end; 0 before any. */
   lastRunMs: number;
 }
+
+/**
+ * Per upstream of each cached index (label `upstream`: its URL as `displayUrl` shows it, never a
+ * credential): whether it is asked, and the pull-limit figures it last sent. With several worker
+ * processes each has its own view of an upstream: `online` is the least of them (an upstream one
+ * worker backs off from shows 0), `remaining` the least, `limit` the greatest.
+ */
+const UPSTREAM_GAUGES: ReadonlyArray<{ name: string; help: string; aggregator: 'min' | 'max'; value: (r: UpstreamReport) => number | null }> = [
+  { name: 'upstream_online', help: 'Whether the upstream is asked (1), or backing off after a failure or a 429 (0).', aggregator: 'min', value: (r) => (r.online ? 1 : 0) },
+  { name: 'upstream_ratelimit_limit', help: "The upstream's last ratelimit-limit figure (Docker Hub: pulls per window).", aggregator: 'max', value: (r) => r.rate_limit?.limit ?? null },
+  { name: 'upstream_ratelimit_remaining', help: "The upstream's last ratelimit-remaining figure (Docker Hub: pulls left in the window).", aggregator: 'min', value: (r) => r.rate_limit?.remaining ?? null },
+  { name: 'upstream_ratelimit_window_seconds', help: 'The window the ratelimit figures apply to (the w= of the header).', aggregator: 'max', value: (r) => r.rate_limit?.window_secs ?? null },
+];
 
 export class Metrics {
   readonly registry = new Registry();
@@ -149,6 +165,8 @@ export class Metrics {
         for (const ix of fetching) this.set(labelsOf(ix), sources.upstreamSlots(ix)?.inflight ?? 0);
       },
     });
+
+    this.#upstreamMetrics(sources, labelsOf, registers);
 
     const retained = sources.indexes.filter((ix) => sources.retention?.(ix) !== undefined);
     for (const [field, name, help] of [
@@ -264,6 +282,42 @@ export class Metrics {
         },
       });
     }
+  }
+
+  #upstreamMetrics(sources: MetricSources, labelsOf: (ix: IndexConfig) => Record<string, string>, registers: Registry[]): void {
+    const read = sources.upstreams;
+    if (!read) return;
+    const cached = sources.indexes.filter((ix) => ix.role === 'cached');
+    const each = (visit: (labels: Record<string, string>, r: UpstreamReport) => void) => {
+      for (const ix of cached) for (const r of read(ix) ?? []) visit({ ...labelsOf(ix), upstream: r.url }, r);
+    };
+    const labelNames = [...LABELS, 'upstream'];
+    for (const g of UPSTREAM_GAUGES) {
+      new Gauge({
+        name: `${METRICS_PREFIX}${g.name}`,
+        help: g.help,
+        labelNames,
+        registers,
+        aggregator: g.aggregator,
+        collect() {
+          this.reset();
+          each((labels, r) => {
+            const v = g.value(r);
+            if (v !== null) this.set(labels, v);
+          });
+        },
+      });
+    }
+    new Counter({
+      name: `${METRICS_PREFIX}upstream_rate_limited_total`,
+      help: 'Answers 429 (too many requests) from the upstream.',
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        each((labels, r) => this.inc(labels, r.rate_limited_total));
+      },
+    });
   }
 
   /**

@@ -21,7 +21,7 @@ const API_HOSTS: Record<string, string> = { 'docker.io': 'registry-1.docker.io' 
 
 export function containerdHosts(view: IndexView, origin: Origin): ClientText {
   const cached = view.members.find((m) => m.role === 'cached');
-  const upstream = cached?.role === 'cached' ? new URL(cached.upstream) : null;
+  const upstream = cached?.role === 'cached' ? new URL(cached.upstreams[0].url) : null;
   const credentials = view.index.private ? '; private: put a read token in the header' : '';
   if (upstream) {
     const namespace = NAMESPACE_ALIASES[upstream.host] ?? upstream.host;
@@ -47,7 +47,7 @@ export function containerdHosts(view: IndexView, origin: Origin): ClientText {
 /**
  * The `hosts.toml` of registry `registry` (canonical, config/mirrors.ts) on a node whose pulls go
  * to this endpoint first: `server` is the registry itself, where containerd goes when velodex
- * answers 404 or is down (the index's upstream when that is the registry, for its scheme and
+ * answers 404 or is down (an upstream of the index that is the registry, for its scheme and
  * port; else the registry's API host as containerd would reach it without a `server`: https, or
  * plain HTTP on loopback); the host entry is velodex's origin, no path.
  */
@@ -62,8 +62,9 @@ export function containerdMirrorHosts(registry: string, view: IndexView, origin:
 
 function registryServer(registry: string, view: IndexView): string {
   const cached = view.members.find((m) => m.role === 'cached');
-  const upstream = cached?.role === 'cached' ? new URL(cached.upstream) : null;
-  if (upstream && registryHost(upstream.host, NAMESPACE_ALIASES) === registry) return upstream.origin;
+  // The first of the index's upstreams that is the registry itself (its scheme and port).
+  const upstream = cached?.role === 'cached' ? cached.upstreams.map((u) => new URL(u.url)).find((u) => registryHost(u.host, NAMESPACE_ALIASES) === registry) : undefined;
+  if (upstream) return upstream.origin;
   // containerd's own default for a registry without a `server`: plain HTTP on loopback, else https.
   return `${isLoopbackHost(registry) ? 'http' : 'https'}://${API_HOSTS[registry] ?? registry}`;
 }

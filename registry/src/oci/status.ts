@@ -8,6 +8,8 @@
  */
 import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem } from '../ecosystem/ecosystem.js';
+import type { IndexDescription } from '../observe/describe.js';
+import type { UpstreamList } from '../roles/upstream-list.js';
 import type { IndexSummaries, RecentUpload, ScannedSummary } from '../observe/summary.js';
 import type { MetaStore } from '../storage/types.js';
 import type { ManifestRecord, TagsDoc } from './model/meta.js';
@@ -23,10 +25,14 @@ export function ociStatus(meta: MetaStore, members: Members): Pick<Ecosystem, 'd
   return {
     describe: (index) => ({
       terms: { project: 'repository', file: 'manifest' },
-      ...(index.role === 'cached' ? { upstreamOffline: members.cached(index).upstream.health.offline } : {}),
+      ...(index.role === 'cached' ? upstreamsOf(members.cached(index).upstream.list) : {}),
     }),
     scanIndex: (index) => scanOciIndex(meta, index),
   };
+}
+
+function upstreamsOf(list: UpstreamList<unknown>): Pick<IndexDescription, 'upstreamOffline' | 'upstreams'> {
+  return { upstreamOffline: list.offline, upstreams: list.reports() };
 }
 
 /**

@@ -19,7 +19,7 @@ export function pythonStatus(lookup: SourceLookup, records: ProjectRecords): Pic
       const source = lookup(index.name);
       return {
         terms: { project: 'project', file: 'file' },
-        ...(source instanceof CachedSource ? { upstreamOffline: source.docs.health.offline } : {}),
+        ...(source instanceof CachedSource ? { upstreamOffline: source.upstreams.offline, upstreams: source.upstreams.reports() } : {}),
       };
     },
     scanIndex: (index) => scanPythonIndex(records, index),

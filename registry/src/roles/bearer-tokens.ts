@@ -51,9 +51,10 @@ export class TokenError extends UpstreamError {
   /** The realm as `displayUrl` shows it (a logged error carries its fields). */
   readonly realm: string;
 
-  constructor(realm: string, detail: string) {
+  /** `status`: the realm's own answer, when it gave one (a 429 or 5xx of the realm is the upstream's failure to answer now). */
+  constructor(realm: string, detail: string, status?: number) {
     const shown = displayUrl(realm);
-    super('token', null, `token realm ${shown}: ${detail}`, { shownUrl: shown });
+    super('token', null, `token realm ${shown}: ${detail}`, { shownUrl: shown, ...(status !== undefined ? { status } : {}) });
     this.name = 'TokenError';
     this.realm = shown;
   }
@@ -115,7 +116,7 @@ export class BearerTokens {
     const res = await this.#o.client.get(url, { headers, ...(signal ? { signal } : {}) });
     if (res.status !== 200) {
       discard(res);
-      throw new TokenError(req.realm, `answered ${res.status}${res.status === 401 ? ' (the upstream credentials were refused)' : ''}`);
+      throw new TokenError(req.realm, `answered ${res.status}${res.status === 401 ? ' (the upstream credentials were refused)' : ''}`, res.status);
     }
     let body: Buffer;
     try {

@@ -12,13 +12,15 @@ export const DEFAULT_MAX_DOC_BYTES = 64 * 1024 * 1024;
 
 export type FetchedDoc =
   | { status: 'not_modified'; headers: FreshnessHeaders }
-  | { status: 'ok'; body: Buffer; headers: FreshnessHeaders }
+  | { status: 'ok'; body: Buffer; headers: FreshnessHeaders; upstream?: string }
   | { status: 'absent'; code: number };
 
 /** The validators a revalidation sends. */
 export interface Conditional {
   etag?: string;
   lastModified?: string;
+  /** The upstream the validators belong to (`CachedDoc.upstream`): no other is sent them. */
+  upstream?: string;
 }
 
 export interface FetchDocOptions {

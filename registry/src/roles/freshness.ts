@@ -18,6 +18,12 @@ export interface CachedDoc {
   digest: Sha256Hex;
   size: number;
   contentType?: string;
+  /**
+   * Which of the index's upstreams sent the content (as `displayUrl` shows it), when it has
+   * several: its validators are sent to that one only, and relative links resolve against it.
+   * Absent: the first (every record written before an index had several).
+   */
+  upstream?: string;
 }
 
 /** The upstream headers that decide freshness and revalidation. */

@@ -25,7 +25,7 @@ import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
 import { Revalidator, type CachedCopy, type Kept, type Served } from './revalidator.js';
 import { UpstreamError } from './upstream-error.js';
-import type { UpstreamHealth } from './upstream-health.js';
+import type { UpstreamState } from './upstream-health.js';
 
 /** How the document was answered. */
 export type DocSource = Served;
@@ -48,7 +48,7 @@ export interface DocCacheOptions {
   /** The index's `cache_ttl_secs`. */
   ttlSecs?: number;
   counters?: CounterSink;
-  health?: UpstreamHealth;
+  health?: UpstreamState;
   now?: () => number;
   /** Serialises the refreshes of one key across the server's processes. */
   locks?: KeyLocks;
@@ -83,7 +83,7 @@ export class DocCache {
   }
 
   /** Whether the upstream answered lately (`/+status`). */
-  get health(): UpstreamHealth {
+  get health(): UpstreamState {
     return this.#revalidator.health;
   }
 
@@ -112,6 +112,7 @@ export class DocCache {
         const cond: Conditional = {};
         if (current?.record.etag !== undefined) cond.etag = current.record.etag;
         if (current?.record.lastModified !== undefined) cond.lastModified = current.record.lastModified;
+        if (current?.record.upstream !== undefined) cond.upstream = current.record.upstream;
         const answer = await fetcher(cond);
         if (answer.status === 'not_modified' && !current) {
           throw new UpstreamError('status', null, 'upstream answered 304 to an unconditional request', { status: 304 });
@@ -134,6 +135,7 @@ export class DocCache {
       case 'ok': {
         const info = await this.#store(answer.body);
         const record = fetched(info, answer.headers, this.#ttl, now);
+        if (answer.upstream !== undefined) record.upstream = answer.upstream;
         await this.#save(key, record);
         return { doc: { record, bytes: answer.body }, same: record.digest === current?.record.digest };
       }

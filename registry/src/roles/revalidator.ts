@@ -4,8 +4,9 @@
  * to the upstream about it; the revalidator decides, single-flights and counts:
  *
  * 1. A fresh stored copy is served without asking (`fresh`).
- * 2. A stale one is served at once while the upstream rests after a failure (`stale`, counted
- *    `stale_served`; upstream-health.ts).
+ * 2. A stale one is served at once while the upstream rests after a failure, or, with several,
+ *    while every one of them rests (`stale`, counted `stale_served`; upstream-health.ts,
+ *    upstream-list.ts, whose walk over them is what `ask` runs).
  * 3. Otherwise one refresh per key runs at a time (with `locks`, one across the server's
  *    processes too), and every waiter shares its result. It reads the stored copy again first
  *    (another waiter, worker or replica may have refreshed it), then `ask`s the upstream and has
@@ -36,7 +37,7 @@ import { NO_COUNTERS, type CounterSink, type UsageCounter } from '../observe/cou
 import type { KeyLocks } from '../storage/key-locks.js';
 import { PromiseFlights } from './promise-flights.js';
 import { restated } from './upstream-error.js';
-import { UpstreamHealth } from './upstream-health.js';
+import { UpstreamHealth, type UpstreamState } from './upstream-health.js';
 
 /** How a read was answered. */
 export type Served = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale';
@@ -67,7 +68,7 @@ export interface Read<D> {
 
 export interface RevalidatorOptions {
   counters?: CounterSink;
-  health?: UpstreamHealth;
+  health?: UpstreamState;
   now?: () => number;
   /** Serialises the refreshes of one key across the server's processes. */
   locks?: KeyLocks;
@@ -85,7 +86,7 @@ export interface ReadOptions<D> {
 const NOTHING_CACHED = (why: string): string => `the upstream could not be reached and nothing is cached: ${why}`;
 
 export class Revalidator<D> {
-  readonly health: UpstreamHealth;
+  readonly health: UpstreamState;
   readonly #counters: CounterSink;
   readonly #now: () => number;
   readonly #locks: KeyLocks | undefined;

@@ -44,6 +44,11 @@ export interface UpstreamClientOptions {
   egress?: Egress;
   /** Certificate authorities (PEM) trusted for https instead of the system's: a cluster's own CA. */
   ca?: string;
+  /**
+   * Told of every answer of the origin first asked (not of a host a redirect led to): its status
+   * and headers, for the upstream's health to read its pressure (roles/upstream-health.ts).
+   */
+  onAnswer?: (status: number, headers: IncomingHttpHeaders) => void;
 }
 
 export interface UpstreamRequest {
@@ -84,6 +89,7 @@ export class UpstreamClient {
   readonly #userAgent: string;
   readonly #egress: Egress | undefined;
   readonly #agents: { 'http:': http.Agent; 'https:': https.Agent };
+  readonly #onAnswer: UpstreamClientOptions['onAnswer'];
 
   constructor(opts: UpstreamClientOptions) {
     this.#agents = {
@@ -106,6 +112,7 @@ export class UpstreamClient {
     this.#slots = opts.slots;
     this.#userAgent = opts.userAgent ?? 'velodex';
     this.#egress = opts.egress;
+    this.#onAnswer = opts.onAnswer;
   }
 
   /** The base URL fit for logs and status documents. */
@@ -121,6 +128,7 @@ export class UpstreamClient {
       const firstOrigin = url.origin;
       for (let hop = 0; ; hop++) {
         const res = await this.#once(url, req, firstOrigin);
+        if (this.#onAnswer && url.origin === firstOrigin) this.#onAnswer(res.statusCode ?? 0, res.headers);
         const location = res.headers.location;
         if (!REDIRECTS.has(res.statusCode ?? 0) || location === undefined) {
           if (release) res.once('close', release);

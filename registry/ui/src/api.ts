@@ -46,13 +46,25 @@ export interface Discovery {
 
 export type Counters = Record<string, number>;
 
+export interface UpstreamStatus {
+  url: string;
+  state: 'online' | 'backing_off' | 'rate_limited';
+  online: boolean;
+  retry_at: string | null;
+  last_error: { kind: string; message: string; at: string } | null;
+  rate_limited_total: number;
+  rate_limit: { limit: number | null; remaining: number | null; window_secs: number | null; observed_at: string } | null;
+}
+
 export interface StatusIndex {
   name: string;
   route: string;
   ecosystem: string;
   role: string;
   serial: number;
-  upstream?: { url: string; offline: boolean };
+  upstream?: { url: string; offline: boolean; online?: number; total?: number; summary?: string };
+  /** A cached index's upstreams in the order they are asked: health and pull limits (docs/operations.md). */
+  upstreams?: UpstreamStatus[];
   upload_token?: { configured: boolean; source?: string };
   /** Named tokens, by name only (docs/access.md). */
   tokens?: Array<{ name: string; scopes: string[]; projects?: string[]; expires?: string; expired?: boolean }>;

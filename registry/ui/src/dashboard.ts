@@ -1,10 +1,11 @@
 /**
  * `/`: the server's table of indexes (already on the page, so it works without JavaScript) gains
- * each index's health, counters since start and what it stores (how full its quota or budget is),
+ * each index's health (for a cached index, each upstream's: online, backing off or rate limited,
+ * and the pull-limit figures it last sent), counters since start and what it stores (how full its quota or budget is),
  * above it the store's total, and below it the copy-paste client configuration
  * of `/+api` for each index (placeholders, never a secret: discovery holds none).
  */
-import { getJson, type Discovery, type Stats, type Status } from './api.js';
+import { getJson, type Discovery, type Stats, type Status, type UpstreamStatus } from './api.js';
 import { append, fill, h, message } from './dom.js';
 import { storedCell, storedText } from './stored.js';
 
@@ -22,7 +23,7 @@ export async function dashboard(): Promise<void> {
     const offline = st?.upstream?.offline === true;
     const stale = (counters.stale_served ?? 0) > 0;
     const health = offline ? h('span', { class: 'bad' }, 'upstream offline: serving cached data') : stale ? h('span', { class: 'warn' }, `served ${counters.stale_served} stale pages`) : h('span', { class: 'good' }, 'healthy');
-    append(row, [h('td', {}, health), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`), h('td', { class: 'stored' }, st ? storedCell(st) : '')]);
+    append(row, [h('td', {}, health, st?.upstreams ? upstreamList(st.upstreams, st.upstream?.summary) : null), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`), h('td', { class: 'stored' }, st ? storedCell(st) : '')]);
   }
   fill(
     details,
@@ -45,6 +46,46 @@ export async function dashboard(): Promise<void> {
       ),
     ),
   );
+}
+
+/** Each upstream of a cached index, in the order they are asked: its state and pull-limit figures. */
+function upstreamList(upstreams: UpstreamStatus[], summary: string | undefined): HTMLElement {
+  return h(
+    'ul',
+    { class: 'upstreams', 'aria-label': `upstreams: ${summary ?? ''}` },
+    upstreams.length > 1 && summary ? h('li', { class: 'summary' }, `upstreams ${summary}`) : null,
+    upstreams.map((u) =>
+      h(
+        'li',
+        { 'data-state': u.state },
+        h('code', {}, u.url),
+        ' ',
+        h('span', { class: u.online ? 'good' : 'bad' }, stateText(u)),
+        u.rate_limit ? h('small', {}, ` · ${pullLimitText(u.rate_limit)}`) : null,
+      ),
+    ),
+  );
+}
+
+function stateText(u: UpstreamStatus): string {
+  const until = u.retry_at ? ` until ${new Date(u.retry_at).toLocaleTimeString()}` : '';
+  if (u.state === 'rate_limited') return `rate limited (429)${until}`;
+  if (u.state === 'backing_off') return `backing off${until}${u.last_error ? ` after ${u.last_error.kind}` : ''}`;
+  return 'online';
+}
+
+/** `76 of 100 pulls left per 6h` (Docker Hub's figures), or what of them the upstream sent. */
+function pullLimitText(r: NonNullable<UpstreamStatus['rate_limit']>): string {
+  const per = r.window_secs ? ` per ${windowText(r.window_secs)}` : '';
+  if (r.remaining !== null && r.limit !== null) return `${r.remaining} of ${r.limit} requests left${per}`;
+  if (r.remaining !== null) return `${r.remaining} requests left${per}`;
+  return `limit ${r.limit ?? '?'} requests${per}`;
+}
+
+function windowText(secs: number): string {
+  if (secs % 3600 === 0) return `${secs / 3600}h`;
+  if (secs % 60 === 0) return `${secs / 60}m`;
+  return `${secs}s`;
 }
 
 async function copy(button: HTMLButtonElement, text: string): Promise<void> {

@@ -13,7 +13,8 @@
 import { isExpired } from '../../access/tokens.js';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { IndexConfig } from '../../config/types.js';
+import type { CachedIndex, IndexConfig } from '../../config/types.js';
+import type { IndexDescription } from '../../observe/describe.js';
 import { displayUrl } from '../../config/sanitize.js';
 import type { Ecosystem } from '../../ecosystem/ecosystem.js';
 import { HttpError } from '../../http/errors.js';
@@ -65,7 +66,7 @@ export function parseStatusQuery(query: URLSearchParams): StatusQuery {
 }
 
 /** Role-specific settings; every entry has every key (empty or null when not of its role), for machines. */
-function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<string, unknown> {
+function roleFields(ix: IndexConfig, described: IndexDescription): Record<string, unknown> {
   return {
     members: ix.role === 'virtual' ? ix.members : [],
     upload_target: ix.role === 'virtual' ? (ix.uploadTarget ?? null) : null,
@@ -77,18 +78,7 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
         : null,
     max_bytes: ix.role === 'cached' ? (ix.budget?.maxBytes ?? null) : null,
     evict_unused_after_secs: ix.role === 'cached' ? (ix.budget?.evictUnusedAfterSecs ?? null) : null,
-    ...(ix.role === 'cached'
-      ? {
-          upstream: {
-            url: displayUrl(ix.upstream),
-            offline: offline ?? false,
-            cache_ttl_secs: ix.cacheTtlSecs,
-            concurrency: ix.upstreamConcurrency ?? null,
-            username: secretInfo(ix.upstreamUsername),
-            password: secretInfo(ix.upstreamPassword),
-          },
-        }
-      : {}),
+    ...(ix.role === 'cached' ? upstreamFields(ix, described) : {}),
     ...(ix.role === 'hosted'
       ? {
           upload_token: secretInfo(ix.uploadToken),
@@ -116,6 +106,37 @@ function roleFields(ix: IndexConfig, offline: boolean | undefined): Record<strin
   };
 }
 
+/**
+ * A cached index's upstreams: `upstream` sums them up (the first's URL, `offline` while every one
+ * fails, `summary` "2/3 online"), `upstreams` has each one's health and pressure, in the order
+ * they are asked, with where its credentials come from (never what they are).
+ */
+function upstreamFields(ix: CachedIndex, described: IndexDescription): Record<string, unknown> {
+  const reports = described.upstreams ?? [];
+  const online = reports.length === 0 ? ix.upstreams.length : reports.filter((r) => r.online).length;
+  const first = ix.upstreams[0];
+  return {
+    upstream: {
+      url: displayUrl(first.url),
+      offline: described.upstreamOffline ?? false,
+      online,
+      total: ix.upstreams.length,
+      summary: `${online}/${ix.upstreams.length} online`,
+      cache_ttl_secs: ix.cacheTtlSecs,
+      concurrency: ix.upstreamConcurrency ?? null,
+      username: secretInfo(first.username),
+      password: secretInfo(first.password),
+    },
+    upstreams: ix.upstreams.map((u, i) => ({
+      ...(reports[i] ?? { url: displayUrl(u.url), state: 'online', online: true, retry_at: null, last_error: null, rate_limited_total: 0, rate_limit: null }),
+      url: displayUrl(u.url),
+      failover_on_404: u.failoverOn404,
+      username: secretInfo(u.username),
+      password: secretInfo(u.password),
+    })),
+  };
+}
+
 function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null, stored: UsageFigures): Record<string, unknown> {
   const extra = eco?.describe?.(ix) ?? {};
   return {
@@ -123,7 +144,7 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
     route: ix.route,
     ecosystem: ix.ecosystem,
     role: ix.role,
-    ...roleFields(ix, extra.upstreamOffline),
+    ...roleFields(ix, extra),
     serial: summary?.serial ?? 0,
     // A virtual index holds nothing of its own: its members do.
     stored: ix.role === 'virtual' ? null : stored,

@@ -48,7 +48,7 @@ function servesRegistry(index: IndexConfig, namespace: Namespace, deps: Resolvin
   if (namespace.kind !== 'registry') return false;
   const mapped = deps.mirrors.byRegistry.get(namespace.host);
   return membersOf(index, deps.indexByName).some(
-    (m) => m === mapped || (m.role === 'cached' && registryHost(new URL(m.upstream).host, deps.mirrors.aliases) === namespace.host),
+    (m) => m === mapped || (m.role === 'cached' && m.upstreams.some((u) => registryHost(new URL(u.url).host, deps.mirrors.aliases) === namespace.host)),
   );
 }
 

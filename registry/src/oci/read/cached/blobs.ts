@@ -5,7 +5,13 @@
  * digest verifies; a mismatch or a broken upstream body breaks every client's transfer and stores
  * nothing. A HEAD or a Range request on a miss is passed to the upstream and answered from its
  * reply without storing anything: a part of a blob is never stored. With several worker
- * processes, the flight is theirs together: one fetch for the whole server.
+ * processes, the flight is theirs together: one fetch for the whole server. Identical concurrent
+ * HEADs (a client's, or the adoption check below) share one upstream HEAD too.
+ *
+ * With several upstreams, each exchange asks them in order and any of them may supply a blob (its
+ * digest pins it): one that cannot answer now, or says 404, passes to the next
+ * (roles/upstream-list.ts). A transfer that breaks off mid-body is not resumed elsewhere: the
+ * flight fails, and the client's retry starts a new one.
  *
  * Nothing here writes a reply: a pull says what there is to send (`BlobPull`), and the blob
  * handler (handlers/blobs.ts) sends it.
@@ -13,6 +19,7 @@
 import type { Readable } from 'node:stream';
 import type { IndexCounters } from '../../../observe/counters.js';
 import type { FlightPeers } from '../../../roles/flight-peers.js';
+import { PromiseFlights } from '../../../roles/promise-flights.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
 import { discard, header } from '../../../roles/upstream.js';
 import { restated, UpstreamError } from '../../../roles/upstream-error.js';
@@ -41,8 +48,16 @@ export interface BlobWant {
   range?: string;
 }
 
+/** What an upstream HEAD of a blob said: 404 as null. */
+interface BlobHead {
+  status: number;
+  contentLength?: string;
+}
+
 export class CachedBlobs {
   readonly #flights: BlobFlights;
+  /** Concurrent HEADs of one blob of one repository share one walk over the upstreams. */
+  readonly #heads = new PromiseFlights<BlobHead | null>();
 
   constructor(
     private readonly upstream: CachedUpstream,
@@ -96,15 +111,8 @@ export class CachedBlobs {
    */
   async #adopt(repo: readonly string[], hex: string): Promise<'stored' | 'unknown' | 'absent'> {
     if ((await this.store.stat(hex)) === null) return 'absent';
-    const registry = this.upstream.registry;
-    const known = await this.upstream.orUnavailable(async () => {
-      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
-      discard(res);
-      if (res.status === 404) return false;
-      if (res.status !== 200) throw new UpstreamError('status', null, `answered ${res.status} to the blob HEAD`, { status: res.status });
-      return true;
-    }, repo);
-    if (!known) return 'unknown';
+    const known = await this.upstream.orUnavailable(() => this.#head(repo, hex), repo);
+    if (known === null) return 'unknown';
     // Held, then looked at again: a collection may have deleted the unheld bytes since the stat
     // above (lifecycle/collect.ts); then they are fetched like any missing blob.
     const gone = await this.holder.touchStored([hex]);
@@ -116,21 +124,23 @@ export class CachedBlobs {
    * upstream is the client's 502 here, but counted once per flight (`#counted`), not per client.
    */
   async #open(repo: readonly string[], hex: string) {
-    const registry = this.upstream.registry;
     const opened = async () => {
       try {
         return await this.#flights.open<null>(
           hex,
           async () => {
-            const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
-            if (res.status === 404) {
-              discard(res);
-              throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored, nor known upstream`);
-            }
-            if (res.status !== 200) {
-              discard(res);
-              throw new UpstreamError('status', null, `answered ${res.status} to the blob GET`, { status: res.status });
-            }
+            const res = await this.upstream.ask(
+              repo,
+              async (registry) => {
+                const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
+                if (res.status === 200) return res;
+                discard(res);
+                if (res.status === 404) return null;
+                throw new UpstreamError('status', null, `answered ${res.status} to the blob GET`, { status: res.status });
+              },
+              { absent: (r) => r === null, pinned: true },
+            );
+            if (res === null) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored, nor known upstream`);
             const length = header(res.headers, 'content-length');
             return { body: res.body, expected: hex, ...(length !== undefined ? { size: Number(length) } : {}), meta: null };
           },
@@ -148,19 +158,26 @@ export class CachedBlobs {
 
   /** A HEAD or a range: the upstream's answer, passed on and not stored. */
   async #passThrough(repo: readonly string[], hex: string, want: BlobWant): Promise<BlobPull> {
-    const registry = this.upstream.registry;
     const { head, range } = want;
-    const res = await this.upstream.orUnavailable(async () => {
-      const res = await registry.fetch({
-        method: head ? 'HEAD' : 'GET',
-        repository: registry.upstreamName(repo),
-        path: `blobs/sha256:${hex}`,
-        ...(range !== undefined && !head ? { headers: { range } } : {}),
-      });
-      if ([200, 206, 404, 416].includes(res.status)) return res;
-      discard(res);
-      throw new UpstreamError('status', null, `answered ${res.status} to the blob ${head ? 'HEAD' : 'GET'}`, { status: res.status });
-    }, repo);
+    if (head) {
+      const found = await this.upstream.orUnavailable(() => this.#head(repo, hex), repo);
+      if (found === null) return { kind: 'unknown' };
+      return { kind: 'passed', status: found.status, body: null, ...(found.contentLength !== undefined ? { contentLength: found.contentLength } : {}) };
+    }
+    const res = await this.upstream.orUnavailable(
+      () =>
+        this.upstream.ask(
+          repo,
+          async (registry) => {
+            const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}`, ...(range !== undefined ? { headers: { range } } : {}) });
+            if ([200, 206, 404, 416].includes(res.status)) return res;
+            discard(res);
+            throw new UpstreamError('status', null, `answered ${res.status} to the blob GET`, { status: res.status });
+          },
+          { absent: (r) => r.status === 404, pinned: true },
+        ),
+      repo,
+    );
     if (res.status === 404) {
       discard(res);
       return { kind: 'unknown' };
@@ -172,14 +189,34 @@ export class CachedBlobs {
     }
     const contentLength = header(res.headers, 'content-length');
     const contentRange = header(res.headers, 'content-range');
-    if (head) discard(res);
     return {
       kind: 'passed',
       status: res.status,
-      body: head ? null : res.body,
+      body: res.body,
       ...(contentLength !== undefined ? { contentLength } : {}),
       ...(contentRange !== undefined ? { contentRange } : {}),
     };
+  }
+
+  /**
+   * One HEAD of the blob, asked of the upstreams in order (any may have it: the digest pins it);
+   * null when none has it. Concurrent HEADs of the same blob and repository share it.
+   */
+  #head(repo: readonly string[], hex: string): Promise<BlobHead | null> {
+    return this.#heads.run(`${repo.join('/')}@${hex}`, () =>
+      this.upstream.ask(
+        repo,
+        async (registry) => {
+          const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `blobs/sha256:${hex}` });
+          discard(res);
+          if (res.status === 404) return null;
+          if (res.status !== 200) throw new UpstreamError('status', null, `answered ${res.status} to the blob HEAD`, { status: res.status });
+          const contentLength = header(res.headers, 'content-length');
+          return { status: 200, ...(contentLength !== undefined ? { contentLength } : {}) };
+        },
+        { absent: (h) => h === null, pinned: true },
+      ),
+    );
   }
 
   #counted(outcome: FlightOutcome): void {

@@ -12,9 +12,13 @@
  *   request for the tag, and by the server's workers) compares
  *   `Docker-Content-Digest` with the stored mapping (`refreshes`), and only a different digest
  *   fetches the manifest again (`changed`); a cold tag is fetched with one GET;
- * - when the upstream is down, answers 5xx or 429, the stored mapping is served (`stale_served`),
- *   and with nothing stored the answer is 502 UNKNOWN (`upstream_errors`). After a failure the
- *   upstream is left alone for a short backoff (roles/upstream-health.ts).
+ * - with several upstreams, every exchange asks them in order (upstream.ts): the tag's HEAD (and
+ *   the GET that follows it) of the first that answers, a 404 passing on where the upstream says
+ *   `failover_on_404`; a manifest by digest from any of them (the digest pins it);
+ * - when the upstreams are down, answer 5xx or 429, the stored mapping is served (`stale_served`),
+ *   and with nothing stored the answer is 502 UNKNOWN (`upstream_errors`). After a failure an
+ *   upstream is left alone for a short backoff, after a 429 for its Retry-After
+ *   (roles/upstream-health.ts).
  *
  * What the upstream sent is verified and stored outside the catch of its failures: a store that
  * does not answer is the store's 503, never the upstream's 502.
@@ -41,7 +45,7 @@ import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
 import { CachedBlobs } from './blobs.js';
 import { confirmedUntil } from './confirmations.js';
-import { MANIFEST_ACCEPT, UpstreamRegistry } from './upstream-registry.js';
+import { MANIFEST_ACCEPT, type UpstreamRegistry } from './upstream-registry.js';
 import { fetchUpstreamTags, type UpstreamTags } from './upstream-tags.js';
 import { CachedUpstream } from './upstream.js';
 import { HostedRepos } from '../hosted/repos.js';
@@ -98,11 +102,11 @@ export class CachedRepos implements MemberReader {
     this.#holder = holds.of(index.name);
     this.#counters = counters;
     this.#locks = fetches?.locks;
-    this.upstream = new CachedUpstream(new UpstreamRegistry(index, slots), counters);
+    this.upstream = new CachedUpstream(index, slots, counters);
     this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
     this.#tags = new Revalidator<FoundManifest>({
       counters,
-      health: this.upstream.health,
+      health: this.upstream.list,
       ...(this.#locks ? { locks: this.#locks } : {}),
       nothingCached: (why) => this.upstream.nothingCached(why),
     });
@@ -160,11 +164,19 @@ export class CachedRepos implements MemberReader {
   }
 
   async #upstreamReferrers(repo: readonly string[], subjectHex: string): Promise<Descriptor[]> {
-    const registry = this.upstream.registry;
-    const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
-    if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
-    discard(res);
-    if (res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to the referrers API`, { status: res.status });
+    const listed = await this.upstream.ask(
+      repo,
+      async (registry) => {
+        const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `referrers/sha256:${subjectHex}`, headers: { accept: OCI_INDEX } });
+        if (res.status === 200 && header(res.headers, 'content-type')?.startsWith(OCI_INDEX)) return descriptorsIn(await readCapped(res));
+        discard(res);
+        if (res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to the referrers API`, { status: res.status });
+        return null;
+      },
+      // The subject's digest pins what its referrers are about.
+      { absent: (d) => d === null, pinned: true },
+    );
+    if (listed !== null) return listed;
     // No referrers API: the tag schema's index, if the upstream has one.
     const found = await this.resolve(repo, { kind: 'tag', tag: `sha256-${subjectHex}` });
     if (!found) return [];
@@ -200,7 +212,10 @@ export class CachedRepos implements MemberReader {
    */
   #firstPull(repo: readonly string[], ref: Reference & { kind: 'digest' }): Promise<FoundManifest | null> {
     const pull = async () => {
-      const answer = await this.upstream.orUnavailable(() => this.#fetchManifest(repo, `sha256:${ref.hex}`), repo);
+      const answer = await this.upstream.orUnavailable(
+        () => this.upstream.ask(repo, (registry) => fetchManifest(registry, repo, `sha256:${ref.hex}`), { absent: (m) => m === null, pinned: true }),
+        repo,
+      );
       return answer && this.#keepManifest(repo, `sha256:${ref.hex}`, answer, { digest: ref.hex });
     };
     const locks = this.#locks;
@@ -222,20 +237,9 @@ export class CachedRepos implements MemberReader {
     };
   }
 
-  /**
-   * With a mapping stored, one HEAD: the same digest is the answer; another, none named or gone
-   * asks for the manifest itself. With none stored, the manifest's GET.
-   */
-  async #askTag(repo: readonly string[], tag: string, current: FoundManifest | null): Promise<TagAnswer> {
-    if (current) {
-      const registry = this.upstream.registry;
-      const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
-      discard(res);
-      if (res.status === 200 && header(res.headers, 'docker-content-digest') === `sha256:${current.hex}`) return { kind: 'same', headers: res.headers };
-      if (res.status !== 200 && res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to a HEAD of the tag`, { status: res.status });
-    }
-    const manifest = await this.#fetchManifest(repo, tag);
-    return manifest ? { kind: 'manifest', ...manifest } : { kind: 'gone' };
+  /** The tag asked of the upstreams in order (a 404 passes on where `failover_on_404` says). */
+  #askTag(repo: readonly string[], tag: string, current: FoundManifest | null): Promise<TagAnswer> {
+    return this.upstream.ask(repo, (registry) => askTagOf(registry, repo, tag, current), { absent: (a) => a.kind === 'gone' });
   }
 
   async #keepTag(repo: readonly string[], tag: string, answer: TagAnswer, current: FoundManifest | null): Promise<Kept<FoundManifest> | null> {
@@ -255,27 +259,6 @@ export class CachedRepos implements MemberReader {
         return { doc: found, same: found.hex === current?.hex };
       }
     }
-  }
-
-  /**
-   * GET of one manifest, read whole and capped; null when the upstream does not know it. Throws
-   * an `UpstreamError` when the upstream gave no usable answer.
-   */
-  async #fetchManifest(repo: readonly string[], reference: string): Promise<UpstreamManifest | null> {
-    const registry = this.upstream.registry;
-    const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `manifests/${reference}`, headers: { accept: MANIFEST_ACCEPT } });
-    if (res.status === 404) {
-      discard(res);
-      this.upstream.health.up();
-      return null;
-    }
-    if (res.status !== 200) {
-      discard(res);
-      throw new UpstreamError('status', null, `answered ${res.status} to the manifest GET`, { status: res.status });
-    }
-    const body = await readCapped(res);
-    this.upstream.health.up();
-    return { body, headers: res.headers };
   }
 
   /**
@@ -312,6 +295,39 @@ export class CachedRepos implements MemberReader {
     const stored = await this.#stored.putManifest(repo, hex, record, want.tag, want.confirmedUntil);
     return { hex, record: stored, index: this.index, ...(want.confirmedUntil !== undefined ? { confirmedUntil: want.confirmedUntil } : {}) };
   }
+}
+
+/**
+ * One upstream's answer about a tag. With a mapping stored, one HEAD: the same digest is the
+ * answer; another, none named or gone asks that upstream for the manifest itself. With none
+ * stored, the manifest's GET.
+ */
+async function askTagOf(registry: UpstreamRegistry, repo: readonly string[], tag: string, current: FoundManifest | null): Promise<TagAnswer> {
+  if (current) {
+    const res = await registry.fetch({ method: 'HEAD', repository: registry.upstreamName(repo), path: `manifests/${tag}`, headers: { accept: MANIFEST_ACCEPT } });
+    discard(res);
+    if (res.status === 200 && header(res.headers, 'docker-content-digest') === `sha256:${current.hex}`) return { kind: 'same', headers: res.headers };
+    if (res.status !== 200 && res.status !== 404) throw new UpstreamError('status', null, `answered ${res.status} to a HEAD of the tag`, { status: res.status });
+  }
+  const manifest = await fetchManifest(registry, repo, tag);
+  return manifest ? { kind: 'manifest', ...manifest } : { kind: 'gone' };
+}
+
+/**
+ * GET of one manifest from one upstream, read whole and capped; null when it does not know it.
+ * Throws an `UpstreamError` when it gave no usable answer.
+ */
+async function fetchManifest(registry: UpstreamRegistry, repo: readonly string[], reference: string): Promise<UpstreamManifest | null> {
+  const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `manifests/${reference}`, headers: { accept: MANIFEST_ACCEPT } });
+  if (res.status === 404) {
+    discard(res);
+    return null;
+  }
+  if (res.status !== 200) {
+    discard(res);
+    throw new UpstreamError('status', null, `answered ${res.status} to the manifest GET`, { status: res.status });
+  }
+  return { body: await readCapped(res), headers: res.headers };
 }
 
 /** A manifest (or a referrers index) from the upstream, at most MAX_MANIFEST_BYTES. */

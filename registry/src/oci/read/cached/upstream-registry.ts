@@ -1,6 +1,7 @@
 /**
- * A cached OCI index's view of its upstream registry: `<cached>/v2/<repository>/...` requests
- * with the authentication the upstream asks for.
+ * A cached OCI index's view of one of its upstream registries: `<url>/v2/<repository>/...`
+ * requests with the authentication that upstream asks for, with that upstream's own credentials
+ * (each upstream of an index has its own, its own token cache and its own egress rule).
  *
  * - Bearer (the docker token flow): `GET /v2/` is asked once, as docker clients do; its 401
  *   challenge names the realm and service. A token for `repository:<name>:pull` is fetched
@@ -17,7 +18,8 @@
  * so an upstream cannot aim the index's credentials at an internal service.
  */
 import { Secret } from '../../../config/secret.js';
-import type { CachedIndex } from '../../../config/types.js';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { UpstreamConfig } from '../../../config/types.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import { BearerTokens, TokenError, type TokenRequest } from '../../../roles/bearer-tokens.js';
 import { Egress } from '../../../roles/egress.js';
@@ -58,20 +60,22 @@ export class UpstreamRegistry {
   /** Repositories whose pulls need a wider scope than `repository:<name>:pull` (learned from `insufficient_scope`). */
   readonly #scopes = new Map<string, string>();
 
-  constructor(index: CachedIndex, slots: UpstreamSlots) {
-    // `<cached>/v2/...`: a configured URL that already ends in `/v2` means the same registry.
-    const given = new URL(index.upstream);
+  /** `onAnswer`: told of each answer of the registry itself (its health reads its pressure). */
+  constructor(upstream: UpstreamConfig, slots: UpstreamSlots, onAnswer?: (status: number, headers: IncomingHttpHeaders) => void) {
+    // `<url>/v2/...`: a configured URL that already ends in `/v2` means the same registry.
+    const given = new URL(upstream.url);
     given.pathname = given.pathname.replace(/\/v2\/?$/, '/');
     const base = given.pathname.endsWith('/') ? given.toString() : `${given.toString()}/`;
     // Blob redirects may lead to any public host (CDNs; the bytes are verified by digest), realms
     // to any public host the registry names; private addresses only on hosts the config names.
-    const egress = new Egress({ upstream: base, trustedHosts: index.upstreamHosts, otherHosts: 'public' });
+    const egress = new Egress({ upstream: base, trustedHosts: upstream.hosts, otherHosts: 'public' });
     // No credentials on the client itself: they go out only when a challenge asks for them.
-    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots, egress });
-    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base), egress });
+    const timeout = upstream.timeoutSecs !== undefined ? { headersTimeoutMs: upstream.timeoutSecs * 1000 } : {};
+    this.client = new UpstreamClient({ baseUrl: stripUserInfo(base), slots, egress, ...timeout, ...(onAnswer ? { onAnswer } : {}) });
+    this.#tokenClient = new UpstreamClient({ baseUrl: stripUserInfo(base), egress, ...timeout });
     const url = new URL(base);
-    const user = index.upstreamUsername ?? secretOf(decodeURIComponent(url.username));
-    const pass = index.upstreamPassword ?? secretOf(decodeURIComponent(url.password));
+    const user = upstream.username ?? secretOf(decodeURIComponent(url.username));
+    const pass = upstream.password ?? secretOf(decodeURIComponent(url.password));
     this.tokens = new BearerTokens({ client: this.#tokenClient, ...(user ? { username: user } : {}), ...(pass ? { password: pass } : {}) });
     this.#basic = user || pass ? `Basic ${Buffer.from(`${user?.reveal() ?? ''}:${pass?.reveal() ?? ''}`).toString('base64')}` : undefined;
     this.#dockerHub = DOCKER_HUB_HOSTS.has(url.hostname);

@@ -9,6 +9,7 @@ import { UpstreamError } from '../../../roles/upstream-error.js';
 import { OciError } from '../../model/errors.js';
 import { isObject } from '../../model/manifest-check.js';
 import type { CachedUpstream } from './upstream.js';
+import type { UpstreamRegistry } from './upstream-registry.js';
 
 /** A tag list is small; a larger answer is not one. */
 const MAX_TAGS_BYTES = 16 * 1024 * 1024;
@@ -21,12 +22,18 @@ export interface UpstreamTags {
 
 /** One page of the upstream's tags of `repo`; `query` is forwarded as it is (`n`, `last`). */
 export async function fetchUpstreamTags(upstream: CachedUpstream, repo: readonly string[], query: URLSearchParams): Promise<UpstreamTags> {
-  const registry = upstream.registry;
+  const tags = await upstream.ask(repo, (registry) => tagsFrom(registry, repo, query), { absent: (t) => t === null });
+  if (tags === null) throw new OciError('NAME_UNKNOWN', `the upstream registry has no repository "${repo.join('/')}"`);
+  return tags;
+}
+
+/** One upstream's page of tags; null when it has no such repository. */
+async function tagsFrom(registry: UpstreamRegistry, repo: readonly string[], query: URLSearchParams): Promise<UpstreamTags | null> {
   const qs = query.toString();
   const res = await registry.fetch({ repository: registry.upstreamName(repo), path: `tags/list${qs ? `?${qs}` : ''}` });
   if (res.status === 404) {
     discard(res);
-    throw new OciError('NAME_UNKNOWN', `the upstream registry has no repository "${repo.join('/')}"`);
+    return null;
   }
   if (res.status !== 200) {
     discard(res);
@@ -40,7 +47,6 @@ export async function fetchUpstreamTags(upstream: CachedUpstream, repo: readonly
     throw err instanceof SyntaxError ? new UpstreamError('malformed', null, 'sent a tag list that is not JSON') : err;
   }
   if (!isObject(doc)) throw new UpstreamError('malformed', null, 'sent a tag list that is not a JSON object');
-  upstream.health.up();
   const tags = Array.isArray(doc.tags) ? doc.tags.filter((t): t is string => typeof t === 'string') : [];
   const link = header(res.headers, 'link');
   return { tags, ...(link !== undefined ? { link } : {}) };

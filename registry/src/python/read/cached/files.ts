@@ -31,6 +31,7 @@ import { PromiseFlights } from '../../../roles/promise-flights.js';
 import type { BlobFlights } from '../../../roles/single-flight.js';
 import { discard, header, readBounded, type UpstreamClient, type UpstreamResponse } from '../../../roles/upstream.js';
 import { restated, UpstreamError } from '../../../roles/upstream-error.js';
+import type { UpstreamList, UpstreamMember } from '../../../roles/upstream-list.js';
 import type { Holder } from '../../../storage/holds.js';
 import type { BlobStore, MetaStore } from '../../../storage/types.js';
 import type { ResolvedFile } from '../../model/resolved.js';
@@ -47,7 +48,10 @@ const MAX_SIGNATURE_BYTES = 64 * 1024;
 
 export interface CachedFilesOptions {
   indexName: string;
-  client: UpstreamClient;
+  /** The index's upstreams: a file is fetched from the one whose page listed it, else from the others. */
+  upstreams: UpstreamList<UpstreamClient>;
+  /** Where another upstream keeps the same file (its page, by filename and sha256); throws `gone` when it does not. */
+  elsewhere: (member: UpstreamMember<UpstreamClient>, project: string, filename: string, sha256: string) => Promise<string>;
   blobs: BlobStore;
   meta: MetaStore;
   /** Holds the metadata siblings stored here (the flights hold the files). */
@@ -60,12 +64,17 @@ export interface CachedFilesOptions {
   sizes: KnownSizes;
 }
 
-/** Which listed file, for whom. */
-interface Wanted {
+/** A listed file: the upstream's entry, our resolved one, its project, and the upstream whose page listed it. */
+export interface ListedUpstreamFile {
   up: UpstreamFile;
   file: ResolvedFile;
   /** Normalized project name (where a learnt size is recorded). */
   project: string;
+  from: UpstreamMember<UpstreamClient>;
+}
+
+/** Which listed file, for whom. */
+interface Wanted extends ListedUpstreamFile {
   maxSize: number | undefined;
 }
 
@@ -83,8 +92,8 @@ export class CachedFiles {
     this.#o = opts;
   }
 
-  async open(up: UpstreamFile, file: ResolvedFile, part: FilePart, project: string, opts: OpenOptions = {}): Promise<FileBody | null> {
-    const wanted: Wanted = { up, file, project, maxSize: opts.maxSize };
+  async open(listed: ListedUpstreamFile, part: FilePart, opts: OpenOptions = {}): Promise<FileBody | null> {
+    const wanted: Wanted = { ...listed, maxSize: opts.maxSize };
     if (part === 'signature') return this.#signature(wanted);
     return part === 'file' ? this.#artifact(wanted) : this.#metadata(wanted);
   }
@@ -116,14 +125,28 @@ export class CachedFiles {
     return delivery;
   }
 
+  /**
+   * The file's GET: from the upstream whose page listed it, else (it cannot answer now, or has it
+   * no more) from the others, in order, where their pages list the same filename and sha256.
+   */
   async #start(w: Wanted) {
-    const { up, file } = w;
-    const res = await this.#get(up.url, file.filename);
-    if (res.status !== 200) {
-      discard(res);
-      this.#o.counters.add('upstream_errors');
-      const gone = res.status === 404 || res.status === 410;
-      throw new UpstreamError(gone ? 'gone' : 'status', null, `the upstream answered ${res.status} for ${file.filename}`, { status: res.status });
+    const { file } = w;
+    let res: UpstreamResponse;
+    try {
+      const asked = await this.#o.upstreams.ask(
+        async (m) => {
+          const url = m === w.from ? w.up.url : await this.#o.elsewhere(m, w.project, file.filename, file.sha256);
+          const res = await m.client.get(url);
+          if (res.status === 200) return res;
+          discard(res);
+          const gone = res.status === 404 || res.status === 410;
+          throw new UpstreamError(gone ? 'gone' : 'status', null, `the upstream ${m.url} answered ${res.status} for ${file.filename}`, { status: res.status });
+        },
+        { pinned: true, first: w.from },
+      );
+      res = asked.value;
+    } catch (err) {
+      throw this.#failure(err, file.filename);
     }
     const length = Number(header(res.headers, 'content-length'));
     const size = Number.isSafeInteger(length) && length >= 0 ? length : undefined;
@@ -147,22 +170,14 @@ export class CachedFiles {
     }
   }
 
-  async #get(url: string, filename: string) {
-    try {
-      return await this.#o.client.get(url);
-    } catch (err) {
-      throw this.#failure(err, filename);
-    }
-  }
-
   /**
    * A sibling (`.metadata`, `.asc`) the page gives no hash for: a link or redirect to a host the
    * index does not fetch from counts as no sibling at all (the metadata is then read from the
    * verified wheel), never as a reason to fetch it.
    */
-  async #getSibling(url: string, filename: string): Promise<UpstreamResponse | null> {
+  async #getSibling(from: UpstreamMember<UpstreamClient>, url: string, filename: string): Promise<UpstreamResponse | null> {
     try {
-      return await this.#o.client.get(url);
+      return await from.client.get(url);
     } catch (err) {
       if (err instanceof UpstreamError && err.kind === 'refused') return null;
       throw this.#failure(err, filename);
@@ -170,8 +185,8 @@ export class CachedFiles {
   }
 
   #failure(err: unknown, filename: string): unknown {
-    // Our own concurrency cap (429) passes through as it is.
-    if (err instanceof SlotsBusyError) return err;
+    // Our own concurrency cap (429) and what is not the upstream's (a file over the size policy) pass through as they are.
+    if (err instanceof SlotsBusyError || err instanceof UpstreamFileTooLargeError) return err;
     this.#o.counters.add('upstream_errors');
     // Only an UpstreamError's message is fit to show (a socket error's may quote a host or path).
     const why = err instanceof UpstreamError ? err.message : 'upstream request failed';
@@ -187,14 +202,14 @@ export class CachedFiles {
    * the client against the file, whose sha256 velodex did verify.
    */
   async #signature(w: Wanted): Promise<FileBody | null> {
-    const { up, file } = w;
+    const { file } = w;
     if (file.gpgSig !== true) return null;
     const key = this.#linkKey(file, 'signature');
     let digest = (await this.#o.meta.get<MetadataLink>(key))?.doc.sha256 ?? null;
     let info = digest ? await this.#o.blobs.stat(digest) : null;
     if (!info) {
       digest = await this.#metadataFlights.run(`asc:${file.sha256}`, async () => {
-        const bytes = await this.#fetchSibling(up, file, '.asc', MAX_SIGNATURE_BYTES);
+        const bytes = await this.#fetchSibling(w, '.asc', MAX_SIGNATURE_BYTES);
         return bytes ? this.#storeSibling(bytes, key) : null;
       });
       info = digest ? await this.#o.blobs.stat(digest) : null;
@@ -223,12 +238,12 @@ export class CachedFiles {
   async #obtainMetadata(w: Wanted): Promise<string | null> {
     const { up, file } = w;
     if (up.metadata !== false) {
-      const sibling = await this.#fetchSibling(up, file, '.metadata', MAX_METADATA_BYTES);
+      const sibling = await this.#fetchSibling(w, '.metadata', MAX_METADATA_BYTES);
       if (sibling) return this.#storeMetadata(sibling, file);
     }
     if (file.kind !== 'wheel') return null;
     if (this.#ranges && !(await this.#o.blobs.stat(file.sha256))) {
-      const ranged = await metadataByRanges({ client: this.#o.client, url: up.url, file, tmpDir: this.#o.tmpDir });
+      const ranged = await metadataByRanges({ client: w.from.client, url: up.url, file, tmpDir: this.#o.tmpDir });
       if (ranged.kind === 'ok') return this.#storeMetadata(ranged.bytes, file);
       if (ranged.kind === 'no-ranges') this.#ranges = false;
     }
@@ -236,10 +251,11 @@ export class CachedFiles {
   }
 
   /** The upstream's `{file}{suffix}` sibling, or null when it has none. */
-  async #fetchSibling(up: UpstreamFile, file: ResolvedFile, suffix: string, maxBytes: number): Promise<Buffer | null> {
+  async #fetchSibling(w: Wanted, suffix: string, maxBytes: number): Promise<Buffer | null> {
+    const { up, file } = w;
     const url = new URL(up.url);
     url.pathname += suffix;
-    const res = await this.#getSibling(url.toString(), `${file.filename}${suffix}`);
+    const res = await this.#getSibling(w.from, url.toString(), `${file.filename}${suffix}`);
     if (res === null) return null;
     if (res.status === 404 || res.status === 410) {
       discard(res);

@@ -3,6 +3,13 @@
  * cache (`cache_ttl_secs` freshness, revalidation, stale copies while the upstream is down, an
  * `UpstreamError` when nothing is cached), parsed into our resolved model, with this index's own
  * overrides (yank, hide) on top. Files come through `CachedFiles`.
+ *
+ * With several upstreams (roles/upstream-list.ts), a page is asked of them in order; the stored
+ * record names the one that answered (`CachedDoc.upstream`), whose validators it keeps, against
+ * whose URL its links resolve, and whose client fetches its files first. A file that upstream
+ * cannot send now is looked up on the others' pages by filename and sha256: the bytes are
+ * verified against the digest the first page gave, whoever sends them. The project list is the
+ * first answering upstream's.
  */
 import type { CachedIndex } from '../../../config/types.js';
 import { HttpError } from '../../../http/errors.js';
@@ -13,6 +20,8 @@ import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { BlobFlights, type FlightOutcome } from '../../../roles/single-flight.js';
 import { UpstreamClient } from '../../../roles/upstream.js';
 import { UpstreamError } from '../../../roles/upstream-error.js';
+import { UpstreamList, type UpstreamMember } from '../../../roles/upstream-list.js';
+import type { FetchedDoc, Conditional } from '../../../roles/fetch-doc.js';
 import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { Holder } from '../../../storage/holds.js';
 import { REQUEST_READ, type BlobStore, type MetaStore, type Versioned } from '../../../storage/types.js';
@@ -70,14 +79,21 @@ interface Loaded {
   normalized: string;
 }
 
+/** A parsed page, and the upstream it came from. */
+interface Parsed {
+  cached: CachedProject;
+  from: UpstreamMember<UpstreamClient>;
+}
+
 export class CachedSource implements IndexSource {
-  readonly client: UpstreamClient;
+  /** The index's upstreams, in the order a miss asks them, each with its own client and health. */
+  readonly upstreams: UpstreamList<UpstreamClient>;
   readonly slots: UpstreamSlots;
   readonly docs: DocCache;
   readonly files: CachedFiles;
   readonly sizes: KnownSizes;
   readonly #o: CachedSourceOptions;
-  readonly #parsed = new Map<string, CachedProject>();
+  readonly #parsed = new Map<string, Parsed>();
   #list: { digest: string; names: string[] } | null = null;
   /** Projects whose page, when last parsed here, left some file without a size: their sizes are read alongside. */
   readonly #unsized = new Set<string>();
@@ -88,17 +104,29 @@ export class CachedSource implements IndexSource {
     this.#o = opts;
     const { index } = opts;
     this.slots = opts.slots;
-    // Page links are resolved against the base, so it must end in a slash.
-    const base = index.upstream.endsWith('/') ? index.upstream : `${index.upstream}/`;
-    this.client = new UpstreamClient({
-      baseUrl: base,
-      ...(index.upstreamUsername ? { username: index.upstreamUsername } : {}),
-      ...(index.upstreamPassword ? { password: index.upstreamPassword } : {}),
-      slots: this.slots,
-      egress: pythonEgress(index, base),
+    this.upstreams = new UpstreamList(index.upstreams, (upstream, health) => {
+      // Page links are resolved against the base, so it must end in a slash.
+      const base = upstream.url.endsWith('/') ? upstream.url : `${upstream.url}/`;
+      return new UpstreamClient({
+        baseUrl: base,
+        ...(upstream.username ? { username: upstream.username } : {}),
+        ...(upstream.password ? { password: upstream.password } : {}),
+        slots: this.slots,
+        egress: pythonEgress(upstream, base),
+        ...(upstream.timeoutSecs !== undefined ? { headersTimeoutMs: upstream.timeoutSecs * 1000 } : {}),
+        onAnswer: (status, headers) => health.observe(status, headers, Date.now()),
+      });
     });
     const fetches = opts.fetches;
-    this.docs = new DocCache({ meta: opts.meta, blobs: opts.blobs, holder: opts.holder, ttlSecs: index.cacheTtlSecs, counters: opts.counters, ...(fetches ? { locks: fetches.locks } : {}) });
+    this.docs = new DocCache({
+      meta: opts.meta,
+      blobs: opts.blobs,
+      holder: opts.holder,
+      ttlSecs: index.cacheTtlSecs,
+      counters: opts.counters,
+      health: this.upstreams,
+      ...(fetches ? { locks: fetches.locks } : {}),
+    });
     const flights = new BlobFlights({
       store: opts.blobs,
       holder: opts.holder,
@@ -109,7 +137,8 @@ export class CachedSource implements IndexSource {
     this.sizes = new KnownSizes(opts.meta, index.name);
     this.files = new CachedFiles({
       indexName: index.name,
-      client: this.client,
+      upstreams: this.upstreams,
+      elsewhere: (member, project, filename, sha256) => this.#fileOn(member, project, filename, sha256),
       blobs: opts.blobs,
       meta: opts.meta,
       holder: opts.holder,
@@ -137,7 +166,7 @@ export class CachedSource implements IndexSource {
     const reads = mine ?? this.#startReads(normalized);
     const [loaded, overrides, early] = await Promise.all([this.#load(normalized, reads.record), reads.overrides, reads.sizes]);
     if (!loaded) return null;
-    const cached = await this.#parse(loaded);
+    const { cached } = await this.#parse(loaded);
     this.#noteUnsized(normalized, cached.unsized);
     const sizes = !cached.unsized ? null : reads.wantsSizes ? early : await this.#sizes(cached, normalized);
     return {
@@ -170,13 +199,11 @@ export class CachedSource implements IndexSource {
   /** The project as the upstream serves it, before this index's overrides (for mutations). */
   async upstreamProject(normalized: string): Promise<ResolvedProject | null> {
     const loaded = await this.#load(normalized);
-    return loaded ? (await this.#parse(loaded)).resolved : null;
+    return loaded ? (await this.#parse(loaded)).cached.resolved : null;
   }
 
   async names(): Promise<NameList> {
-    const doc = await this.docs.read(`python/${this.index.name}/cache/index`, (cond) =>
-      fetchDoc(this.client, '', cond, { headers: { accept: UPSTREAM_ACCEPT }, maxBytes: MAX_LIST_BYTES }),
-    );
+    const doc = await this.docs.read(`python/${this.index.name}/cache/index`, (cond) => this.#fetch('', cond, MAX_LIST_BYTES));
     if (!doc) return { names: [], version: 'absent' };
     if (this.#list?.digest !== doc.record.digest) {
       this.#list = { digest: doc.record.digest, names: parseUpstreamList(await doc.body(), doc.record.contentType) };
@@ -188,7 +215,7 @@ export class CachedSource implements IndexSource {
     for (const project of candidateProjects(filename)) {
       const loaded = await this.#load(project);
       if (!loaded) continue;
-      const cached = await this.#parse(loaded);
+      const { cached, from } = await this.#parse(loaded);
       const up = cached.upstream.get(filename);
       if (!up) continue;
       const overrides = await this.#o.overrides.get(this.index.name, project);
@@ -196,7 +223,7 @@ export class CachedSource implements IndexSource {
       const file = applyOverrides(withKnownSizes(cached.resolved, sizes), overrides?.doc).files.find((f) => f.filename === filename);
       // Hidden through this index, or other bytes under that name.
       if (!file || file.sha256 !== sha256) return null;
-      return { project, file, open: (part, opts) => this.files.open(up, file, part, project, opts) };
+      return { project, file, open: (part, opts) => this.files.open({ up, file, project, from }, part, opts) };
     }
     return null;
   }
@@ -207,7 +234,7 @@ export class CachedSource implements IndexSource {
   }
 
   close(): void {
-    this.client.close();
+    for (const m of this.upstreams.members) m.client.close();
   }
 
   #noteUnsized(normalized: string, unsized: boolean): void {
@@ -220,25 +247,62 @@ export class CachedSource implements IndexSource {
   #load(normalized: string, stored?: Promise<Versioned<CachedDoc> | null>): Promise<Loaded | null> {
     const key = pageKey(this.index.name, normalized);
     return this.docs
-      .read(key, (cond) => fetchDoc(this.client, `${encodeURIComponent(normalized)}/`, cond, { headers: { accept: UPSTREAM_ACCEPT } }), stored)
+      .read(key, (cond) => this.#fetch(`${encodeURIComponent(normalized)}/`, cond), stored)
       .then((doc) => (doc ? { doc, normalized } : null));
   }
 
-  async #parse({ doc, normalized }: Loaded): Promise<CachedProject> {
-    const digest = doc.record.digest;
-    const hit = this.#parsed.get(digest);
-    if (hit && hit.resolved.normalized === normalized) return hit;
-    const pageUrl = new URL(`${encodeURIComponent(normalized)}/`, this.client.baseUrl).toString();
-    let parsed: CachedProject;
+  /**
+   * One document asked of the upstreams in order (a 404 passes on where `failover_on_404` says);
+   * the validators go only to the upstream the stored copy came from.
+   */
+  async #fetch(path: string, cond: Conditional, maxBytes?: number): Promise<FetchedDoc> {
+    const owner = this.#member(cond.upstream);
+    const asked = await this.upstreams.ask(
+      async (m) => {
+        const mine: Conditional = m === owner ? cond : {};
+        const doc = await fetchDoc(m.client, path, mine, { headers: { accept: UPSTREAM_ACCEPT }, ...(maxBytes !== undefined ? { maxBytes } : {}) });
+        return doc.status === 'ok' ? { ...doc, upstream: m.url } : doc;
+      },
+      { absent: (doc) => doc.status === 'absent' },
+    );
+    return asked.value;
+  }
+
+  /** The upstream a stored record names; the first when it names none (or one no longer configured). */
+  #member(url: string | undefined): UpstreamMember<UpstreamClient> {
+    return this.upstreams.members.find((m) => m.url === url) ?? this.upstreams.members[0];
+  }
+
+  async #parse({ doc, normalized }: Loaded): Promise<Parsed> {
+    const from = this.#member(doc.record.upstream);
+    const key = `${doc.record.digest} ${from.position}`;
+    const hit = this.#parsed.get(key);
+    if (hit && hit.cached.resolved.normalized === normalized) return hit;
+    const parsed: Parsed = { cached: this.#parseBody(await doc.body(), doc.record.contentType, normalized, from), from };
+    this.#parsed.delete(key);
+    this.#parsed.set(key, parsed);
+    while (this.#parsed.size > PARSED_PAGES) this.#parsed.delete(this.#parsed.keys().next().value!);
+    return parsed;
+  }
+
+  #parseBody(body: Buffer, contentType: string | undefined, normalized: string, from: UpstreamMember<UpstreamClient>): CachedProject {
+    const pageUrl = new URL(`${encodeURIComponent(normalized)}/`, from.client.baseUrl).toString();
     try {
-      parsed = toCachedProject(parseUpstreamPage(await doc.body(), doc.record.contentType, pageUrl), normalized);
+      return toCachedProject(parseUpstreamPage(body, contentType, pageUrl), normalized);
     } catch (err) {
       if (err instanceof HttpError) throw err;
       throw new UpstreamError('malformed', null, `the upstream's page of ${normalized} cannot be read: ${err instanceof Error ? err.message : String(err)}`);
     }
-    this.#parsed.delete(digest);
-    this.#parsed.set(digest, parsed);
-    while (this.#parsed.size > PARSED_PAGES) this.#parsed.delete(this.#parsed.keys().next().value!);
-    return parsed;
+  }
+
+  /**
+   * Where `member` keeps the file `filename` with this sha256: from its page of the project, read
+   * now and not stored (a failover for one file). `gone` when it lists no such file.
+   */
+  async #fileOn(member: UpstreamMember<UpstreamClient>, project: string, filename: string, sha256: string): Promise<string> {
+    const doc = await fetchDoc(member.client, `${encodeURIComponent(project)}/`, {}, { headers: { accept: UPSTREAM_ACCEPT } });
+    const up = doc.status === 'ok' ? this.#parseBody(doc.body, doc.headers.contentType, project, member).upstream.get(filename) : undefined;
+    if (up?.sha256 !== sha256) throw new UpstreamError('gone', null, `the upstream ${member.url} does not list ${filename} with that sha256`, { status: 404 });
+    return up.url;
   }
 }
