@@ -497,6 +497,70 @@ describe('a platform team on a real cluster', () => {
     await k(['delete', 'pod', 'pulled-through', 'pulled-from-cache', '-n', NS, '--wait=false']);
   });
 
+  it("is the node mirror of two registries through one endpoint (containerd's ns): pods of both start, and again with both registries gone; a third registry's pod comes from that registry itself", async () => {
+    const registries = await Promise.all(['a', 'b', 'c'].map(() => startDistribution(tempDir('velodex-e2e-node-mirror-'), null, { host: NODE_IP })));
+    try {
+      const craneEnv = { HOME: work, DOCKER_CONFIG: join(work, 'docker-node-mirror') };
+      const crane = async (args: string[]) => (await run(tool('crane'), [...args, '--insecure'], { env: craneEnv })).stdout.trim();
+      // A runnable image in each registry, with a layer of its own so the node holds none of it yet.
+      const images: string[] = [];
+      for (const [i, registry] of registries.entries()) {
+        const image = `${registry.host}/library/pause:mirror`;
+        await crane(['push', join(TOOLS, 'images', 'pause.tar'), image]);
+        const dir = join(work, `node-mirror-marker-${i}`);
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(join(dir, 'node-mirror-marker'), `${i}-${Date.now()}-${Math.random()}`);
+        await run('tar', ['-cf', `${dir}.tar`, '-C', dir, 'node-mirror-marker']);
+        await crane(['append', '-b', image, '-f', `${dir}.tar`, '-t', image]);
+        images.push(image);
+      }
+      const [a, b, c] = registries as [Distribution, Distribution, Distribution];
+      const index = (name: string, upstream: string) =>
+        `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n  route: team/${name}\n  ecosystem: oci\n  role: cached\n  upstream: ${upstream}\n`;
+      await k(['apply', '-f', '-'], `${index('node-a', a.url)}---\n${index('node-b', b.url)}`);
+      const mirror = { spec: { nodeMirror: { registries: [{ registry: a.host, index: 'node-a' }, { registry: b.host, index: 'node-b' }] } } };
+      await k(['patch', 'packageregistry', 'default', '-n', NS, '--type=merge', '-p', JSON.stringify(mirror)]);
+      await k(['wait', '--for=condition=NodeMirror', 'packageregistry/default', '-n', NS, '--timeout=240s']);
+      await k(['wait', '--for=condition=Ready', 'pidx/node-a', 'pidx/node-b', '-n', NS, '--timeout=240s']);
+      await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+      await untilOnlyNewPods();
+
+      // Each node file as /+api gives it; the third registry's file sends its pulls to velodex too
+      // (as a node that routes every registry there would), with the registry itself as fallback.
+      const api = (await (await fetch(`http://${service}/+api`)).json()) as { node_mirror?: { registries: Record<string, { client_configuration?: { containerd?: { path: string; text: string } } }> } };
+      for (const registry of [a, b]) {
+        const hosts = api.node_mirror?.registries[registry.host]?.client_configuration?.containerd;
+        expect(hosts?.path).toBe(`/etc/containerd/certs.d/${registry.host}/hosts.toml`);
+        mkdirSync(join(node.certsDir, registry.host), { recursive: true });
+        writeFileSync(join(node.certsDir, registry.host, 'hosts.toml'), hosts?.text ?? '');
+      }
+      mkdirSync(join(node.certsDir, c.host), { recursive: true });
+      writeFileSync(join(node.certsDir, c.host, 'hosts.toml'), `server = "${c.url}"\n\n[host."http://${service}"]\n  capabilities = ["pull", "resolve"]\n`);
+
+      const pod = (name: string, image: string) =>
+        `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n  containers:\n    - name: main\n      image: ${image}\n      imagePullPolicy: Always\n`;
+      const started = async (pods: [string, string][]) => {
+        await k(['apply', '-f', '-'], pods.map(([name, image]) => pod(name, image)).join('---\n'));
+        await k(['wait', '--for=condition=Ready', ...pods.map(([name]) => `pod/${name}`), '-n', NS, '--timeout=180s']);
+      };
+      await started([['mirrored-a', images[0]!], ['mirrored-b', images[1]!], ['not-mirrored-c', images[2]!]]);
+      // Velodex answered the third registry's requests 404, naming it, so containerd went to it.
+      const refused = await fetch(`http://${service}/v2/library/pause/manifests/mirror?ns=${encodeURIComponent(c.host)}`);
+      expect(refused.status).toBe(404);
+      expect(await refused.text()).toContain(c.host);
+      // The two mirrored registries gone, their images still start: the node's pulls went through
+      // velodex's caches of them (nothing else could have put them there).
+      await a.stop();
+      await b.stop();
+      await started([['cached-a', images[0]!], ['cached-b', images[1]!]]);
+      await k(['delete', 'pod', 'mirrored-a', 'mirrored-b', 'not-mirrored-c', 'cached-a', 'cached-b', '-n', NS, '--wait=false']);
+      await k(['patch', 'packageregistry', 'default', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/nodeMirror"}]']);
+      await k(['delete', 'pidx/node-a', 'pidx/node-b', '-n', NS]);
+    } finally {
+      for (const registry of registries) await registry.stop();
+    }
+  });
+
   it('serves HTTPS with spec.tls: Ready through the HTTPS probes and status poll, https in status.url and /+api, a renewed certificate served without a roll', async () => {
     const ca = testCa(tempDir('velodex-e2e-tls-'), 'DNS:secure.team.svc');
     const secret = async (cert: IssuedCertificate) => {
