@@ -25,6 +25,7 @@ import { checkRoute } from './routes.js';
 import { parseDuration } from './duration.js';
 import { parseSize } from './size.js';
 import { resolveGc } from './gc.js';
+import { resolveSearch } from './search.js';
 
 export interface Overrides {
   host?: string;
@@ -144,6 +145,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     retention: retentionSchedule(file.retention),
     gc: resolveGc(file.gc),
+    search: resolveSearch(file.search),
     ...kubernetesOf(file.kubernetes, indexes, env),
     source,
   };

@@ -220,6 +220,13 @@ export const gcSchema = z.strictObject({
   cpu_share: z.number().gt(0, 'must be above 0').max(1, 'must be at most 1 (a whole core)').optional(),
 });
 
+/** The derived search index (config/search.ts). */
+export const searchSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  // How often each process reads every index's summary for writes of other processes (seconds).
+  refresh_secs: z.number().min(0.1, 'must be at least 0.1 (seconds)').max(3600, 'must be at most 3600 (an hour)').optional(),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -240,6 +247,7 @@ export const fileSchema = z.strictObject({
   admin: adminSchema.optional(),
   retention: retentionSchema.optional(),
   gc: gcSchema.optional(),
+  search: searchSchema.optional(),
   kubernetes: kubernetesSchema.optional(),
 });
 

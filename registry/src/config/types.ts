@@ -1,6 +1,7 @@
 /** The resolved, validated configuration that the rest of the server reads. */
 import type { ConnectionsConfig } from './connections.js';
 import type { GcConfig } from './gc.js';
+import type { SearchConfig } from './search.js';
 import type { Secret } from './secret.js';
 import type { TlsConfig } from './tls.js';
 
@@ -280,6 +281,8 @@ export interface Config {
   retention: RetentionSchedule;
   /** `[gc]`: the online garbage collection of blobs. */
   gc: GcConfig;
+  /** `[search]`: the derived search index. */
+  search: SearchConfig;
   /** `[kubernetes]`; absent when no index has ServiceAccount rules and the table is not given. */
   kubernetes?: KubernetesConfig;
   /** Where the config came from: a file path, or `embedded default`. */

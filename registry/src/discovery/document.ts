@@ -17,15 +17,25 @@ export function indexApiPath(index: IndexConfig): string {
   return `/${index.route}/+api`;
 }
 
+/** `/+search`, or one index's `/{route}/+search` (app/search/routes.ts). */
+export function searchPath(index?: IndexConfig): string {
+  return index ? `/${index.route}/+search` : '/+search';
+}
+
 export class DiscoveryBuilder {
   readonly #byName: ReadonlyMap<string, IndexConfig>;
 
   constructor(
-    private readonly config: Pick<Config, 'indexes' | 'metrics'>,
+    /** `search` absent: on (its default). */
+    private readonly config: Pick<Config, 'indexes' | 'metrics'> & { search?: Pick<Config['search'], 'enabled'> },
     /** Ecosystem id to its discovery part. */
     private readonly ecosystems: ReadonlyMap<string, EcosystemDiscovery>,
   ) {
     this.#byName = new Map(config.indexes.map((ix) => [ix.name, ix]));
+  }
+
+  get #searches(): boolean {
+    return this.config.search?.enabled !== false;
   }
 
   /** The indexes that have a document: those whose ecosystem takes part in discovery. */
@@ -43,6 +53,7 @@ export class DiscoveryBuilder {
       stats: links.url('/+stats'),
       // `[metrics] enabled = false` removes the route.
       ...(this.config.metrics.enabled ? { metrics: links.url('/metrics') } : {}),
+      ...(this.#searches ? { search: links.url(searchPath()) } : {}),
     };
     const served = new Set<string>(this.indexes.map((ix) => ix.ecosystem));
     for (const [id, eco] of this.ecosystems) if (served.has(id)) Object.assign(urls, eco.serverUrls?.(links));
@@ -69,7 +80,7 @@ export class DiscoveryBuilder {
       ...(index.private ? { private: true } : {}),
       ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
       ...(index.role === 'cached' ? { upstream: displayUrl(index.upstream) } : {}),
-      urls: { api: links.url(indexApiPath(index)), ...part?.urls },
+      urls: { api: links.url(indexApiPath(index)), ...(this.#searches ? { search: links.url(searchPath(index)) } : {}), ...part?.urls },
       capabilities: { ...part?.capabilities },
       // Texts to paste need a host; without an origin they would not work, so there are none.
       ...(links.origin && part?.client_configuration ? { client_configuration: part.client_configuration } : {}),
