@@ -15,7 +15,10 @@
  *   index of every process (search/keeper.ts) reads this one document to learn which names to
  *   read again, so no request ever lists the store to stay current. A cached index counts a
  *   fill that changed what it holds of a project (a new or changed page, a file or manifest
- *   stored) as a write here, so its serial moves with those too.
+ *   stored) as a write here, so its serial moves with those too. The map keeps the newest
+ *   `MAX_CHANGED` names; `changedFloor` is the newest serial it forgot, so a reader that last
+ *   looked before it knows it must read the whole index again (the document stays small
+ *   however many projects a cached index fetches).
  *
  * Cost and contention: a committed write adds one read and one conditional write of its index's
  * document before its response, and all writers of an index share that document, so on a shared
@@ -35,6 +38,8 @@ import type { MetaStore } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 
 export const MAX_RECENT = 50;
+/** Names kept in `changed`; past it the oldest quarter is forgotten at once (so trimming is rare). */
+export const MAX_CHANGED = 4096;
 
 export interface RecentUpload {
   /** ISO 8601 UTC. */
@@ -54,6 +59,8 @@ export interface IndexSummaryDoc {
   recent: RecentUpload[];
   /** Project (repository) -> the serial of its last write; absent in documents older than search. */
   changed?: Record<string, number>;
+  /** The newest serial `changed` no longer holds a name of (0 or absent: it forgot none). */
+  changedFloor?: number;
   /** When a scan last rebuilt `projects` and `recent`. */
   scannedAt?: string;
 }
@@ -102,7 +109,17 @@ function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
   if (names.length > 0) {
     doc.changed ??= {};
     for (const name of names) doc.changed[name] = doc.serial;
+    trimChanged(doc);
   }
+}
+
+function trimChanged(doc: IndexSummaryDoc): void {
+  const entries = Object.entries(doc.changed ?? {});
+  if (entries.length <= MAX_CHANGED) return;
+  entries.sort((a, b) => a[1] - b[1]);
+  const dropped = entries.slice(0, entries.length - Math.floor((MAX_CHANGED * 3) / 4));
+  for (const [name] of dropped) delete doc.changed![name];
+  doc.changedFloor = Math.max(doc.changedFloor ?? 0, dropped.at(-1)![1]);
 }
 
 export class IndexSummaries {
@@ -170,6 +187,7 @@ export class IndexSummaries {
     const { doc } = await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => ({
       serial: current?.serial ?? 0,
       ...(current?.changed ? { changed: current.changed } : {}),
+      ...(current?.changedFloor ? { changedFloor: current.changedFloor } : {}),
       projects: scanned.projects,
       recent: capRecent(scanned.recent),
       scannedAt: now.toISOString(),

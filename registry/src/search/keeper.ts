@@ -13,6 +13,10 @@
  *    (observe/summary.ts) and the names are read again right away, beside the writer's answer
  *    (not before it: an upload does not wait for the search index).
  *
+ * When the summary has forgotten names changed since the serial a process saw (`changedFloor`
+ * above it: more names changed meanwhile than the summary keeps), the process reads that whole
+ * index again, as at start.
+ *
  * Since the summary is read before the keys, a write that lands during the build is either in the
  * listing or has a `changed` serial above S: never lost. A summary that could not be written (the
  * writer logs it) leaves the name stale on other processes until its next write or a restart.
@@ -105,10 +109,7 @@ export class SearchKeeper {
     for (const { index, source } of this.#o.sources) {
       if (this.#closed) return;
       try {
-        const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
-        const keys = await source.keys(index);
-        await eachLimited(keys, READ_CONCURRENCY, (key) => this.#load(index, source, key));
-        this.#seen.set(index.name, serial);
+        await this.#rebuild(index, source);
       } catch (err) {
         // Left unbuilt: the next refresh builds it again (`complete` stays false meanwhile).
         this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: index not built; retrying on the next refresh');
@@ -124,15 +125,16 @@ export class SearchKeeper {
       const seen = this.#seen.get(index.name);
       try {
         if (seen === undefined) {
-          if (this.#built === undefined) continue;
           // The build failed for this index: build it now.
-          const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
-          await eachLimited(await source.keys(index), READ_CONCURRENCY, (key) => this.#load(index, source, key));
-          this.#seen.set(index.name, serial);
+          if (this.#built !== undefined) await this.#rebuild(index, source);
           continue;
         }
         const doc = await this.#o.summaries.read(index.name);
         if (!doc || doc.serial <= seen) continue;
+        if ((doc.changedFloor ?? 0) > seen) {
+          await this.#rebuild(index, source);
+          continue;
+        }
         const moved = Object.entries(doc.changed ?? {}).filter(([, serial]) => serial > seen).map(([name]) => name);
         await eachLimited(moved, READ_CONCURRENCY, (key) => this.#load(index, source, key));
         this.#seen.set(index.name, doc.serial);
@@ -140,6 +142,16 @@ export class SearchKeeper {
         this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: refresh failed; retrying on the next one');
       }
     }
+  }
+
+  /** Reads every entry of the index (after its summary's serial), dropping those no longer listed. */
+  async #rebuild(index: IndexConfig, source: SearchSource): Promise<void> {
+    const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
+    const keys = await source.keys(index);
+    const listed = new Set(keys);
+    for (const key of this.index.keysOf(index.name)) if (!listed.has(key)) this.index.remove(index.name, key);
+    await eachLimited(keys, READ_CONCURRENCY, (key) => this.#load(index, source, key));
+    this.#seen.set(index.name, serial);
   }
 
   async #reread(indexName: string, names: readonly string[]): Promise<void> {

@@ -30,7 +30,8 @@ interface Indexed {
   entry: SearchEntry;
   folded: string;
   nameWords: readonly string[];
-  textWords: ReadonlySet<string>;
+  /** Distinct, in no order: an array, since a query tests a few words against a few dozen. */
+  textWords: readonly string[];
 }
 
 export interface Hit {
@@ -48,39 +49,45 @@ export interface SearchResult {
   truncated: boolean;
 }
 
+/**
+ * Key -> entries, the entries of a key in an array (a Set costs several times the memory, and most
+ * keys hold one to a few hundred entries; a removal, which is rare, pays the linear search).
+ */
 class MultiMap {
-  readonly #map = new Map<string, Set<Indexed>>();
+  readonly #map = new Map<string, Indexed[]>();
   readonly sorted: SortedStrings | null;
 
   constructor(sortedKeys: boolean) {
     this.sorted = sortedKeys ? new SortedStrings() : null;
   }
 
-  get(key: string): ReadonlySet<Indexed> | undefined {
+  get(key: string): readonly Indexed[] | undefined {
     return this.#map.get(key);
   }
 
   add(key: string, item: Indexed): void {
-    let set = this.#map.get(key);
-    if (!set) {
-      set = new Set();
-      this.#map.set(key, set);
-      this.sorted?.add(key);
+    const list = this.#map.get(key);
+    if (list) {
+      if (!list.includes(item)) list.push(item);
+      return;
     }
-    set.add(item);
+    this.#map.set(key, [item]);
+    this.sorted?.add(key);
   }
 
   delete(key: string, item: Indexed): void {
-    const set = this.#map.get(key);
-    if (!set) return;
-    set.delete(item);
-    if (set.size === 0) {
+    const list = this.#map.get(key);
+    const at = list ? list.indexOf(item) : -1;
+    if (!list || at < 0) return;
+    list[at] = list[list.length - 1]!;
+    list.pop();
+    if (list.length === 0) {
       this.#map.delete(key);
       this.sorted?.remove(key);
     }
   }
 
-  /** The entries under every key that starts with `prefix`, at most `cap` of them (with repeats removed). */
+  /** The entries under every key that starts with `prefix`, added to `into` until it holds `cap`. */
   withPrefix(prefix: string, cap: number, into: Set<Indexed> = new Set()): Set<Indexed> {
     if (!this.sorted) throw new Error('prefix lookup on an unsorted map');
     for (const key of this.sorted.withPrefix(prefix)) {
@@ -96,7 +103,7 @@ class MultiMap {
   countPrefix(prefix: string, cap: number): number {
     let n = 0;
     for (const key of this.sorted!.withPrefix(prefix)) {
-      n += this.#map.get(key)!.size;
+      n += this.#map.get(key)!.length;
       if (n >= cap) return cap;
     }
     return n;
@@ -133,7 +140,7 @@ export class SearchIndex {
       entry,
       folded: foldName(entry.name),
       nameWords: [...new Set(nameWords(entry.name))],
-      textWords: new Set(textOf(entry).flatMap(wordsOf)),
+      textWords: [...new Set(textOf(entry).flatMap(wordsOf))],
     };
     this.#entries.set(SearchIndex.id(entry.index, entry.key), item);
     this.#byName.add(item.folded, item);
@@ -192,7 +199,7 @@ export class SearchIndex {
     let rarest: string | undefined;
     let fewest = Infinity;
     for (const w of query.words) {
-      const n = this.#byNameWord.countPrefix(w, MAX_CANDIDATES) + (this.#byTextWord.get(w)?.size ?? 0);
+      const n = this.#byNameWord.countPrefix(w, MAX_CANDIDATES) + (this.#byTextWord.get(w)?.length ?? 0);
       if (n < fewest) {
         fewest = n;
         rarest = w;
@@ -215,7 +222,7 @@ export class SearchIndex {
     }
     const inName = (w: string) => item.nameWords.some((nw) => nw.startsWith(w));
     if (query.words.every(inName)) return 'name';
-    if (query.words.every((w) => inName(w) || item.textWords.has(w))) return 'text';
+    if (query.words.every((w) => inName(w) || item.textWords.includes(w))) return 'text';
     return null;
   }
 }
