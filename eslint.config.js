@@ -12,7 +12,7 @@ const CORE_LAYERS = [
   { what: 'the composition root', folders: ['app'] },
   { what: 'an ecosystem', folders: ['python', 'oci'] },
   { what: 'the ecosystem seam', folders: ['ecosystem'] },
-  { what: 'a neutral service', folders: ['access', 'roles', 'limits', 'policy', 'archive', 'events', 'discovery', 'workers', 'lifecycle', 'tls'], siblings: true },
+  { what: 'a neutral service', folders: ['access', 'roles', 'limits', 'policy', 'archive', 'events', 'discovery', 'workers', 'lifecycle', 'tls', 'search'], siblings: true },
   { what: 'the instruments', folders: ['observe'] },
   { what: 'the HTTP helpers', folders: ['http'] },
   { what: 'storage', folders: ['storage'] },

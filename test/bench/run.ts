@@ -19,6 +19,9 @@
  *   GC:     one `velodex gc` over a seeded store of 100k blobs on fs (beside the Distribution
  *           registry's `garbage-collect`) and 10k on s3, and crane pushes alone vs beside
  *           collections (gc.ts).
+ *   Search: the search index at 100k synthetic projects: its memory, queries per second and p99
+ *           in process and over `/+search`, its build time after a start, and an upload's time
+ *           with and without it (search.ts).
  *
  * Every server logs nothing per request during the comparison; a last section shows what
  * velodex's default `log_level = "info"` (a log line per request) costs.
@@ -33,7 +36,8 @@
  * velodex in the s3 section, default one per core), BENCH_READ_CACHE_MS (the read_cache_ms of its
  * second velodex, default 2000). VELODEX_BENCH_ONLY=gc runs only the GC section (with its own
  * servers and MinIO); VELODEX_BENCH_ONLY=s3 sets up the data as always and measures only the s3
- * section (velodex fs, s3, s3 with read_cache_ms, the Distribution registry on s3, the replicas).
+ * section (velodex fs, s3, s3 with read_cache_ms, the Distribution registry on s3, the replicas);
+ * VELODEX_BENCH_ONLY=search runs only the search section (BENCH_SEARCH_PROJECTS, BENCH_SEARCH_UPLOADS).
  * Needs curl, strace and wrk (hack/tools.sh installs them).
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -53,6 +57,7 @@ import { measureWarmReads } from './warm-reads.js';
 import { measurePrivateReads } from './private-reads.js';
 import { gibLayerRss, measureReplicas, measureS3, startS3Servers, storeCallsPerRequest } from './s3.js';
 import { measureGc } from './gc.js';
+import { measureSearch } from './search.js';
 import { measure, measureDownload, table, type Load, type Measured, type Row, type Target } from './load.js';
 import {
   distributionMissing,
@@ -87,7 +92,9 @@ const S3_WORKERS = knob('BENCH_S3_WORKERS', cpus().length, 1, 64);
 /** `[storage] read_cache_ms` of the s3 section's second velodex. */
 const READ_CACHE_MS = knob('BENCH_READ_CACHE_MS', 2000, 1, 60_000);
 const GC_PUSH_SECS = knob('BENCH_GC_PUSH_SECS', 15, 3, 300);
-const SECTIONS = ['all', 'gc', 's3'] as const;
+const SEARCH_PROJECTS = knob('BENCH_SEARCH_PROJECTS', 100_000, 1_000, 1_000_000);
+const SEARCH_UPLOADS = knob('BENCH_SEARCH_UPLOADS', 40, 5, 1_000);
+const SECTIONS = ['all', 'gc', 's3', 'search'] as const;
 const ONLY = process.env.VELODEX_BENCH_ONLY || 'all';
 if (!(SECTIONS as readonly string[]).includes(ONLY)) throw new Error(`VELODEX_BENCH_ONLY=${ONLY}: want one of ${SECTIONS.join(', ')}`);
 const BIG_WHEEL_BYTES = 20 * MiB;
@@ -384,6 +391,12 @@ async function main(): Promise<void> {
       console.log(`load average at the end: ${loadAverage()}`);
       return;
     }
+    const searchSection = () => measureSearch({ work, logs, projects: SEARCH_PROJECTS, uploads: SEARCH_UPLOADS, load: PAGE_LOAD, progress });
+    if (ONLY === 'search') {
+      console.log(await searchSection());
+      console.log(`load average at the end: ${loadAverage()}`);
+      return;
+    }
 
     const velodexData = join(work, 'velodex-data');
     let velodex = await startVelodexBench(velodexData, 'warn', join(logs, 'velodex.log'));
@@ -580,6 +593,7 @@ async function main(): Promise<void> {
       await ui.stop();
     }
     console.log(await gcSection(token));
+    console.log(await searchSection());
     console.log(`load average at the end: ${loadAverage()}`);
     progress('done; stopping the servers and removing the temp dir');
   } finally {

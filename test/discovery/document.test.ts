@@ -123,6 +123,7 @@ describe('the server-wide document', () => {
       status: `http://${host}/+status`,
       stats: `http://${host}/+stats`,
       metrics: `http://${host}/metrics`,
+      search: `http://${host}/+search`,
       registry: `http://${host}/v2/`,
     });
     expect(res.doc.indexes.map((ix) => ix.route)).toEqual(ALL_ROUTES);
@@ -153,6 +154,7 @@ describe('per index', () => {
     const blend = entry((await get('/team/blend/+api')).doc, 'blend');
     expect(blend.urls).toEqual({
       api: `http://${host}/team/blend/+api`,
+      search: `http://${host}/team/blend/+search`,
       simple: `http://${host}/team/blend/simple/`,
       files: `http://${host}/team/blend/files/`,
       upload: `http://${host}/team/blend/`,

@@ -130,8 +130,10 @@ describe('the server-wide URLs', () => {
       status: 'https://pkgs.example.com/+status',
       stats: 'https://pkgs.example.com/+stats',
       metrics: 'https://pkgs.example.com/metrics',
+      search: 'https://pkgs.example.com/+search',
     });
     expect(build({ ...hostedOnly, metrics: { enabled: false } }).document(origin).urls.metrics).toBeUndefined();
+    expect(build({ ...hostedOnly, search: { enabled: false } }).document(origin).urls.search).toBeUndefined();
   });
 });
 

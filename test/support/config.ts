@@ -219,6 +219,11 @@ export function gc(o: GcOptions): ConfigPart {
 }
 
 /** The top-level `trusted_proxies`: addresses and networks whose `X-Forwarded-*` headers are believed. */
+/** `[search]`: the search index; `refreshSecs` is how often each process reads the summaries. */
+export function search(o: { enabled?: boolean; refreshSecs?: number }): ConfigPart {
+  return { search: { enabled: o.enabled, refresh_secs: o.refreshSecs } };
+}
+
 export function trustedProxies(addresses: string[]): ConfigPart {
   return { trusted_proxies: addresses };
 }

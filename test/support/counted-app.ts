@@ -51,8 +51,22 @@ export async function stopCountedApp(p: CountedApp | undefined): Promise<void> {
   await Promise.all(p?.running.map((e) => e.close?.()) ?? []);
 }
 
+/** Resolves once no store call was counted for 50 ms (at most 2 s). */
+async function quiet(counter: StoreCallCounter): Promise<void> {
+  const until = Date.now() + 2000;
+  let last = -1;
+  while (Date.now() < until) {
+    const now = counter.snapshot().total;
+    if (now === last) return;
+    last = now;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** The store calls of one request, after it has been answered with `status`. */
 export async function costOf(p: CountedApp, request: () => Promise<Response>, status = 200): Promise<StoreCalls> {
+  // What an earlier request left running after its answer (a cached fill's summary record) is not this one's.
+  await quiet(p.counter);
   p.counter.reset();
   const res = await request();
   const text = await res.text();

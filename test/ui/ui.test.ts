@@ -12,7 +12,8 @@
  * its chart and drills down from an index to a project to its files. Keyboard alone gets from the
  * search box to a project. The dashboard and the status page show what each index stores, as
  * /+status says, how full the quota and the budget are, the store's total, whether it was counted
- * exactly, and the last garbage collection. With the upstream stopped, the dashboard and status say so. A project
+ * exactly, and the last garbage collection. The dashboard's search box finds projects and images in
+ * every index, keyboard alone, and opens their browse pages; a summary's markup is shown as text. With the upstream stopped, the dashboard and status say so. A project
  * whose metadata, member names and contents carry markup and script is shown as text, and nothing
  * of it runs. Screenshots are checked to be more than a blank page (and copied to docs/ui/ with
  * UPDATE_SCREENSHOTS=1).
@@ -443,6 +444,56 @@ describe('the web UI in Chromium', () => {
     expect(await page.locator('nav.crumbs').textContent()).toBe('All indexes › root/dev › ui-upstream');
     await page.getByRole('link', { name: 'ui-upstream in the package browser' }).click();
     await page.getByRole('heading', { name: 'ui-upstream' }).waitFor();
+    expect(problemsOf(page)).toEqual([]);
+    await page.context().close();
+  });
+
+  it('the dashboard search box finds projects and images in every index, keyboard only, and opens their browse pages', async () => {
+    const page = await open('/');
+    // From the top of the page, Tab alone reaches the box.
+    for (let i = 0; i < 12 && (await page.evaluate('document.activeElement?.id')) !== 'search-q'; i++) await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('search-q');
+    await page.keyboard.type('ui-demo');
+    await expect.poll(() => page.locator('#search-results a.result').first().textContent()).toBe('ui-demo');
+    expect(await page.locator('#search-results li').first().textContent()).toContain('python · hosted (/root/hosted/) · 1.0');
+    await page.keyboard.press('ArrowDown');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('ui-demo');
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/browse?index=hosted&project=ui-demo');
+    await page.getByRole('heading', { name: 'ui-demo' }).waitFor();
+
+    // An image, and a project velodex mirrored: results of both ecosystems, each to its own page.
+    await page.goto(`${server.url}/`);
+    await page.locator('#search-q').focus();
+    await page.keyboard.type('ui app');
+    await expect.poll(() => page.locator('#search-results a.result').allTextContents()).toEqual(['team/app']);
+    expect(await page.locator('#search-results li').textContent()).toContain('oci · oci (/root/oci/) · v1');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await page.waitForURL('**/browse?index=oci&repo=root%2Foci%2Fteam%2Fapp');
+    await page.getByRole('heading', { name: 'root/oci/team/app' }).waitFor();
+    await page.goto(`${server.url}/`);
+    await page.locator('#search-q').focus();
+    await page.keyboard.type('ui-upstream');
+    await expect.poll(() => page.locator('#search-results li').first().textContent()).toContain('python · pypi (/root/pypi/) · 2.0');
+    // Up from the first result, and Escape, go back to the box.
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowUp');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('search-q');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.search-count').textContent()).toMatch(/^1 result for “ui-upstream”/);
+    expect(problemsOf(page)).toEqual([]);
+    await shoot(page, 'search');
+    await page.context().close();
+  });
+
+  it('the dashboard search shows markup and script in a summary as text, and nothing of it runs', async () => {
+    const page = await open('/');
+    await page.locator('#search-q').fill('ui-xss');
+    await expect.poll(() => page.locator('#search-results .summary').textContent()).toContain('<script>window.__xss=1</script> <img src=x onerror="window.__xss=1">');
+    expect(await page.locator('#search-results li').textContent()).toContain('6.6.6 (yanked)');
+    expect(await page.evaluate('window.__xss')).toBeUndefined();
+    expect(await page.locator('main script, main img, main svg[onload]').count()).toBe(0);
     expect(problemsOf(page)).toEqual([]);
     await page.context().close();
   });

@@ -18,6 +18,12 @@ export class ReadGate {
     private readonly clientAddress: (r: FastifyRequest) => string,
   ) {}
 
+  /** Whether the request may read `index`, without a refusal (a search leaves out what it may not read). */
+  reads(index: IndexConfig, request: FastifyRequest): boolean {
+    if (!index.private) return true;
+    return readVerdict(index, parseBasic(request.headers.authorization)?.password, this.byName).kind === 'reads';
+  }
+
   /** Throws the 401 (with the Basic challenge) of a request that may not read `index`, logged. */
   require(index: IndexConfig, request: FastifyRequest): void {
     if (!index.private) return;

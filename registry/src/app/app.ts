@@ -55,6 +55,8 @@ import { observeRoutes } from './observe/routes.js';
 import { ServerCounters } from './observe/server-counters.js';
 import { uiRoutes } from './ui/routes.js';
 import { retentionRoute } from './lifecycle/retention-route.js';
+import { SearchKeeper } from '../search/keeper.js';
+import { searchRoutes } from './search/routes.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -74,6 +76,8 @@ export interface BuiltApp {
   budgets: Budgets;
   /** This process's usage counters (`/+stats`), which eviction adds to. */
   counters: UsageCounters;
+  /** The derived search index (search/), built in the background from start; absent when `[search] enabled = false`. */
+  search?: SearchKeeper;
 }
 
 export interface BuildOptions {
@@ -233,10 +237,25 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   await app.register(retentionRoute, { runner: retention, admin });
   await app.register(gcRoute, { gc, totals: gcTotals, admin });
 
+  // The server starts it (server.ts) and it builds in the background: serving never waits for it
+  // (results say `complete: false` meanwhile). Not started, it answers from an empty index.
+  const search = config.search.enabled
+    ? new SearchKeeper({
+        sources: config.indexes.flatMap((index) => {
+          const source = index.role === 'virtual' ? undefined : byId.get(index.ecosystem)?.search;
+          return source ? [{ index, source }] : [];
+        }),
+        summaries,
+        refreshSecs: config.search.refreshSecs,
+        log: app.log,
+      })
+    : undefined;
+  await app.register(searchRoutes, { indexes: config.indexes, byName: indexByName, readGate, ...(search ? { keeper: search } : {}) });
+
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError, readGate });
 
-  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters };
+  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters, ...(search ? { search } : {}) };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

@@ -31,8 +31,10 @@ export async function startServer(config: Config, notes: Record<string, string> 
   // Read first: a certificate that cannot be served stops the start before anything is opened.
   const certificate = config.tls ? await readCertificatePair(config.tls) : undefined;
   const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
-  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
+  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
   usage.start();
+  // In the background: serving never waits for the search index (search/keeper.ts).
+  search?.start();
   const stopBudgets = budgets.start(counters, app.log);
   const stopCounts = scheduleFirstCount(gc, usage, app.log);
   const stopSweeper = startSweeper(stores, {
@@ -89,6 +91,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
       stopCollections();
       stopCounts();
       await app.close();
+      await search?.close();
       await stopBudgets();
       await usage.stop();
       await Promise.all(running.map((e) => e.close?.()));

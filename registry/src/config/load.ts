@@ -27,6 +27,7 @@ import { parseSize } from './size.js';
 import { resolveGc } from './gc.js';
 import { resolveMirrors } from './mirrors.js';
 import { resolveUpstreams } from './upstreams.js';
+import { resolveSearch } from './search.js';
 
 export interface Overrides {
   host?: string;
@@ -149,6 +150,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     admin: { token: resolveSecret(file.admin ?? {}, 'token', 'admin', secrets) },
     retention: retentionSchedule(file.retention),
     gc: resolveGc(file.gc),
+    search: resolveSearch(file.search),
     ...kubernetesOf(file.kubernetes, indexes, env),
     mirrors: resolveMirrors(file.mirror, indexes, ecosystems),
     source,

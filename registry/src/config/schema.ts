@@ -247,6 +247,13 @@ export const mirrorSchema = z.strictObject({
   index: z.string({ message: 'must be the name of a cached index' }),
 });
 
+/** The derived search index (config/search.ts). */
+export const searchSchema = z.strictObject({
+  enabled: z.boolean().optional(),
+  // How often each process reads every index's summary for writes of other processes (seconds).
+  refresh_secs: z.number().min(0.1, 'must be at least 0.1 (seconds)').max(3600, 'must be at most 3600 (an hour)').optional(),
+});
+
 export const fileSchema = z.strictObject({
   host: z.string().optional(),
   port: port.optional(),
@@ -267,6 +274,7 @@ export const fileSchema = z.strictObject({
   admin: adminSchema.optional(),
   retention: retentionSchema.optional(),
   gc: gcSchema.optional(),
+  search: searchSchema.optional(),
   kubernetes: kubernetesSchema.optional(),
   mirror: z.array(mirrorSchema).optional(),
 });

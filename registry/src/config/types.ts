@@ -2,6 +2,7 @@
 import type { ConnectionsConfig } from './connections.js';
 import type { GcConfig } from './gc.js';
 import type { RegistryMirror } from './mirrors.js';
+import type { SearchConfig } from './search.js';
 import type { Secret } from './secret.js';
 import type { TlsConfig } from './tls.js';
 
@@ -301,6 +302,8 @@ export interface Config {
   retention: RetentionSchedule;
   /** `[gc]`: the online garbage collection of blobs. */
   gc: GcConfig;
+  /** `[search]`: the derived search index. */
+  search: SearchConfig;
   /** `[kubernetes]`; absent when no index has ServiceAccount rules and the table is not given. */
   kubernetes?: KubernetesConfig;
   /** `[[mirror]]`: the cached index that serves each upstream registry named on a request; empty: none. */

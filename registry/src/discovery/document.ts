@@ -17,16 +17,25 @@ export function indexApiPath(index: IndexConfig): string {
   return `/${index.route}/+api`;
 }
 
+/** `/+search`, or one index's `/{route}/+search` (app/search/routes.ts). */
+export function searchPath(index?: IndexConfig): string {
+  return index ? `/${index.route}/+search` : '/+search';
+}
+
 export class DiscoveryBuilder {
   readonly #byName: ReadonlyMap<string, IndexConfig>;
 
   constructor(
-    /** Without `mirrors` (the UI's dashboard), the document has no `node_mirror`. */
-    private readonly config: Pick<Config, 'indexes' | 'metrics'> & Partial<Pick<Config, 'mirrors'>>,
+    /** Without `mirrors` (the UI's dashboard), the document has no `node_mirror`; `search` absent: on (its default). */
+    private readonly config: Pick<Config, 'indexes' | 'metrics'> & Partial<Pick<Config, 'mirrors'>> & { search?: Pick<Config['search'], 'enabled'> },
     /** Ecosystem id to its discovery part. */
     private readonly ecosystems: ReadonlyMap<string, EcosystemDiscovery>,
   ) {
     this.#byName = new Map(config.indexes.map((ix) => [ix.name, ix]));
+  }
+
+  get #searches(): boolean {
+    return this.config.search?.enabled !== false;
   }
 
   /** The indexes that have a document: those whose ecosystem takes part in discovery. */
@@ -44,6 +53,7 @@ export class DiscoveryBuilder {
       stats: links.url('/+stats'),
       // `[metrics] enabled = false` removes the route.
       ...(this.config.metrics.enabled ? { metrics: links.url('/metrics') } : {}),
+      ...(this.#searches ? { search: links.url(searchPath()) } : {}),
     };
     const served = new Set<string>(this.indexes.map((ix) => ix.ecosystem));
     for (const [id, eco] of this.ecosystems) if (served.has(id)) Object.assign(urls, eco.serverUrls?.(links));
@@ -82,7 +92,7 @@ export class DiscoveryBuilder {
       ...(index.role === 'virtual' ? { members: [...index.members], ...(index.uploadTarget ? { upload_target: index.uploadTarget } : {}) } : {}),
       // `upstream`: the first asked (what images and projects are named by); `upstreams`: all, in order.
       ...(index.role === 'cached' ? { upstream: displayUrl(index.upstreams[0].url), upstreams: index.upstreams.map((u) => displayUrl(u.url)) } : {}),
-      urls: { api: links.url(indexApiPath(index)), ...part?.urls },
+      urls: { api: links.url(indexApiPath(index)), ...(this.#searches ? { search: links.url(searchPath(index)) } : {}), ...part?.urls },
       capabilities: { ...part?.capabilities },
       // Texts to paste need a host; without an origin they would not work, so there are none.
       ...(links.origin && part?.client_configuration ? { client_configuration: part.client_configuration } : {}),

@@ -20,6 +20,7 @@ import type { HoldsMarker, MarkServices } from '../lifecycle/marks.js';
 import type { IndexDescription } from '../observe/describe.js';
 import type { IndexSummaries, ScannedSummary } from '../observe/summary.js';
 import type { SharedFetches } from '../roles/flight-peers.js';
+import type { SearchSource } from '../search/source.js';
 import type { Stores } from '../storage/index.js';
 import type { ErrorHandler } from './error-handler.js';
 
@@ -104,6 +105,8 @@ export interface Ecosystem {
   scanIndex?(index: IndexConfig): Promise<ScannedSummary>;
   /** The name `/+stats` counts a project under (e.g. PEP 503 normalised), or null for a name no project can have. */
   projectKey?(name: string): string | null;
+  /** What the search index (search/) holds of this ecosystem's hosted and cached indexes. */
+  search?: SearchSource;
   /** Applies (or plans) the retention rules of this ecosystem's indexes (lifecycle/retention.ts runs it). */
   retention?: RetentionSource;
   /** Stops background work on shutdown. */

@@ -11,6 +11,14 @@
  *   writer saw it right after its write: an absolute value, so a lost or repeated update heals
  *   with the next write of that project; 0 drops the project.
  * - `recent` is the newest uploads first, capped at `MAX_RECENT`.
+ * - `changed` maps each project (or repository) to the serial of its last write: the search
+ *   index of every process (search/keeper.ts) reads this one document to learn which names to
+ *   read again, so no request ever lists the store to stay current. A cached index counts a
+ *   fill that changed what it holds of a project (a new or changed page, a file or manifest
+ *   stored) as a write here, so its serial moves with those too. The map keeps the newest
+ *   `MAX_CHANGED` names; `changedFloor` is the newest serial it forgot, so a reader that last
+ *   looked before it knows it must read the whole index again (the document stays small
+ *   however many projects a cached index fetches).
  *
  * Cost and contention: a committed write adds one read and one conditional write of its index's
  * document before its response, and all writers of an index share that document, so on a shared
@@ -30,6 +38,8 @@ import type { MetaStore } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 
 export const MAX_RECENT = 50;
+/** Names kept in `changed`; past it the oldest quarter is forgotten at once (so trimming is rare). */
+export const MAX_CHANGED = 4096;
 
 export interface RecentUpload {
   /** ISO 8601 UTC. */
@@ -47,6 +57,10 @@ export interface IndexSummaryDoc {
   serial: number;
   projects: Record<string, number>;
   recent: RecentUpload[];
+  /** Project (repository) -> the serial of its last write; absent in documents older than search. */
+  changed?: Record<string, number>;
+  /** The newest serial `changed` no longer holds a name of (0 or absent: it forgot none). */
+  changedFloor?: number;
   /** When a scan last rebuilt `projects` and `recent`. */
   scannedAt?: string;
 }
@@ -55,6 +69,16 @@ export interface IndexSummaryDoc {
 export interface SummaryChange {
   projects?: Record<string, number>;
   uploads?: RecentUpload[];
+  /** Projects the write changed beyond those in `projects` (a yank, a cached fill). */
+  changed?: string[];
+}
+
+/** Told of every change this process records, with the names it touched (after the document is written, or failed to be). */
+export type SummaryListener = (indexName: string, names: readonly string[]) => Promise<void> | void;
+
+/** The names a change touched. */
+export function changedNames(change: SummaryChange): string[] {
+  return [...new Set([...Object.keys(change.projects ?? {}), ...(change.changed ?? [])])];
 }
 
 /** What a scan of an index's metadata found. */
@@ -81,10 +105,32 @@ function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
     else delete doc.projects[project];
   }
   if (change.uploads?.length) doc.recent = capRecent([...change.uploads, ...doc.recent]);
+  const names = changedNames(change);
+  if (names.length > 0) {
+    doc.changed ??= {};
+    for (const name of names) doc.changed[name] = doc.serial;
+    trimChanged(doc);
+  }
+}
+
+function trimChanged(doc: IndexSummaryDoc): void {
+  const entries = Object.entries(doc.changed ?? {});
+  if (entries.length <= MAX_CHANGED) return;
+  entries.sort((a, b) => a[1] - b[1]);
+  const dropped = entries.slice(0, entries.length - Math.floor((MAX_CHANGED * 3) / 4));
+  for (const [name] of dropped) delete doc.changed![name];
+  doc.changedFloor = Math.max(doc.changedFloor ?? 0, dropped.at(-1)![1]);
 }
 
 export class IndexSummaries {
+  readonly #listeners: SummaryListener[] = [];
+
   constructor(private readonly meta: MetaStore) {}
+
+  /** `listener` hears of every change recorded through this object (this process's writes). */
+  listen(listener: SummaryListener): void {
+    this.#listeners.push(listener);
+  }
 
   static key(indexName: string): string {
     return `observe/summary/${indexName}`;
@@ -101,11 +147,27 @@ export class IndexSummaries {
    * processes only, never with itself: with P processes at most P writers race for it.
    */
   async record(indexName: string, change: SummaryChange = {}): Promise<void> {
-    await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => {
-      const doc = current ?? empty();
-      apply(doc, change);
-      return doc;
-    });
+    try {
+      await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => {
+        const doc = current ?? empty();
+        apply(doc, change);
+        return doc;
+      });
+    } finally {
+      await this.#tell(indexName, changedNames(change));
+    }
+  }
+
+  /** The listeners run after the write, whatever became of it; a listener's failure is its own. */
+  async #tell(indexName: string, names: string[]): Promise<void> {
+    if (names.length === 0) return;
+    await Promise.all(this.#listeners.map(async (l) => {
+      try {
+        await l(indexName, names);
+      } catch {
+        // A listener keeps its own failures (the search index logs them); the write stands.
+      }
+    }));
   }
 
   /**
@@ -124,6 +186,8 @@ export class IndexSummaries {
   async repair(indexName: string, scanned: ScannedSummary, now = new Date()): Promise<IndexSummaryDoc> {
     const { doc } = await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => ({
       serial: current?.serial ?? 0,
+      ...(current?.changed ? { changed: current.changed } : {}),
+      ...(current?.changedFloor ? { changedFloor: current.changedFloor } : {}),
       projects: scanned.projects,
       recent: capRecent(scanned.recent),
       scannedAt: now.toISOString(),

@@ -19,6 +19,7 @@ import { registerOciRoutes } from './handlers/routes.js';
 import { TokenSigner } from './handlers/token/tokens.js';
 import { ociDiscovery } from './discovery.js';
 import { ociFacts } from './facts.js';
+import { ociSearch } from './search.js';
 import { ociStatus } from './status.js';
 import { OciRetention } from './lifecycle/retention.js';
 
@@ -36,6 +37,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     counters: ctx.counters,
     upstreamSlots: ctx.upstreamSlots,
     ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
+    // A pull through a cached index is a write of it for the summary: every process's search reads it again.
+    onCachedChange: (ix, repo) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [repo] }, ctx.log),
   });
   const deps: Omit<OciDeps, 'tokens'> = {
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
@@ -65,6 +68,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
     ...ociStatus(stores.meta, members),
+    search: ociSearch((index) => members.hosted(index), stores.blobs),
     async register(app) {
       const tokens = new TokenSigner(ctx.signingKey);
       await registerOciRoutes(app, { ...deps, tokens });

@@ -12,13 +12,17 @@ import { ProjectRecords } from './model/records.js';
 import { buildSources } from './read/build.js';
 import { writeStatusCheck } from './read/write-status.js';
 import { pythonDiscovery } from './discovery.js';
+import { pythonSearch } from './search.js';
 import { pythonStatus } from './status.js';
 
 export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const records = new ProjectRecords(ctx.stores.meta);
   const overrides = new ProjectOverrides(ctx.stores.meta);
   // One project source per index (hosted records, cached upstream, virtual merge).
-  const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route));
+  // A cached index's fill (a page, a file) is a write of the index for the summary: the search
+  // index of every process reads it again (observe/summary.ts `changed`).
+  const cachedChange = (ix: { name: string }, normalized: string) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [normalized] }, ctx.log);
+  const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route), cachedChange);
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer, checkStatus: writeStatusCheck(sources.lookup) });
@@ -27,6 +31,7 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
     clientUrl: (index, base) => new URL(`/${index.route}/simple/`, base).href,
     discovery: pythonDiscovery,
     ...pythonStatus(sources.lookup, records),
+    search: pythonSearch(sources.lookup, records, ctx.stores.blobs),
     async close() {
       sources.close();
     },

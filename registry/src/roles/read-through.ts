@@ -52,6 +52,8 @@ export interface DocCacheOptions {
   now?: () => number;
   /** Serialises the refreshes of one key across the server's processes. */
   locks?: KeyLocks;
+  /** Told (not awaited) when a key's stored content changed: a new or different body, or gone. */
+  onChanged?: (key: string) => void;
 }
 
 /** A stored document as the revalidator handles it: its record, and its bytes when just fetched. */
@@ -67,8 +69,10 @@ export class DocCache {
   readonly #ttl: number;
   readonly #now: () => number;
   readonly #revalidator: Revalidator<Held>;
+  readonly #onChanged: ((key: string) => void) | undefined;
 
   constructor(opts: DocCacheOptions) {
+    this.#onChanged = opts.onChanged;
     this.#meta = opts.meta;
     this.#blobs = opts.blobs;
     this.#holder = opts.holder;
@@ -99,6 +103,12 @@ export class DocCache {
   /** The stored record under `key`, without asking the upstream (what `read` starts with). */
   peek(key: string, opts?: ReadOptions): Promise<Versioned<CachedDoc> | null> {
     return this.#meta.get<CachedDoc>(key, opts);
+  }
+
+  /** The stored document under `key` as it is, never asking the upstream (null when none is stored). */
+  async stored(key: string): Promise<DocResult | null> {
+    const v = await this.peek(key);
+    return v && this.#result({ record: v.doc }, 'stale');
   }
 
   #copy(key: string, fetcher: DocFetcher): CachedCopy<Held, FetchedDoc> {
@@ -137,10 +147,15 @@ export class DocCache {
         const record = fetched(info, answer.headers, this.#ttl, now);
         if (answer.upstream !== undefined) record.upstream = answer.upstream;
         await this.#save(key, record);
-        return { doc: { record, bytes: answer.body }, same: record.digest === current?.record.digest };
+        const same = record.digest === current?.record.digest;
+        if (!same) this.#onChanged?.(key);
+        return { doc: { record, bytes: answer.body }, same };
       }
       case 'absent': {
-        if (current) await this.#meta.delete(key);
+        if (current) {
+          await this.#meta.delete(key);
+          this.#onChanged?.(key);
+        }
         return null;
       }
     }

@@ -7,9 +7,12 @@
  */
 import { getJson, type Discovery, type Stats, type Status, type UpstreamStatus } from './api.js';
 import { append, fill, h, message } from './dom.js';
+import { searchBox } from './search.js';
 import { storedCell, storedText } from './stored.js';
 
 export async function dashboard(): Promise<void> {
+  // First: the box works while the rest of the page loads.
+  searchBox();
   const details = document.getElementById('details')!;
   const [api, status, stats] = await Promise.all([getJson<Discovery>('/+api'), getJson<Status>('/+status'), getJson<Stats>('/+stats')]);
   const table = document.querySelector('table.indexes')!;

@@ -54,7 +54,16 @@ export function dashboardBody(doc: DiscoveryDocument): Html {
 <td class="links">${Object.entries(ix.urls).map(([key, url]) => html`<a href="${url}">${key}</a> `)}</td>
 </tr>`,
   );
-  return html`<p class="lead">Every index this server serves. The client configuration for each is below the table once the page has loaded, and in <a href="/+api">/+api</a>.</p>
+  // Without JavaScript the form still works: it opens the JSON answer of `/+search`.
+  const search = html`<form class="search" role="search" action="/+search" method="get">
+<label for="search-q">Search every index</label>
+<input type="search" id="search-q" name="q" maxlength="200" autocomplete="off" placeholder="a project, an image, a word of its summary" aria-controls="search-results" aria-describedby="search-help">
+<button type="submit">Search</button>
+<p id="search-help" class="hint">Names match exactly, by their start and by their words; summaries and image annotations by whole words. Arrow keys move through the results.</p>
+</form>
+<div id="search-results" aria-live="polite"></div>`;
+  return html`${search}
+<p class="lead">Every index this server serves. The client configuration for each is below the table once the page has loaded, and in <a href="/+api">/+api</a>.</p>
 <table class="indexes">
 <thead><tr><th scope="col">index</th><th scope="col">route</th><th scope="col">ecosystem</th><th scope="col">role</th><th scope="col">links</th></tr></thead>
 <tbody>${rows}</tbody>

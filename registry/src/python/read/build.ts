@@ -27,6 +27,8 @@ export function buildSources(
   records: ProjectRecords,
   overrides: ProjectOverrides,
   countersFor: (index: IndexConfig) => CounterSink,
+  /** Told when what a cached index holds of a project changed (a page, a file stored). */
+  onCachedChange?: (index: IndexConfig, normalized: string) => void,
 ): Sources {
   const byName = new Map<string, IndexSource>();
   const cached: CachedSource[] = [];
@@ -46,6 +48,7 @@ export function buildSources(
         counters: countersFor(index),
         overrides,
         ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
+        ...(onCachedChange ? { onProjectChanged: (normalized: string) => onCachedChange(index, normalized) } : {}),
         onFlight: (o) => {
           if (o.kind === 'rejected') ctx.log.warn({ event: 'rejected', index: index.route, key: o.key, reason: o.error.message }, 'upstream bytes failed digest verification; not cached');
           else if (o.kind === 'upstream_error' || o.kind === 'store_error') ctx.log.warn({ event: o.kind, index: index.route, key: o.key, reason: o.error.message }, 'upstream file fetch failed');

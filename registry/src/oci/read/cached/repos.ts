@@ -74,6 +74,8 @@ export interface CachedServices {
   slots: UpstreamSlots;
   /** With several worker processes: how they share upstream fetches. */
   fetches?: SharedFetches;
+  /** Told (not awaited) when what the index holds of a repository changed: a manifest stored, a tag dropped. */
+  onChanged?: (repo: string) => void;
 }
 
 export class CachedRepos implements MemberReader {
@@ -87,6 +89,7 @@ export class CachedRepos implements MemberReader {
   readonly #holder: Holder;
   readonly #counters: IndexCounters;
   readonly #locks: KeyLocks | undefined;
+  readonly #onChanged: ((repo: string) => void) | undefined;
   /** Tags: stored, confirmed, revalidated or served stale (roles/revalidator.ts). */
   readonly #tags: Revalidator<FoundManifest>;
   /** First pulls of manifests by digest, one per digest at a time. */
@@ -102,6 +105,7 @@ export class CachedRepos implements MemberReader {
     this.#holder = holds.of(index.name);
     this.#counters = counters;
     this.#locks = fetches?.locks;
+    this.#onChanged = services.onChanged;
     this.upstream = new CachedUpstream(index, slots, counters);
     this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
     this.#tags = new Revalidator<FoundManifest>({
@@ -252,7 +256,7 @@ export class CachedRepos implements MemberReader {
         return { doc: { ...found, ...(until !== undefined ? { confirmedUntil: until } : {}) }, same: true };
       }
       case 'gone':
-        await this.#stored.deleteTag(repo, tag);
+        if ((await this.#stored.deleteTag(repo, tag)) !== undefined) this.#onChanged?.(repo.join('/'));
         return null;
       case 'manifest': {
         const found = await this.#keepManifest(repo, tag, answer, { tag, confirmedUntil: confirmedUntil(this.index.cacheTtlSecs, answer.headers, Date.now()) });
@@ -293,6 +297,7 @@ export class CachedRepos implements MemberReader {
     await this.#holder.hold(hex, body.length);
     await this.#store.put(Readable.from([body]), hex);
     const stored = await this.#stored.putManifest(repo, hex, record, want.tag, want.confirmedUntil);
+    this.#onChanged?.(repo.join('/'));
     return { hex, record: stored, index: this.index, ...(want.confirmedUntil !== undefined ? { confirmedUntil: want.confirmedUntil } : {}) };
   }
 }

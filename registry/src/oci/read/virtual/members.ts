@@ -30,6 +30,8 @@ export interface MemberServices {
   upstreamSlots: UpstreamSlotsByIndex;
   /** With several worker processes: how they share upstream fetches. */
   fetches?: SharedFetches;
+  /** Told (not awaited) when what a cached index holds of a repository changed. */
+  onCachedChange?: (index: IndexConfig, repo: string) => void;
 }
 
 export class Members {
@@ -52,8 +54,12 @@ export class Members {
   cached(index: CachedIndex): CachedRepos {
     let repos = this.#cached.get(index.name);
     if (!repos) {
-      const { meta, blobs, holds, counters, upstreamSlots, fetches } = this.services;
-      repos = new CachedRepos(index, { meta, blobs, holds, counters: counters.index(index.route), slots: upstreamSlots.for(index), ...(fetches ? { fetches } : {}) });
+      const { meta, blobs, holds, counters, upstreamSlots, fetches, onCachedChange } = this.services;
+      repos = new CachedRepos(index, {
+        meta, blobs, holds, counters: counters.index(index.route), slots: upstreamSlots.for(index),
+        ...(fetches ? { fetches } : {}),
+        ...(onCachedChange ? { onChanged: (repo: string) => onCachedChange(index, repo) } : {}),
+      });
       this.#cached.set(index.name, repos);
     }
     return repos;

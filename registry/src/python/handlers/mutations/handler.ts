@@ -88,7 +88,7 @@ export async function handleMutation(
   req.request.log.info({ index: req.index.name, target: target.name, project: normalized, version, action, changed: changed.length }, `python ${action}`);
   noteWrite(req.request, deps.clientAddress, req.index, credentialLabel(grant.credential), `${action} ${normalized}${version !== undefined ? ` ${version}` : ''}`);
   if (hostedChanged.length > 0) await recordProjectWrite(deps.summaries, deps.records, target.name, normalized, req.request.log);
-  if (changed.length > hostedChanged.length) await deps.summaries.recordAfterCommit(req.index.name, {}, req.request.log);
+  if (changed.length > hostedChanged.length) await deps.summaries.recordAfterCommit(req.index.name, { changed: [normalized] }, req.request.log);
   if (changed.length > 0) {
     // Uploaded files change in the write target; cached files only through the route's overrides.
     const { actor } = grant;

@@ -23,6 +23,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { ArchiveError, blobSource } from '../../../archive/index.js';
 import { SlotsBusyError } from '../../../limits/slots.js';
 import type { CounterSink } from '../../../observe/counters.js';
@@ -62,6 +63,8 @@ export interface CachedFilesOptions {
   tmpDir: string;
   /** Where sizes the upstream page did not give are recorded once known. */
   sizes: KnownSizes;
+  /** Told (not awaited) when a file or metadata sibling of `project` (normalized) was stored. */
+  onStored?: (project: string) => void;
 }
 
 /** A listed file: the upstream's entry, our resolved one, its project, and the upstream whose page listed it. */
@@ -121,7 +124,11 @@ export class CachedFiles {
       recheck: async () => (await this.#o.blobs.stat(w.file.sha256)) !== null,
     });
     // Once stored, the page gives the file's size (every waiter reports it; the first write wins).
-    void delivery?.outcome.then((o) => (o.kind === 'published' ? this.#learnSize(w, o.info.size) : undefined));
+    void delivery?.outcome.then((o) => {
+      if (o.kind !== 'published') return undefined;
+      this.#o.onStored?.(w.project);
+      return this.#learnSize(w, o.info.size);
+    });
     return delivery;
   }
 
@@ -219,6 +226,19 @@ export class CachedFiles {
 
   // ---- metadata siblings
 
+  /**
+   * The core metadata of `file` from the store alone, never the upstream: its stored `.metadata`
+   * sibling, else the METADATA of the stored wheel; null when velodex holds neither.
+   */
+  async storedMetadata(file: ResolvedFile): Promise<Buffer | null> {
+    const digest = file.metadataSha256 ?? (await this.#o.meta.get<MetadataLink>(this.#linkKey(file)))?.doc.sha256 ?? null;
+    const sibling = digest ? await this.#o.blobs.get(digest) : null;
+    if (sibling) return buffer(sibling);
+    if (file.kind !== 'wheel') return null;
+    const source = await blobSource(this.#o.blobs, file.sha256);
+    return source ? readWheelMetadata(source, file.filename, this.#o.tmpDir) : null;
+  }
+
   #linkKey(file: ResolvedFile, sibling: 'metadata' | 'signature' = 'metadata'): string {
     return `python/${this.#o.indexName}/cache/${sibling}/${file.sha256}`;
   }
@@ -231,6 +251,7 @@ export class CachedFiles {
     if (!info) {
       digest = await this.#metadataFlights.run(file.sha256, () => this.#obtainMetadata(w));
       info = digest ? await this.#o.blobs.stat(digest) : null;
+      if (info) this.#o.onStored?.(w.project);
     }
     return info ? { kind: 'blob', digest: info.digest, size: info.size } : null;
   }

@@ -59,6 +59,8 @@ export interface CachedSourceOptions {
   onFlight?: (outcome: FlightOutcome) => void;
   /** The server's other worker processes, with which pages and files are fetched once. */
   fetches?: SharedFetches;
+  /** Told (not awaited) when what the index holds of a project changed: its page, or a file or metadata stored. */
+  onProjectChanged?: (normalized: string) => void;
 }
 
 /** The stored record of a project's upstream page. */
@@ -118,6 +120,8 @@ export class CachedSource implements IndexSource {
       });
     });
     const fetches = opts.fetches;
+    const pages = `${pageKey(index.name, '')}`;
+    const changed = opts.onProjectChanged;
     this.docs = new DocCache({
       meta: opts.meta,
       blobs: opts.blobs,
@@ -126,6 +130,7 @@ export class CachedSource implements IndexSource {
       counters: opts.counters,
       health: this.upstreams,
       ...(fetches ? { locks: fetches.locks } : {}),
+      ...(changed ? { onChanged: (key: string) => key.startsWith(pages) && changed(key.slice(pages.length)) } : {}),
     });
     const flights = new BlobFlights({
       store: opts.blobs,
@@ -146,6 +151,7 @@ export class CachedSource implements IndexSource {
       counters: opts.counters,
       tmpDir: opts.scratchDir,
       sizes: this.sizes,
+      ...(changed ? { onStored: changed } : {}),
     });
   }
 
@@ -194,6 +200,23 @@ export class CachedSource implements IndexSource {
       wantsSizes,
       sizes: wantsSizes ? this.sizes.get(normalized, REQUEST_READ) : Promise.resolve(null),
     };
+  }
+
+  /**
+   * The project as this index holds it now (its stored page, with its overrides), never asking
+   * the upstream; null when no page of it is stored. For the search index.
+   */
+  async storedProject(normalized: string): Promise<ResolvedProject | null> {
+    const [doc, overrides] = await Promise.all([this.docs.stored(pageKey(this.index.name, normalized)), this.#o.overrides.get(this.index.name, normalized)]);
+    if (!doc) return null;
+    const { cached } = await this.#parse({ doc, normalized });
+    return applyOverrides(cached.resolved, overrides?.doc);
+  }
+
+  /** Every project of which a page is stored (a listing: the search index's first build only). */
+  async *storedNames(): AsyncGenerator<string> {
+    const prefix = pageKey(this.index.name, '');
+    for await (const key of this.#o.meta.list(prefix.slice(0, -1))) yield key.slice(prefix.length);
   }
 
   /** The project as the upstream serves it, before this index's overrides (for mutations). */

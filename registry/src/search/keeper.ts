@@ -1,0 +1,172 @@
+/**
+ * Keeps this process's search index (search-index.ts) current with the store, on every replica,
+ * without a request ever listing the store:
+ *
+ * 1. At start the index is built in the background, index by index: the summary document of the
+ *    index is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
+ *    never waits; until every index is built, results say `complete: false`.
+ * 2. Every `refreshSecs` each built index's summary document is read (one small read per index).
+ *    When its `serial` moved past the one seen, the names whose `changed` serial is above it are
+ *    read again (put, or removed when gone). A write on any process is therefore found by a search
+ *    on any other within `refreshSecs` plus the time to read those entries: the freshness bound.
+ * 3. A write through this process is applied at once: the summary tells its listeners
+ *    (observe/summary.ts) and the names are read again right away, beside the writer's answer
+ *    (not before it: an upload does not wait for the search index).
+ *
+ * When the summary has forgotten names changed since the serial a process saw (`changedFloor`
+ * above it: more names changed meanwhile than the summary keeps), the process reads that whole
+ * index again, as at start.
+ *
+ * Since the summary is read before the keys, a write that lands during the build is either in the
+ * listing or has a `changed` serial above S: never lost. A summary that could not be written (the
+ * writer logs it) leaves the name stale on other processes until its next write or a restart.
+ */
+import type { IndexConfig } from '../config/types.js';
+import type { IndexSummaries } from '../observe/summary.js';
+import type { SearchEntry } from './entry.js';
+import type { SearchQuery } from './query.js';
+import { SearchIndex, type SearchResult } from './search-index.js';
+import type { SearchSource } from './source.js';
+
+type Log = { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
+
+/** Entries read at once while building or refreshing (store round trips in flight). */
+const READ_CONCURRENCY = 8;
+
+export interface KeeperOptions {
+  /** The indexes that hold entries (hosted and cached), with their ecosystem's source. */
+  sources: ReadonlyArray<{ index: IndexConfig; source: SearchSource }>;
+  summaries: IndexSummaries;
+  refreshSecs: number;
+  log: Log;
+}
+
+async function eachLimited<T>(items: readonly T[], limit: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await run(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+export class SearchKeeper {
+  readonly index = new SearchIndex();
+  readonly #o: KeeperOptions;
+  readonly #byName: Map<string, { index: IndexConfig; source: SearchSource }>;
+  /** The summary serial each built index is current with. */
+  readonly #seen = new Map<string, number>();
+  #timer: NodeJS.Timeout | undefined;
+  #refreshing: Promise<void> | undefined;
+  #built: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(opts: KeeperOptions) {
+    this.#o = opts;
+    this.#byName = new Map(opts.sources.map((s) => [s.index.name, s]));
+    opts.summaries.listen((indexName, names) => {
+      // Not before `start` (an app built but never started keeps no index), and not awaited.
+      if (this.#built !== undefined && !this.#closed) void this.#reread(indexName, names);
+    });
+  }
+
+  /** Whether every index has been built (a search before that may miss entries). */
+  get complete(): boolean {
+    return this.#seen.size === this.#byName.size;
+  }
+
+  /** The source of an index that holds entries, if any. */
+  sourceOf(indexName: string): SearchSource | undefined {
+    return this.#byName.get(indexName)?.source;
+  }
+
+  /** Starts the background build and the refresh timer; returns at once. */
+  start(): void {
+    if (this.#built !== undefined) return;
+    this.#built = this.#buildAll();
+    this.#timer = setInterval(() => {
+      this.#refreshing ??= this.refresh().finally(() => (this.#refreshing = undefined));
+    }, this.#o.refreshSecs * 1000);
+    this.#timer.unref();
+  }
+
+  /** Resolves once the first build is done (tests and the bench wait for it; serving never does). */
+  async ready(): Promise<void> {
+    await this.#built;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await Promise.allSettled([this.#built, this.#refreshing]);
+  }
+
+  search(query: SearchQuery, keep: (entry: SearchEntry) => boolean): SearchResult {
+    return this.index.search(query, keep);
+  }
+
+  async #buildAll(): Promise<void> {
+    const started = Date.now();
+    for (const { index, source } of this.#o.sources) {
+      if (this.#closed) return;
+      try {
+        await this.#rebuild(index, source);
+      } catch (err) {
+        // Left unbuilt: the next refresh builds it again (`complete` stays false meanwhile).
+        this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: index not built; retrying on the next refresh');
+      }
+    }
+    this.#o.log.info({ entries: this.index.size, ms: Date.now() - started }, 'search index built');
+  }
+
+  /** One refresh pass: every index's summary, and the names that changed since it was last seen. */
+  async refresh(): Promise<void> {
+    for (const { index, source } of this.#o.sources) {
+      if (this.#closed) return;
+      const seen = this.#seen.get(index.name);
+      try {
+        if (seen === undefined) {
+          // The build failed for this index: build it now.
+          if (this.#built !== undefined) await this.#rebuild(index, source);
+          continue;
+        }
+        const doc = await this.#o.summaries.read(index.name);
+        if (!doc || doc.serial <= seen) continue;
+        if ((doc.changedFloor ?? 0) > seen) {
+          await this.#rebuild(index, source);
+          continue;
+        }
+        const moved = Object.entries(doc.changed ?? {}).filter(([, serial]) => serial > seen).map(([name]) => name);
+        await eachLimited(moved, READ_CONCURRENCY, (key) => this.#load(index, source, key));
+        this.#seen.set(index.name, doc.serial);
+      } catch (err) {
+        this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: refresh failed; retrying on the next one');
+      }
+    }
+  }
+
+  /** Reads every entry of the index (after its summary's serial), dropping those no longer listed. */
+  async #rebuild(index: IndexConfig, source: SearchSource): Promise<void> {
+    const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
+    const keys = await source.keys(index);
+    const listed = new Set(keys);
+    for (const key of this.index.keysOf(index.name)) if (!listed.has(key)) this.index.remove(index.name, key);
+    await eachLimited(keys, READ_CONCURRENCY, (key) => this.#load(index, source, key));
+    this.#seen.set(index.name, serial);
+  }
+
+  async #reread(indexName: string, names: readonly string[]): Promise<void> {
+    const found = this.#byName.get(indexName);
+    if (!found) return;
+    await eachLimited(names, READ_CONCURRENCY, (key) => this.#load(found.index, found.source, key));
+  }
+
+  async #load(index: IndexConfig, source: SearchSource, key: string): Promise<void> {
+    try {
+      const entry = await source.entry(index, key);
+      if (entry) this.index.put(entry);
+      else this.index.remove(index.name, key);
+    } catch (err) {
+      this.#o.log.warn({ index: index.name, name: key, err: err instanceof Error ? err.message : String(err) }, 'search: entry not read');
+    }
+  }
+}

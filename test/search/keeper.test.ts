@@ -1,0 +1,114 @@
+/**
+ * The search keeper (search/keeper.ts) over a real fs MetaStore shared by two "processes" (two
+ * keepers, each with its own IndexSummaries): the background build, a write through one process
+ * found by the other's refresh with only the changed names read again, the local write applied
+ * without a refresh, and a whole-index rebuild once the summary has forgotten names
+ * (`changedFloor`).
+ */
+import { describe, expect, it } from 'vitest';
+import type { IndexConfig } from '../../registry/src/config/types.js';
+import { IndexSummaries, MAX_CHANGED } from '../../registry/src/observe/summary.js';
+import type { SearchEntry } from '../../registry/src/search/entry.js';
+import { SearchKeeper } from '../../registry/src/search/keeper.js';
+import { parseSearchQuery } from '../../registry/src/search/query.js';
+import type { SearchSource } from '../../registry/src/search/source.js';
+import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { tempDir } from '../support/temp-dirs.js';
+
+const index = { name: 'hosted', route: 'root/hosted', ecosystem: 'python', role: 'hosted' } as IndexConfig;
+const quiet = { warn: () => undefined, info: () => undefined };
+
+/** What the store holds, as the ecosystem would read it; counts the entry reads. */
+class FakeSource implements SearchSource {
+  readonly projects = new Map<string, string>();
+  reads = 0;
+  async keys(): Promise<string[]> {
+    return [...this.projects.keys()];
+  }
+  async entry(ix: IndexConfig, key: string): Promise<SearchEntry | null> {
+    this.reads += 1;
+    const summary = this.projects.get(key);
+    return summary === undefined ? null : { ecosystem: 'python', index: ix.name, name: key, key, summary };
+  }
+  serves(): boolean {
+    return true;
+  }
+  browse(): Record<string, string> {
+    return {};
+  }
+}
+
+function keeperOn(meta: FsMetaStore, source: FakeSource): { keeper: SearchKeeper; summaries: IndexSummaries } {
+  const summaries = new IndexSummaries(meta);
+  // A long refresh period: the test calls `refresh()` itself.
+  return { keeper: new SearchKeeper({ sources: [{ index, source }], summaries, refreshSecs: 3600, log: quiet }), summaries };
+}
+
+const find = (keeper: SearchKeeper, q: string) => keeper.search(parseSearchQuery(new URLSearchParams({ q })), () => true).hits.map((h) => `${h.entry.name}:${h.entry.summary}`).sort();
+
+describe('SearchKeeper', () => {
+  it('builds in the background, follows another process through the summary, and applies its own writes at once', async () => {
+    const meta = new FsMetaStore(tempDir('velodex-keeper-'));
+    await meta.init();
+    const store = new FakeSource();
+    store.projects.set('alpha', 'first words');
+    store.projects.set('beta', 'other words');
+    const one = keeperOn(meta, store);
+    const two = keeperOn(meta, store);
+    expect(one.keeper.complete).toBe(false);
+    one.keeper.start();
+    two.keeper.start();
+    await Promise.all([one.keeper.ready(), two.keeper.ready()]);
+    expect(one.keeper.complete).toBe(true);
+    expect(find(two.keeper, 'words')).toEqual(['alpha:first words', 'beta:other words']);
+
+    // A write through process one: its own index has it without a refresh.
+    store.projects.set('alpha', 'changed text');
+    await one.summaries.record('hosted', { projects: { alpha: 1 } });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(find(one.keeper, 'changed')).toEqual(['alpha:changed text']);
+    // Process two reads the summary and only the name that moved.
+    expect(find(two.keeper, 'changed')).toEqual([]);
+    store.reads = 0;
+    await two.keeper.refresh();
+    expect(store.reads).toBe(1);
+    expect(find(two.keeper, 'changed')).toEqual(['alpha:changed text']);
+    // A refresh with nothing new reads nothing.
+    await two.keeper.refresh();
+    expect(store.reads).toBe(1);
+
+    // A delete: the entry is gone on both.
+    store.projects.delete('beta');
+    await one.summaries.record('hosted', { projects: { beta: 0 } });
+    await two.keeper.refresh();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(find(one.keeper, 'other')).toEqual([]);
+    expect(find(two.keeper, 'other')).toEqual([]);
+    await Promise.all([one.keeper.close(), two.keeper.close()]);
+  });
+
+  it('reads the whole index again once the summary has forgotten names it had not seen', async () => {
+    const meta = new FsMetaStore(tempDir('velodex-keeper-floor-'));
+    await meta.init();
+    const store = new FakeSource();
+    store.projects.set('gone', 'to be deleted');
+    const one = keeperOn(meta, store);
+    const two = keeperOn(meta, store);
+    two.keeper.start();
+    await two.keeper.ready();
+    expect(find(two.keeper, 'deleted')).toEqual(['gone:to be deleted']);
+    // More changes than the summary keeps, the deletion first: it is forgotten by the end.
+    store.projects.delete('gone');
+    await one.summaries.record('hosted', { projects: { gone: 0 } });
+    const names = Array.from({ length: MAX_CHANGED + 1 }, (_, i) => `p${i}`);
+    for (const n of names) store.projects.set(n, 'bulk');
+    await one.summaries.record('hosted', { changed: names });
+    const doc = await one.summaries.read('hosted');
+    expect(doc?.changedFloor).toBeGreaterThan(0);
+    expect(Object.keys(doc?.changed ?? {}).length).toBeLessThanOrEqual(MAX_CHANGED);
+    await two.keeper.refresh();
+    expect(find(two.keeper, 'deleted')).toEqual([]);
+    expect(two.keeper.index.size).toBe(names.length);
+    await two.keeper.close();
+  });
+});
