@@ -8,6 +8,7 @@
  * commits and removed from after it is deleted.
  */
 import type { IndexConfig } from '../../../config/types.js';
+import { ByteLru } from '../../../storage/byte-lru.js';
 import { NameSet } from '../../../storage/name-set.js';
 import type { MetaStore, ReadOptions } from '../../../storage/types.js';
 import { updateDoc } from '../../../storage/update.js';
@@ -18,8 +19,12 @@ import { repositoriesIn } from './repositories.js';
 import { seenIn, type IndexHolds } from '../index-holds.js';
 import type { FoundManifest, MemberReader } from '../member.js';
 
-/** Tags whose last served manifest a process remembers for its next read. */
-const MAX_TAG_GUESSES = 4096;
+/**
+ * Bytes of records a process remembers for its next read of their tags. A record carries the
+ * manifest's annotations, which a pusher or an upstream chooses (up to the 4 MiB a manifest may
+ * have): the budget is in bytes, not entries.
+ */
+const MAX_REMEMBERED_BYTES = 8 * 1024 * 1024;
 
 /**
  * What a tag named when this process last served it: the digest, the manifest's record, and the
@@ -34,7 +39,7 @@ interface LastServed {
 export class HostedRepos implements MemberReader {
   readonly #catalog: NameSet;
   /** `repo:tag` -> what it named when last served here; only ever a guess (see `resolve`). */
-  readonly #lastServed = new Map<string, LastServed>();
+  readonly #lastServed = new ByteLru<LastServed>(MAX_REMEMBERED_BYTES, (last) => JSON.stringify(last.record).length);
 
   constructor(
     readonly index: IndexConfig,
@@ -75,18 +80,16 @@ export class HostedRepos implements MemberReader {
       this.meta.get<TagsDoc>(keys.tags(this.index, repo), opts),
       last === undefined ? null : this.holds.holders(last.hex, opts),
     ]);
-    this.#lastServed.delete(key);
     const tags = tagsDoc?.doc;
     const hex = tags ? tagTarget(tags.tags, ref.tag) : undefined;
+    const taggedAt = tags?.taggedAt && tagTarget(tags.taggedAt, ref.tag);
+    const unchanged = hex !== undefined && last !== undefined && lastHolders !== null && last.hex === hex && last.taggedAt === taggedAt;
+    // Kept (its recency renewed by the read above) only while it still stands for the tag.
+    if (!unchanged) this.#lastServed.delete(key);
     if (hex === undefined) return null;
-    const taggedAt = tags?.taggedAt ? tagTarget(tags.taggedAt, ref.tag) : undefined;
-    const unchanged = last !== undefined && lastHolders !== null && last.hex === hex && last.taggedAt === taggedAt;
     const found = unchanged ? (seenIn(lastHolders, this.index, repo) ? { hex, record: last.record, index: this.index } : null) : await this.#heldManifest(repo, hex, opts);
     if (!found) return null;
-    if (isManifestMediaType(found.record.mediaType)) {
-      this.#lastServed.set(key, { hex, record: found.record, taggedAt });
-      if (this.#lastServed.size > MAX_TAG_GUESSES) this.#lastServed.delete(this.#lastServed.keys().next().value as string);
-    }
+    if (!unchanged && isManifestMediaType(found.record.mediaType)) this.#lastServed.set(key, { hex, record: found.record, taggedAt });
     const until = tags?.confirmedUntil && tagTarget(tags.confirmedUntil, ref.tag);
     return until !== undefined ? { ...found, confirmedUntil: until } : found;
   }
