@@ -11,6 +11,7 @@ import type { ReadGate } from '../../access/read-gate.js';
 import type { IndexConfig } from '../../config/types.js';
 import { searchPath } from '../../discovery/document.js';
 import { HttpError } from '../../http/errors.js';
+import { membersOf } from '../../roles/write-target.js';
 import type { SearchEntry } from '../../search/entry.js';
 import type { SearchKeeper } from '../../search/keeper.js';
 import { parseSearchQuery, SearchQueryError, type SearchQuery } from '../../search/query.js';
@@ -22,18 +23,6 @@ export interface SearchRouteOptions {
   /** Absent when `[search] enabled = false`: the routes answer 404 saying so. */
   keeper?: SearchKeeper;
   readGate: ReadGate;
-}
-
-
-/** The indexes whose entries a search through `index` may show, in lookup order (a virtual's members, depth first). */
-function holdersOf(index: IndexConfig, byName: ReadonlyMap<string, IndexConfig>, seen = new Set<string>()): IndexConfig[] {
-  if (seen.has(index.name)) return [];
-  seen.add(index.name);
-  if (index.role !== 'virtual') return [index];
-  return index.members.flatMap((m) => {
-    const member = byName.get(m);
-    return member ? holdersOf(member, byName, seen) : [];
-  });
 }
 
 export async function searchRoutes(app: FastifyInstance, opts: SearchRouteOptions): Promise<void> {
@@ -121,7 +110,7 @@ export async function searchRoutes(app: FastifyInstance, opts: SearchRouteOption
     if (query.index !== undefined) {
       const only = byName.get(query.index) ?? opts.indexes.find((ix) => ix.route === query.index);
       if (!only) throw new HttpError(400, `index ${JSON.stringify(query.index.slice(0, 60))} is not served here; /+api lists the indexes`, {}, { error: 'unknown index', parameter: 'index' });
-      holders = holdersOf(only, byName);
+      holders = membersOf(only, byName);
     }
     return answer(request, reply, query, null, holders);
   });
@@ -129,7 +118,7 @@ export async function searchRoutes(app: FastifyInstance, opts: SearchRouteOption
     app.get(searchPath(index), (request, reply) => {
       readGate.require(index, request);
       const query = parse(request);
-      return answer(request, reply, query, index, holdersOf(index, byName));
+      return answer(request, reply, query, index, membersOf(index, byName));
     });
   }
 }
