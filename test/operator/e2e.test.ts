@@ -426,7 +426,12 @@ describe('a platform team on a real cluster', () => {
     expect((await argoHealth('PackageIndex', JSON.parse((await k(['get', 'pidx', 'pypi', '-n', NS, '-o', 'json'])).stdout))).status).toBe('Degraded');
     // What it cached is still served.
     const dest = join(work, 'pip-offline');
-    await pip(['download', '--no-deps', '-d', dest, 'e2e-upstream==2.0'], 'team/pypi');
+    // Failed once in CI (the metadata sibling answered 502): the pods' own account goes with the error.
+    await pip(['download', '--no-deps', '-d', dest, 'e2e-upstream==2.0'], 'team/pypi').catch(async (err: Error) => {
+      const pods = (await k(['get', 'pods', '-A', '-o', 'wide'])).stdout;
+      const logs = (await node.kubectl(['logs', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '--tail=80', '--prefix'], { allowFailure: true })).stdout;
+      throw new Error(`${err.message}\n${pods}\n${logs}`);
+    });
     expect(readFileSync(join(dest, upstreamProject.wheelFilename)).equals(readFileSync(upstreamProject.wheel))).toBe(true);
 
     upstream = await startPypiserver(upstreamDir, { host: NODE_IP, port });
