@@ -111,6 +111,9 @@ describe('the CRDs at kubectl apply time', () => {
     ['failoverOn404 on the last upstream', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/" }, { url: "https://b.example/simple/", failoverOn404: true }]\n', 'which has none after it to ask'],
     ['one upstream twice', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/" }, { url: "https://a.example/simple/" }]\n', 'Duplicate value'],
     ['an upstream timeout of zero', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/", timeout: 0s }, { url: "https://b.example/simple/" }]\n', 'spec.upstreams timeout must be at least 1s'],
+    ['an upstream timeout over 5m', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/", timeout: 5m1s }, { url: "https://b.example/simple/" }]\n', 'spec.upstreams timeout must be at most 5m'],
+    ['an upstream timeout of a day in hours', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/", timeout: 24h }, { url: "https://b.example/simple/" }]\n', 'spec.upstreams timeout must be at most 5m'],
+    ['an upstream timeout of 301 seconds', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstreams: [{ url: "https://a.example/simple/", timeout: "301" }, { url: "https://b.example/simple/" }]\n', 'spec.upstreams timeout must be at most 5m'],
     ['a virtual index without members', '  route: team/a\n  ecosystem: python\n  role: virtual\n', 'a virtual index needs spec.members'],
     ['an upload token on a cached index', '  route: team/a\n  ecosystem: python\n  role: cached\n  upstream: https://pypi.org/simple/\n  uploadTokenSecretRef: { name: t, key: k }\n', 'spec.uploadTokenSecretRef is only for a hosted index'],
     ['upstream credentials on a hosted index', '  route: team/a\n  ecosystem: python\n  role: hosted\n  upstreamCredentialsSecretRef: { name: hub }\n', 'spec.upstreamCredentialsSecretRef is only for a cached index'],
@@ -204,6 +207,7 @@ describe('the CRDs at kubectl apply time', () => {
       'several upstreams, each with its own credentials, hosts, failoverOn404 and timeout',
       '  route: team/q\n  ecosystem: oci\n  role: cached\n  upstreams:\n    - { url: "https://mirror.corp.example", credentialsSecretRef: { name: corp }, hosts: [auth.corp.example], failoverOn404: true, timeout: 5s }\n    - { url: "https://registry-1.docker.io", credentialsSecretRef: { name: hub, passwordKey: token } }\n',
     ],
+    ['an upstream timeout of exactly 5m, spelt 4m60s', '  route: team/q\n  ecosystem: oci\n  role: cached\n  upstreams: [{ url: "https://a.example", timeout: 4m60s }, { url: "https://b.example", timeout: "300" }]\n'],
   ])('accepts %s', async (_what, spec) => {
     await kubectl(['apply', '--dry-run=server', '-f', '-'], indexYaml('sized', spec));
   });

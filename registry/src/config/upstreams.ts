@@ -74,9 +74,18 @@ function optionalSecrets(holder: object, userKey: string, passKey: string, where
   return { ...(username ? { username } : {}), ...(password ? { password } : {}) };
 }
 
+/**
+ * The longest an upstream may hold a request before its answer starts: whoever writes the index
+ * (a tenant, through a PackageIndex) must not be able to park a client, and a flight every other
+ * client of that file waits on, for hours.
+ */
+export const MAX_UPSTREAM_TIMEOUT_SECS = 300;
+
 function timeoutOf(value: number | string, where: string): number {
   const secs = parseDuration(value);
-  if (secs === null || secs === 0) throw new ConfigError(where, 'must be a duration of at least 1s', 'use seconds or a duration like "5s", "1m"');
+  if (secs === null || secs === 0 || secs > MAX_UPSTREAM_TIMEOUT_SECS) {
+    throw new ConfigError(where, `must be a duration from 1s to ${MAX_UPSTREAM_TIMEOUT_SECS / 60}m`, 'use seconds or a duration like "5s", "1m"');
+  }
   return secs;
 }
 
