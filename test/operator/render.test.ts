@@ -22,6 +22,7 @@ const registry: PackageRegistry = {
       redirect: { ttlSeconds: 120, endpoint: 'https://objects.example' },
       readCacheMs: 2000,
       responseTimeoutSeconds: 90,
+      idleTimeoutSeconds: 45,
     },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
     adminTokenSecretRef: { name: 'admin', key: 'token' },
@@ -115,6 +116,7 @@ describe('registry config rendering', () => {
     expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
     expect(config.storage.readCacheMs).toBe(2000);
     expect(config.storage.responseTimeoutSecs).toBe(90);
+    expect(config.storage.idleTimeoutSecs).toBe(45);
     const images = config.indexes.find((ix) => ix.name === 'images');
     expect(images?.role === 'hosted' && images.retention).toEqual({ untaggedAfterSecs: 14 * 86_400, keepTags: [{ match: 'v*', newest: 10 }] });
     expect(config.retention).toEqual({ everySecs: 6 * 3600 });

@@ -101,6 +101,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
         : {}),
       ...(storage.readCacheMs ? { read_cache_ms: storage.readCacheMs } : {}),
       ...(storage.responseTimeoutSeconds !== undefined ? { response_timeout_secs: storage.responseTimeoutSeconds } : {}),
+      ...(storage.idleTimeoutSeconds !== undefined ? { idle_timeout_secs: storage.idleTimeoutSeconds } : {}),
     },
   };
   if (adminTokenSecretRef) doc.admin = { token_file: file(adminTokenSecretRef) };

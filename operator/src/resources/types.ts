@@ -262,6 +262,8 @@ export interface PackageRegistrySpec {
     readCacheMs?: number;
     /** `[storage] response_timeout_secs`: how long a request waits for the object store's answer to begin (default 30). */
     responseTimeoutSeconds?: number;
+    /** `[storage] idle_timeout_secs`: how long a body from the object store may send nothing while a pod waits for it (default 30). */
+    idleTimeoutSeconds?: number;
   };
   rateLimit?: {
     enabled?: boolean;

@@ -204,6 +204,12 @@ export interface StorageConfig {
    * byte) before it fails as the store's 503; a body then flows at its consumer's pace. Default 30.
    */
   responseTimeoutSecs?: number;
+  /**
+   * s3: how long a body that has begun may send no byte while velodex waits for one (its reader
+   * has taken everything that came) before it fails as the store's 503 or a cut transfer. A
+   * reader that is slow itself (a slow client) never trips it. Default 30.
+   */
+  idleTimeoutSecs?: number;
 }
 
 /**
