@@ -670,9 +670,11 @@ describe('a platform team on a real cluster', () => {
       await pip(['download', '--no-deps', '--no-cache-dir', '-d', dest, `${w.project}==${w.version}`], 'team/hosted');
       expect(readFileSync(join(dest, basename(w.file))).equals(readFileSync(w.file))).toBe(true);
     }
+    // The upload token rotated since the push: the reader logs in with the current one.
+    const env = { DOCKER_CONFIG: join(work, 'docker-readback'), HOME: work };
+    await run(tool('crane'), ['auth', 'login', service, '-u', '__token__', '--password-stdin', '--insecure'], { env, input: TOKEN_TWO });
     for (const [i, image] of acknowledged.images.entries()) {
       const ref = `${service}/${image.ref}`;
-      const env = { DOCKER_CONFIG: join(work, 'docker'), HOME: work };
       expect((await run(tool('crane'), ['digest', ref, '--insecure'], { env })).stdout.trim()).toBe(image.digest);
       // crane checks every layer's digest as it writes the layout.
       await run(tool('crane'), ['pull', '--format', 'oci', ref, join(work, `pulled-${i}`), '--insecure'], { env });
