@@ -634,17 +634,20 @@ describe('a platform team on a real cluster', () => {
     expect(await pods()).toBe(before);
   });
 
-  it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler and NetworkPolicy under the chart's RBAC", async () => {
+  it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler, NetworkPolicy and Ingress under the chart's RBAC", async () => {
     const pod = JSON.parse((await k(['get', 'deployment', 'secure', '-n', NS, '-o', 'jsonpath={.spec.template.spec}'])).stdout) as { topologySpreadConstraints: { topologyKey: string }[]; volumes: { name: string; emptyDir?: { sizeLimit?: string } }[]; containers: { resources: unknown }[] };
     expect(pod.topologySpreadConstraints.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
     expect(pod.volumes.find((v) => v.name === 'data')?.emptyDir?.sizeLimit).toBe('10Gi');
     expect(pod.containers[0]?.resources).toEqual({ requests: { cpu: '250m', memory: '256Mi' } });
-    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { autoscaling: { minReplicas: 1, maxReplicas: 2 }, networkPolicy: {} } })]);
-    await until('the autoscaler and the NetworkPolicy', async () => ((await k(['get', 'hpa,networkpolicy', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 2 ? true : undefined));
+    const ingress = { host: 'secure.example.com', tlsSecretName: 'secure-outside' };
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { autoscaling: { minReplicas: 1, maxReplicas: 2 }, networkPolicy: {}, ingress } })]);
+    await until('the autoscaler, the NetworkPolicy and the Ingress', async () => ((await k(['get', 'hpa,networkpolicy,ingress', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 3 ? true : undefined));
+    // Clients are told the Ingress's address.
+    expect(await until('status.url of the Ingress', async () => ((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout === 'https://secure.example.com' ? true : undefined))).toBe(true);
     // The registry still answers through its NetworkPolicy (every pod may reach it; this client is the node).
     await k(['wait', '--for=condition=Ready', 'packageregistry/secure', '-n', NS, '--timeout=240s']);
-    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"}]']);
-    await until('both removed', async () => ((await k(['get', 'hpa,networkpolicy', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"},{"op":"remove","path":"/spec/ingress"}]']);
+    await until('all three removed', async () => ((await k(['get', 'hpa,networkpolicy,ingress', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
     await k(['delete', 'pidx/secure-hosted', 'packageregistry/secure', '-n', NS, '--wait=true', '--timeout=120s']);
   });
 

@@ -473,5 +473,24 @@ describe('registry config rendering', () => {
       });
       expect(render({ topologySpreadConstraints: [] }).pod.topologySpreadConstraints).toEqual([]);
     });
+
+    it('renders spec.ingress as an Ingress to the Service port, and its host as the external URL the pods tell clients', () => {
+      const ingress = { host: 'registry.example.com', tlsSecretName: 'outside', annotations: { 'cert-manager.io/cluster-issuer': 'corp' } };
+      const { objects } = render({ ingress, tls: { secretName: 'inside' } });
+      expect(objects.find((o) => o.kind === 'Ingress')).toMatchObject({
+        apiVersion: 'networking.k8s.io/v1',
+        metadata: { name: 'default', annotations: ingress.annotations },
+        spec: {
+          tls: [{ hosts: ['registry.example.com'], secretName: 'outside' }],
+          rules: [{ host: 'registry.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'default', port: { name: 'https' } } } }] } }],
+        },
+      });
+      const r: PackageRegistry = { ...registry, spec: { ...registry.spec, ingress } };
+      expect(parse(renderRegistryConfig(r, indexes).toml).external_urls).toEqual(['https://registry.example.com']);
+      // Without a TLS Secret the Ingress serves plain HTTP, and that is what clients are told.
+      const plain: PackageRegistry = { ...registry, spec: { ...registry.spec, ingress: { host: 'registry.example.com' } } };
+      expect(parse(renderRegistryConfig(plain, indexes).toml).external_urls).toEqual(['http://registry.example.com']);
+      expect(render({}).objects.some((o) => o.kind === 'Ingress')).toBe(false);
+    });
   });
 });

@@ -228,6 +228,11 @@ export function trustedProxies(addresses: string[]): ConfigPart {
   return { trusted_proxies: addresses };
 }
 
+/** `external_urls`: where clients outside reach the registry (TLS ended in front of it). */
+export function externalUrls(urls: string[]): ConfigPart {
+  return { external_urls: urls };
+}
+
 export interface ConnectionsOptions {
   headersTimeoutSecs?: number;
   bodyIdleTimeoutSecs?: number;

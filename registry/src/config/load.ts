@@ -3,6 +3,7 @@
  * validated `Config`. Precedence: flag, then environment, then file, then default. Every problem
  * is a `ConfigError` naming the key, the index and the fix; nothing half-loads.
  */
+import { resolveExternalUrls } from './external-urls.js';
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
@@ -145,6 +146,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     indexes,
     rateLimit: { enabled: rl.enabled ?? false, classes },
     trustedProxies: resolveTrustedProxies(file),
+    externalUrls: resolveExternalUrls(file.external_urls),
     connections: resolveConnections(file.connections),
     ...(tls ? { tls } : {}),
     metrics: { enabled: file.metrics?.enabled ?? true },

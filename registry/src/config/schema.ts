@@ -268,6 +268,8 @@ export const fileSchema = z.strictObject({
   rate_limit: rateLimitSchema.optional(),
   // IPs and CIDRs whose X-Forwarded-* headers are believed; checked in config/trusted-proxies.ts.
   trusted_proxies: z.array(z.string()).optional(),
+  // Where clients outside reach the registry (config/external-urls.ts).
+  external_urls: z.array(z.string().max(300)).max(16).optional(),
   connections: connectionsSchema.optional(),
   tls: tlsSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),

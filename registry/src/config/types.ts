@@ -283,6 +283,12 @@ export interface KubernetesConfig {
   tokenFile: string;
 }
 
+/** An origin clients outside use: its host (lowercase, `:port` unless the scheme's default) and scheme. */
+export interface ExternalOrigin {
+  scheme: 'http' | 'https';
+  host: string;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -295,6 +301,8 @@ export interface Config {
   rateLimit: RateLimitConfig;
   /** Peers whose `X-Forwarded-*` headers are believed (client address, origin); empty: they are ignored. */
   trustedProxies: AddressRange[];
+  /** `external_urls`: a request for one of these hosts is given its scheme (TLS ended in front of the registry). */
+  externalUrls: ExternalOrigin[];
   /** Bounds on slow clients and the per-address connection cap. */
   connections: ConnectionsConfig;
   /** `[tls]`: serve HTTPS with this certificate and key (reloaded when the files change); absent: plain HTTP. */
