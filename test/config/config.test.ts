@@ -90,6 +90,11 @@ upload_target = "hosted"
     ['an OCI route with uppercase', `[[index]]\nname = "a"\nroute = "Root/oci"\necosystem = "oci"\nhosted = true\n`, /segment "Root"/],
     ['a key for another role', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupstream_concurrency = 4\n`, /upstream_concurrency: only applies to a cached index/],
     ['broken TOML', `[[index]\nname = `, /not valid TOML/],
+    ['an external URL with a path', `external_urls = ["https://registry.example.com/pypi"]\n`, /external_urls\[0\]: must be an origin: scheme, host and port only.*use "https:\/\/registry\.example\.com"/s],
+    ['an external URL that is no URL', `external_urls = ["registry.example.com"]\n`, /external_urls\[0\]: "registry\.example\.com" is not a URL/],
+    ['an external URL with credentials', `external_urls = ["https://u:p@registry.example.com"]\n`, /external_urls\[0\]: must not carry credentials/],
+    ['an object store timeout on the filesystem backend', `[storage]\nidle_timeout_secs = 5\n`, /storage\.idle_timeout_secs: is for the object store \(backend = "s3"\)/],
+    ['an idle timeout of zero', `[storage]\nbackend = "s3"\nidle_timeout_secs = 0\n`, /idle_timeout_secs/],
     // A blank token would accept an empty password.
     ['an empty upload token', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = ""\n`, /index "a" \(index\[0\]\)\.upload_token: is empty/],
     ['an upload token of white space', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupload_token = "  \\t "\n`, /upload_token: is empty/],

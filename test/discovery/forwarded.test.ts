@@ -3,17 +3,18 @@
  * from a trusted proxy, on every surface that writes absolute URLs: the discovery documents, the
  * token realm of OCI's 401 challenges (the version check's, and an `invalid_token` one), and the
  * legacy JSON documents' file URLs. The server trusts 127.0.0.1; the same requests from 127.0.0.2
- * (another loopback address, so another peer) are a client nobody vouches for.
+ * (another loopback address, so another peer) are a client nobody vouches for. A host named in
+ * `external_urls` (TLS ended in front of the registry) gets that URL's scheme from any peer.
  */
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProjectRecords } from '../../registry/src/python/model/records.js';
-import { hosted, oci, toml, trustedProxies } from '../support/config.js';
+import { externalUrls, hosted, oci, toml, trustedProxies } from '../support/config.js';
 import { rawRequest } from '../support/raw-http.js';
 import { serverStores } from '../support/store-probe.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 
-const CONFIG = toml(trustedProxies(['127.0.0.1']), hosted('hosted', { token: 'forwarded-test-token' }), oci.hosted('oci', { token: 'forwarded-test-token' }));
+const CONFIG = toml(trustedProxies(['127.0.0.1']), externalUrls(['https://Registry.Example.com']), hosted('hosted', { token: 'forwarded-test-token' }), oci.hosted('oci', { token: 'forwarded-test-token' }));
 
 const TRUSTED = '127.0.0.1';
 const UNTRUSTED = '127.0.0.2';
@@ -55,6 +56,22 @@ describe('forwarded headers', () => {
     expect(untrusted.urls.api).toBe(`${own}/+api`);
     expect(untrusted.indexes[0]?.urls.simple).toBe(`${own}/root/hosted/simple/`);
     expect(JSON.stringify(untrusted)).not.toContain('pkgs.example.com');
+  });
+
+  it('give a host of external_urls its https from any peer, with or without its default port; a forwarded scheme from a trusted proxy still wins', async () => {
+    for (const host of ['registry.example.com', 'REGISTRY.example.com:443']) {
+      const doc = JSON.parse((await get('/root/hosted/+api', UNTRUSTED, { host })).body) as { urls: { api: string }; indexes: { urls: { simple: string } }[] };
+      expect(doc.urls.api).toBe('https://registry.example.com/+api');
+      expect(doc.indexes[0]?.urls.simple).toBe('https://registry.example.com/root/hosted/simple/');
+    }
+    // The token realm a docker client is sent to is on the external address too.
+    const challenge = (await get('/v2/', UNTRUSTED, { host: 'registry.example.com' })).headers['www-authenticate'];
+    expect(challenge).toContain('realm="https://registry.example.com/v2/token"');
+    // Another port is another origin: not declared, so the connection's own scheme.
+    const other = JSON.parse((await get('/root/hosted/+api', UNTRUSTED, { host: 'registry.example.com:8443' })).body) as { urls: { api: string } };
+    expect(other.urls.api).toBe('http://registry.example.com:8443/+api');
+    const forwarded = JSON.parse((await get('/root/hosted/+api', TRUSTED, { 'x-forwarded-host': 'registry.example.com', 'x-forwarded-proto': 'http' })).body) as { urls: { api: string } };
+    expect(forwarded.urls.api).toBe('http://registry.example.com/+api');
   });
 
   it('move the realm of the version check\'s challenge only from a trusted proxy', async () => {

@@ -7,7 +7,8 @@
  * authentication, with no credential in it.
  *
  * pip fetches the PEP 658 metadata, then the wheel; the download class allows one of them per
- * window, so pip's own install meets the limit at once.
+ * window, so pip's own install meets the limit at once. Windows are a minute long, so the counts
+ * hold on a busy machine; pip waiting out the 429 uses a server with an 8 s window.
  *
  * Budgets are per client address, so each test speaks as its own client through
  * `X-Forwarded-For` (the limited server trusts 127.0.0.1); only pip and the upload client speak
@@ -31,7 +32,14 @@ import { postUpload } from '../python/fixtures/upload-client.js';
 
 const TOKEN = 'rate-limit-test-token';
 const MiB = 1024 * 1024;
-const READ_WINDOW_SECS = 2;
+/**
+ * Windows long enough that no count depends on how fast this machine is: every budget a test
+ * spends is spent well within its window. Only the test of pip waiting out a 429 has a short
+ * window, on a server of its own.
+ */
+const READ_WINDOW_SECS = 60;
+/** The download window of the server pip waits out: pip's next request comes long before it ends. */
+const PATIENT_WINDOW_SECS = 8;
 
 type Windows = Partial<Record<RateClassName, { requests: number; windowSecs: number }>>;
 
@@ -186,27 +194,36 @@ describe('denials', () => {
 
 describe('pip', () => {
   const wheelPath = () => `/root/hosted/files/${sha256(alpha.wheel)}/${alpha.wheelFilename}`;
-  const pip = (venv: string, args: string[], allowFailure = false) =>
-    run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${server.url}/root/hosted/simple/`, ...args, 'alpha'], { env: CLEAN_ENV, allowFailure });
+  const pip = (on: Velodex, venv: string, args: string[], allowFailure = false) =>
+    run(join(venv, 'bin', 'pip'), ['install', '--no-cache-dir', '--index-url', `${on.url}/root/hosted/simple/`, ...args, 'alpha'], { env: CLEAN_ENV, allowFailure });
 
   it('shows the 429 when it may not retry', async () => {
     const venv = await freshPipVenv();
-    const denied = await pip(venv, ['--retries', '0'], true);
+    const denied = await pip(server, venv, ['--retries', '0'], true);
     expect(denied.code).not.toBe(0);
     expect(denied.stdout + denied.stderr).toMatch(/429/);
     expect(events(server, 'rate_limit').filter((e) => e.client === '127.0.0.1' && e.class === 'download')).toHaveLength(1);
   });
 
   it('waits Retry-After on its own and installs once the window passed', async () => {
-    // Two windows: by then the sliding estimate has forgotten the earlier run.
-    await sleep(2 * READ_WINDOW_SECS * 1000 + 100);
-    const venv = await freshPipVenv();
-    const mark = server.logs().length;
-    const ok = await pip(venv, []);
-    expect(ok.stdout).toMatch(/Successfully installed alpha-1\.0\.0/);
-    // The wheel was refused once (pip read Retry-After and slept), then served.
-    expect(requestedPaths(server, mark).filter((p) => p === wheelPath())).toHaveLength(2);
-    expect(events(server, 'rate_limit').filter((e) => e.client === '127.0.0.1' && e.class === 'download')).toHaveLength(2);
+    const patient = await startVelodex({
+      config: limitedConfig({ enabled: true, windows: { read: { requests: 100, windowSecs: 60 }, download: { requests: 1, windowSecs: PATIENT_WINDOW_SECS }, write: { requests: 1, windowSecs: 60 } } }),
+    });
+    try {
+      await run(tool('twine'), ['upload', '--non-interactive', '--disable-progress-bar', '--repository-url', `${patient.url}/root/hosted/`, '-u', '__token__', '-p', TOKEN, alpha.wheel], {
+        env: CLEAN_ENV,
+      });
+      const venv = await freshPipVenv();
+      const mark = patient.logs().length;
+      const ok = await pip(patient, venv, []);
+      expect(ok.stdout).toMatch(/Successfully installed alpha-1\.0\.0/);
+      // The wheel was refused (pip read Retry-After and slept), then served.
+      const denials = events(patient, 'rate_limit').filter((e) => e.client === '127.0.0.1' && e.class === 'download');
+      expect(denials.length).toBeGreaterThanOrEqual(1);
+      expect(requestedPaths(patient, mark).filter((p) => p === wheelPath()).length).toBe(denials.length + 1);
+    } finally {
+      await patient.stop();
+    }
   });
 });
 

@@ -306,24 +306,52 @@ describe('the operator', () => {
     expect(pod).toMatchObject({ serviceAccountName: 'velodex-default', automountServiceAccountToken: true });
   });
 
-  it('adds an autoscaler and a NetworkPolicy when the registry asks for them, leaves the replica count to the autoscaler, and deletes both when it no longer asks', async () => {
-    await kubectl(['apply', '-f', '-'], registryYaml('scaled', '  autoscaling: { minReplicas: 2, maxReplicas: 6 }\n  networkPolicy: { from: [{ podSelector: { matchLabels: { role: builder } } }] }\n'));
+  it('adds an autoscaler, a NetworkPolicy and an Ingress when the registry asks for them, leaves the replica count to the autoscaler, and deletes all three when it no longer asks', async () => {
+    await kubectl(
+      ['apply', '-f', '-'],
+      registryYaml(
+        'scaled',
+        '  autoscaling: { minReplicas: 2, maxReplicas: 6 }\n  networkPolicy: { from: [{ podSelector: { matchLabels: { role: builder } } }] }\n' +
+          '  ingress: { host: registry.example.com, className: nginx, tlsSecretName: registry-tls, annotations: { cert-manager.io/cluster-issuer: letsencrypt } }\n',
+      ),
+    );
     const hpa = await until('the autoscaler', () => json<{ spec: { minReplicas: number; maxReplicas: number; scaleTargetRef: { name: string } } }>(['get', 'hpa', 'scaled', '-n', NS]).catch(() => undefined));
     expect(hpa.spec).toMatchObject({ minReplicas: 2, maxReplicas: 6, scaleTargetRef: { name: 'scaled' } });
     const policy = await until('the NetworkPolicy', () => json<{ spec: { ingress: unknown[] } }>(['get', 'networkpolicy', 'scaled', '-n', NS]).catch(() => undefined));
     expect(policy.spec.ingress).toEqual([{ from: [{ podSelector: { matchLabels: { role: 'builder' } } }], ports: [{ protocol: 'TCP', port: 'http' }] }]);
-    // The operator's apply carries no replica count: what the autoscaler sets stays.
+    // The Ingress sends the host to the Service, with the TLS Secret and the annotations given.
+    const ing = await until('the Ingress', () => json<{ metadata: { annotations: Record<string, string> }; spec: Record<string, unknown> }>(['get', 'ingress', 'scaled', '-n', NS]).catch(() => undefined));
+    expect(ing.metadata.annotations).toMatchObject({ 'cert-manager.io/cluster-issuer': 'letsencrypt' });
+    expect(ing.spec).toEqual({
+      ingressClassName: 'nginx',
+      tls: [{ hosts: ['registry.example.com'], secretName: 'registry-tls' }],
+      rules: [{ host: 'registry.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'scaled', port: { name: 'http' } } } }] } }],
+    });
+    // Clients are told the external address: in the registry's status and in its config (/+api).
+    expect(await until('status.url', async () => (await kubectl(['get', 'packageregistry', 'scaled', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout || undefined)).toBe('https://registry.example.com');
+    expect((await kubectl(['get', 'configmap', 'scaled-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout).toContain('external_urls = [ "https://registry.example.com" ]');
+    // The operator's apply carries no replica count: what the autoscaler sets stays, through a
+    // reconcile that applied the Deployment again (seen in the autoscaler it applied with it).
     await kubectl(['scale', 'deployment', 'scaled', '-n', NS, '--replicas=5']);
-    await new Promise((r) => setTimeout(r, 5000));
+    await kubectl(['patch', 'packageregistry', 'scaled', '-n', NS, '--type=merge', '-p', '{"spec":{"autoscaling":{"maxReplicas":7}}}']);
+    await until('the next reconcile', async () => ((await json<{ spec: { maxReplicas: number } }>(['get', 'hpa', 'scaled', '-n', NS])).spec.maxReplicas === 7 ? true : undefined));
     expect((await kubectl(['get', 'deployment', 'scaled', '-n', NS, '-o', 'jsonpath={.spec.replicas}'])).stdout).toBe('5');
     const spec = (await kubectl(['get', 'deployment', 'scaled', '-n', NS, '-o', 'jsonpath={.spec.template.spec.topologySpreadConstraints[*].topologyKey} {.spec.template.spec.volumes[?(@.name=="data")].emptyDir.sizeLimit}'])).stdout;
     expect(spec).toBe('kubernetes.io/hostname topology.kubernetes.io/zone 10Gi');
-    await kubectl(['patch', 'packageregistry', 'scaled', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"}]']);
-    await until('both gone', async () => {
-      const left = (await kubectl(['get', 'hpa,networkpolicy', '-n', NS, '--field-selector', 'metadata.name=scaled', '-o', 'name'])).stdout.trim();
+    await kubectl(['patch', 'packageregistry', 'scaled', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"},{"op":"remove","path":"/spec/ingress"}]']);
+    await until('all three gone', async () => {
+      const left = (await kubectl(['get', 'hpa,networkpolicy,ingress', '-n', NS, '--field-selector', 'metadata.name=scaled', '-o', 'name'])).stdout.trim();
       return left === '' ? true : undefined;
     });
     await kubectl(['delete', 'packageregistry', 'scaled', '-n', NS]);
+  });
+
+  it('refuses an Ingress host that is not a lowercase DNS name at apply time', async () => {
+    for (const host of ['Registry.Example.com', 'registry', 'https://registry.example.com']) {
+      const res = await kubectl(['apply', '-f', '-'], registryYaml('badhost', `  ingress: { host: "${host}" }\n`), true);
+      expect(res.code, host).not.toBe(0);
+      expect(res.stderr).toContain('spec.ingress.host');
+    }
   });
 
   it('refuses an autoscaler whose minimum passes its maximum at apply time', async () => {

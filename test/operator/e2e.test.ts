@@ -17,7 +17,7 @@
  */
 import { copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { connect as connectTls } from 'node:tls';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
 import { testCa, type IssuedCertificate } from '../support/certificates.js';
@@ -44,6 +44,8 @@ let upstreamDir: string;
 let upstream: PypiServer;
 /** The cached OCI index's upstream registry, on the bridge. */
 let registryUpstream: Distribution | undefined;
+/** What the registry acknowledged to the host's clients: read back whole after a pod is killed. */
+const acknowledged = { wheels: [] as { project: string; version: string; file: string }[], images: [] as { ref: string; digest: string }[] };
 
 const k = (args: string[], input?: string) => node.kubectl(args, { input });
 
@@ -126,6 +128,7 @@ describe('a platform team on a real cluster', () => {
 
   it('serves twine, pip and crane through the registry Service, from pods over the in-cluster MinIO', async () => {
     await twine(TOKEN_ONE, [project.wheel, project.sdist]);
+    acknowledged.wheels.push({ project: 'e2e-demo', version: '1.0', file: project.wheel });
     const dest = join(work, 'pip-1');
     await pip(['download', '--no-deps', '-d', dest, 'e2e-demo==1.0']);
     expect(readFileSync(join(dest, project.wheelFilename)).equals(readFileSync(project.wheel))).toBe(true);
@@ -156,6 +159,7 @@ describe('a platform team on a real cluster', () => {
     await crane(['auth', 'login', service, '-u', '__token__', '--password-stdin'], TOKEN_ONE);
     await crane(['push', layout, `${service}/team/images/app:v1`]);
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
+    acknowledged.images.push({ ref: 'team/images/app:v1', digest: img.manifest.descriptor.digest });
   });
 
   it("lets a pod push a wheel and an image with its ServiceAccount's projected token and no Secret; a pod of another ServiceAccount is refused (403); a private index is read from a pod with a token and not without", async () => {
@@ -315,15 +319,26 @@ describe('a platform team on a real cluster', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
     })();
+    const podNames = async () => (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim().split(/\s+/);
+    const checksum = () => k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.metadata.annotations.velodex\\.dev/config-checksum}']).then((r) => r.stdout);
+    const [podsBefore, checksumBefore] = [await podNames(), await checksum()];
     const before = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
     await k(['patch', 'pidx', 'pypi', '-n', NS, '--type=merge', '-p', '{"spec":{"upstreamConcurrency":5}}']);
     await until('the edit in the ConfigMap', async () => {
       const now = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
       return now !== before && now.includes('upstream_concurrency = 5') ? true : undefined;
     });
-    await until('the roll to start', async () => ((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.status.updatedReplicas}/{.status.replicas}'])).stdout !== '2/2' ? true : undefined), 60_000).catch(() => undefined);
+    // The edit reaches the pod template (a new checksum), which is what rolls the pods.
+    await until('a new pod template', async () => ((await checksum()) !== checksumBefore ? true : undefined));
     await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
-    await new Promise((r) => setTimeout(r, 2000));
+    await untilOnlyNewPods();
+    // Every pod serving now was started for the edit: none of those that served before is left.
+    const podsAfter = await podNames();
+    expect(podsAfter).toHaveLength(2);
+    expect(podsAfter.filter((p) => podsBefore.includes(p))).toEqual([]);
+    // The client keeps polling a moment on the new pods alone.
+    const okAtRoll = ok;
+    await until('requests served by the new pods', async () => (ok >= okAtRoll + 10 ? true : undefined), 60_000);
     polling = false;
     await poller;
     expect(failures).toEqual([]);
@@ -350,6 +365,7 @@ describe('a platform team on a real cluster', () => {
     expect(refused.code).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain('401 Unauthorized');
     await twine(TOKEN_TWO, [other.wheel]);
+    acknowledged.wheels.push({ project: 'e2e-rotated', version: '1.0', file: other.wheel });
   });
 
   it('says in kubectl get why an index is not served; the older index keeps its route; an invalid spec never gets in', async () => {
@@ -379,7 +395,7 @@ describe('a platform team on a real cluster', () => {
     await k(['delete', 'pidx', 'clash', 'nosecret', 'elsewhere', '-n', NS]);
   });
 
-  it('runs two operators, one leading; the leader killed mid-reconcile, the other finishes the work and nothing is written twice', async () => {
+  it('runs two operators, one leading; the leader killed as soon as it wrote the new config, the other finishes the work and nothing is written twice', async () => {
     const helm = await run(tool('helm'), ['upgrade', 'velodex', join(REPO, 'charts', 'velodex'), '-n', 'velodex-system', '--reuse-values', '--set', 'operator.replicas=2'], { env: node.env, timeoutMs: 120_000 });
     expect(helm.stdout).toContain('has been upgraded');
     await k(['rollout', 'status', 'deployment/velodex-operator', '-n', 'velodex-system', '--timeout=180s']);
@@ -396,7 +412,12 @@ describe('a platform team on a real cluster', () => {
       ['apply', '-f', '-'],
       `apiVersion: velodex.dev/v1alpha1\nkind: PackageIndex\nmetadata:\n  name: late\n  namespace: ${NS}\nspec:\n  route: team/late\n  ecosystem: oci\n  role: hosted\n  quotaBytes: 1Gi\n  retention: { untaggedAfter: 14d, keepTags: [{ match: "v*", newest: 3 }] }\n`,
     );
-    await new Promise((r) => setTimeout(r, 1200));
+    // Killed the moment its work shows: the ConfigMap names the new index (the Deployment may or
+    // may not have its new template yet).
+    await until('the leader at work on the new index', async () => {
+      const toml = (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
+      return toml.includes('"team/late"') ? true : undefined;
+    });
     await k(['delete', 'pod', leader, '-n', 'velodex-system', '--grace-period=0', '--force']);
     await k(['wait', '--for=condition=Ready', 'pidx/late', '-n', NS, '--timeout=240s']);
     const next = await holder();
@@ -613,25 +634,54 @@ describe('a platform team on a real cluster', () => {
     expect(await pods()).toBe(before);
   });
 
-  it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler and NetworkPolicy under the chart's RBAC", async () => {
+  it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler, NetworkPolicy and Ingress under the chart's RBAC", async () => {
     const pod = JSON.parse((await k(['get', 'deployment', 'secure', '-n', NS, '-o', 'jsonpath={.spec.template.spec}'])).stdout) as { topologySpreadConstraints: { topologyKey: string }[]; volumes: { name: string; emptyDir?: { sizeLimit?: string } }[]; containers: { resources: unknown }[] };
     expect(pod.topologySpreadConstraints.map((c) => c.topologyKey)).toEqual(['kubernetes.io/hostname', 'topology.kubernetes.io/zone']);
     expect(pod.volumes.find((v) => v.name === 'data')?.emptyDir?.sizeLimit).toBe('10Gi');
     expect(pod.containers[0]?.resources).toEqual({ requests: { cpu: '250m', memory: '256Mi' } });
-    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { autoscaling: { minReplicas: 1, maxReplicas: 2 }, networkPolicy: {} } })]);
-    await until('the autoscaler and the NetworkPolicy', async () => ((await k(['get', 'hpa,networkpolicy', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 2 ? true : undefined));
+    const ingress = { host: 'secure.example.com', tlsSecretName: 'secure-outside' };
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { autoscaling: { minReplicas: 1, maxReplicas: 2 }, networkPolicy: {}, ingress } })]);
+    await until('the autoscaler, the NetworkPolicy and the Ingress', async () => ((await k(['get', 'hpa,networkpolicy,ingress', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 3 ? true : undefined));
+    // Clients are told the Ingress's address.
+    expect(await until('status.url of the Ingress', async () => ((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout === 'https://secure.example.com' ? true : undefined))).toBe(true);
     // The registry still answers through its NetworkPolicy (every pod may reach it; this client is the node).
     await k(['wait', '--for=condition=Ready', 'packageregistry/secure', '-n', NS, '--timeout=240s']);
-    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"}]']);
-    await until('both removed', async () => ((await k(['get', 'hpa,networkpolicy', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
+    await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"},{"op":"remove","path":"/spec/ingress"}]']);
+    await until('all three removed', async () => ((await k(['get', 'hpa,networkpolicy,ingress', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
     await k(['delete', 'pidx/secure-hosted', 'packageregistry/secure', '-n', NS, '--wait=true', '--timeout=120s']);
   });
 
   it('replaces a killed registry pod and loses nothing; scaled to zero it is NoReadyPods, and Ready again after', async () => {
-    const pods = (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '-o', 'jsonpath={.items[0].metadata.name}'])).stdout.trim();
-    await k(['delete', 'pod', pods, '-n', NS, '--wait=false']);
-    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
-    await pip(['download', '--no-deps', '-d', join(work, 'pip-2'), 'e2e-demo==1.0']);
+    const podsJson = async () =>
+      JSON.parse((await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '-o', 'json'])).stdout) as {
+        items: { metadata: { name: string; deletionTimestamp?: string }; status: { conditions?: { type: string; status: string }[] } }[];
+      };
+    const killed = (await podsJson()).items[0]!.metadata.name;
+    await k(['delete', 'pod', killed, '-n', NS, '--wait=false']);
+    // A replacement: two pods again, both ready, the killed one not among them.
+    const replaced = await until('a ready replacement of the killed pod', async () => {
+      const items = (await podsJson()).items;
+      const ready = items.filter((p) => !p.metadata.deletionTimestamp && p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      return items.length === 2 && ready.length === 2 && !items.some((p) => p.metadata.name === killed) ? ready.map((p) => p.metadata.name) : undefined;
+    });
+    expect(replaced).not.toContain(killed);
+    // Nothing lost: every wheel and image acknowledged to this suite's clients comes back whole.
+    expect(acknowledged.wheels.length).toBeGreaterThanOrEqual(2);
+    expect(acknowledged.images.length).toBeGreaterThanOrEqual(1);
+    for (const [i, w] of acknowledged.wheels.entries()) {
+      const dest = join(work, `pip-2-${i}`);
+      await pip(['download', '--no-deps', '--no-cache-dir', '-d', dest, `${w.project}==${w.version}`], 'team/hosted');
+      expect(readFileSync(join(dest, basename(w.file))).equals(readFileSync(w.file))).toBe(true);
+    }
+    // The upload token rotated since the push: the reader logs in with the current one.
+    const env = { DOCKER_CONFIG: join(work, 'docker-readback'), HOME: work };
+    await run(tool('crane'), ['auth', 'login', service, '-u', '__token__', '--password-stdin', '--insecure'], { env, input: TOKEN_TWO });
+    for (const [i, image] of acknowledged.images.entries()) {
+      const ref = `${service}/${image.ref}`;
+      expect((await run(tool('crane'), ['digest', ref, '--insecure'], { env })).stdout.trim()).toBe(image.digest);
+      // crane checks every layer's digest as it writes the layout.
+      await run(tool('crane'), ['pull', '--format', 'oci', ref, join(work, `pulled-${i}`), '--insecure'], { env });
+    }
 
     await k(['patch', 'packageregistry', 'default', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":0}}']);
     const reason = await until('NoReadyPods', async () => {

@@ -22,6 +22,7 @@ const registry: PackageRegistry = {
       redirect: { ttlSeconds: 120, endpoint: 'https://objects.example' },
       readCacheMs: 2000,
       responseTimeoutSeconds: 90,
+      idleTimeoutSeconds: 45,
     },
     rateLimit: { enabled: true, read: { requests: 100, windowSeconds: 60 } },
     adminTokenSecretRef: { name: 'admin', key: 'token' },
@@ -115,6 +116,7 @@ describe('registry config rendering', () => {
     expect(config.storage.redirect).toEqual({ minSize: 1024 * 1024, ttlSecs: 120, endpoint: 'https://objects.example' });
     expect(config.storage.readCacheMs).toBe(2000);
     expect(config.storage.responseTimeoutSecs).toBe(90);
+    expect(config.storage.idleTimeoutSecs).toBe(45);
     const images = config.indexes.find((ix) => ix.name === 'images');
     expect(images?.role === 'hosted' && images.retention).toEqual({ untaggedAfterSecs: 14 * 86_400, keepTags: [{ match: 'v*', newest: 10 }] });
     expect(config.retention).toEqual({ everySecs: 6 * 3600 });
@@ -470,6 +472,25 @@ describe('registry config rendering', () => {
         },
       });
       expect(render({ topologySpreadConstraints: [] }).pod.topologySpreadConstraints).toEqual([]);
+    });
+
+    it('renders spec.ingress as an Ingress to the Service port, and its host as the external URL the pods tell clients', () => {
+      const ingress = { host: 'registry.example.com', tlsSecretName: 'outside', annotations: { 'cert-manager.io/cluster-issuer': 'corp' } };
+      const { objects } = render({ ingress, tls: { secretName: 'inside' } });
+      expect(objects.find((o) => o.kind === 'Ingress')).toMatchObject({
+        apiVersion: 'networking.k8s.io/v1',
+        metadata: { name: 'default', annotations: ingress.annotations },
+        spec: {
+          tls: [{ hosts: ['registry.example.com'], secretName: 'outside' }],
+          rules: [{ host: 'registry.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'default', port: { name: 'https' } } } }] } }],
+        },
+      });
+      const r: PackageRegistry = { ...registry, spec: { ...registry.spec, ingress } };
+      expect(parse(renderRegistryConfig(r, indexes).toml).external_urls).toEqual(['https://registry.example.com']);
+      // Without a TLS Secret the Ingress serves plain HTTP, and that is what clients are told.
+      const plain: PackageRegistry = { ...registry, spec: { ...registry.spec, ingress: { host: 'registry.example.com' } } };
+      expect(parse(renderRegistryConfig(plain, indexes).toml).external_urls).toEqual(['http://registry.example.com']);
+      expect(render({}).objects.some((o) => o.kind === 'Ingress')).toBe(false);
     });
   });
 });

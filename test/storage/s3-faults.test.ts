@@ -10,7 +10,9 @@
  *   503, not the upstream's 502 (nor counted as an upstream error), and the pull succeeds once
  *   MinIO is back;
  * - MinIO answering slowly (a fault proxy between velodex and MinIO): requests still complete; a
- *   store that stops answering gives a 503 once the response timeout passes, not a hung client.
+ *   store that stops answering gives a 503 once the response timeout passes, not a hung client;
+ *   a body that stops midway is cut once the idle timeout passes, while a client that reads
+ *   slowly itself is never cut.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -45,8 +47,8 @@ afterAll(async () => {
 });
 
 /** A config on MinIO at `endpoint` (MinIO itself, or a proxy in front of it), with a Python and an OCI index. */
-function config(endpoint: string, prefix: string): string {
-  return toml(s3Storage(minio, { prefix, endpoint }), hosted('py', { route: 'team/py', token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
+function config(endpoint: string, prefix: string, idleTimeoutSecs?: number): string {
+  return toml(s3Storage(minio, { prefix, endpoint, ...(idleTimeoutSecs ? { idleTimeoutSecs } : {}) }), hosted('py', { route: 'team/py', token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
 }
 
 const auth = `Basic ${Buffer.from(`__token__:${TOKEN}`).toString('base64')}`;
@@ -296,6 +298,64 @@ describe('MinIO answering slowly', () => {
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
     expect(server.logs()).toMatch(/ETIMEDOUT/);
   }, 240_000);
+
+  describe('with idle_timeout_secs = 2', () => {
+    let quick: Velodex;
+    let quickReg: Registry;
+    beforeAll(async () => {
+      quick = await startVelodex({ config: config(proxy.url, 'idle', 2) });
+      quickReg = new Registry(quick.url, auth);
+    });
+    afterAll(async () => {
+      await quick?.stop();
+    });
+
+    it('a body that stops midway is cut (never ends short as if complete), and served whole once the store answers again', async () => {
+      const bytes = pseudoRandom('faults/idle', 8 * MiB);
+      const hex = await quickReg.pushBlob('team/images/idle', bytes);
+      // Stops after its first MiB and never goes on: only the idle limit ends it.
+      proxy.on((path, method) => method === 'GET' && path.endsWith(`/${hex}`), { kind: 'stall', afterBytes: MiB });
+      try {
+        const res = await fetch(`${quick.url}/v2/team/images/idle/blobs/sha256:${hex}`, { signal: AbortSignal.timeout(120_000) });
+        // Either the answer never started (503) or its body breaks off: never a complete-looking short body.
+        if (res.status === 200) {
+          await expect(res.arrayBuffer()).rejects.toThrow();
+        } else {
+          expect(res.status).toBe(503);
+        }
+      } finally {
+        proxy.clear();
+        proxy.release();
+      }
+      expect(quick.logs()).toMatch(/the object store sent nothing for 2000 ms/);
+      const again = await fetch(`${quick.url}/v2/team/images/idle/blobs/sha256:${hex}`);
+      expect(again.status).toBe(200);
+      expect(sha256(Buffer.from(await again.arrayBuffer()))).toBe(hex);
+    });
+
+    it('a client that stops reading for longer than the idle time still gets every byte', async () => {
+      const bytes = pseudoRandom('faults/slow-reader', 12 * MiB);
+      const hex = await quickReg.pushBlob('team/images/slow-reader', bytes);
+      const res = await fetch(`${quick.url}/v2/team/images/slow-reader/blobs/sha256:${hex}`);
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      const chunks: Uint8Array[] = [];
+      let paused = false;
+      let received = 0;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value);
+        received += value.length;
+        // Once, after the first MiB: three idle limits without reading a byte.
+        if (!paused && received > MiB) {
+          paused = true;
+          await sleep(6000);
+        }
+      }
+      expect(sha256(Buffer.concat(chunks))).toBe(hex);
+    });
+  });
 });
 
 describe('MinIO stopped during a pull-through', () => {

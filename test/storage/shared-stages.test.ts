@@ -20,6 +20,7 @@ import { startMinio, type Minio } from '../support/minio.js';
 import { sha256 } from '../oci/api-support.js';
 import { pseudoRandom } from '../support/oci-image.js';
 import { serverStores, storageOf } from '../support/store-probe.js';
+import { until } from '../support/until.js';
 import { tempDir } from '../support/velodex.js';
 
 const MiB = 1024 * 1024;
@@ -177,29 +178,41 @@ describe('shared stages on MinIO', () => {
   });
 
   it('a long append keeps its stage from the sweep, and still wins its write', async () => {
-    // Real clock, short idle time: the append refreshes the stage every second while it streams.
-    const quick = new SharedStages(stores.meta, new S3ChunkStore(s3Location(storageOf(dir)), join(dir, 'probe-scratch'), (d) => (stores.blobs as S3BlobStore).key(d)), stores.blobs, { idleMs: 4000 });
+    // A clock of the test's own, moved past the idle time again and again while one append
+    // streams: each time the sweep runs only once the append's refresh has written the new time,
+    // so the outcome never depends on how fast this machine is. A stage nobody appends to, aged
+    // the same way, is swept: the control.
+    let now = Date.now();
+    const idleMs = 400;
+    const quick = new SharedStages(stores.meta, new S3ChunkStore(s3Location(storageOf(dir)), join(dir, 'probe-scratch'), (d) => (stores.blobs as S3BlobStore).key(d)), stores.blobs, { idleMs, now: () => now });
     const s = await quick.open({});
+    let release: (() => void) | undefined;
     let sent = 0;
     const slow = new Readable({
       read() {
-        setTimeout(() => this.push(sent++ < 40 ? Buffer.from('tick ') : null), 250);
+        // The next piece goes out only when the test says so.
+        release = () => this.push(sent++ < 5 ? Buffer.from('tick ') : null);
       },
     });
     const appending = quick.append(s, slow);
-    let sweeps = 0;
-    let done = false;
-    const finish = () => (done = true);
-    appending.then(finish, finish);
-    while (!done) {
-      await quick.sweep();
-      sweeps++;
-      await new Promise((r) => setTimeout(r, 200));
+    for (let round = 0; round < 5; round++) {
+      const idle = await quick.open({});
+      now += idleMs * 2;
+      const moved = now;
+      await until('the append refreshed its stage at the moved clock', async () => ((await quick.get(s.id))?.doc.lastUsed === moved ? true : undefined), { timeoutMs: 30_000, intervalMs: 50 });
+      expect((await quick.sweep()).stages).toBeGreaterThanOrEqual(1);
+      expect(await quick.get(idle.id)).toBeNull();
+      expect(await quick.get(s.id)).not.toBeNull();
+      await until('the stream asked for its next piece', async () => (release ? true : undefined), { timeoutMs: 30_000, intervalMs: 20 });
+      const next = release!;
+      release = undefined;
+      next();
     }
+    await until('the stream asked for its end', async () => (release ? true : undefined), { timeoutMs: 30_000, intervalMs: 20 });
+    release!();
     const after = await appending;
-    expect(sweeps).toBeGreaterThan(20);
-    expect(after.doc.size).toBe(200);
-    expect((await quick.get(s.id))?.doc.size).toBe(200);
+    expect(after.doc.size).toBe(25);
+    expect((await quick.get(s.id))?.doc.size).toBe(25);
     await quick.discard(after);
   });
 });

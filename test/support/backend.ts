@@ -1,8 +1,9 @@
 /**
- * Which storage backend the suites run on. `make test` runs the suites once on the filesystem
- * backend and once more with `VELODEX_TEST_STORAGE=s3`, where `test/support/s3-global.ts` starts
- * one real MinIO for the whole run and every server a suite starts gets a fresh key prefix of its
- * bucket (so suites never see each other's objects). A suite written against `startVelodex` runs
+ * Which storage backend the suites run on. vitest runs the suites once on the filesystem backend
+ * (its `fs` project) and the server suites once more on s3 (its `s3` project, or any run with
+ * `VELODEX_TEST_STORAGE=s3`), where `test/support/s3-global.ts` starts one real MinIO for the whole
+ * run and every server a suite starts gets a fresh key prefix of its bucket (so suites never see
+ * each other's objects). A suite written against `startVelodex` runs
  * unchanged on either backend; one that is about a backend's own behaviour pins it with its own
  * `[storage]` table.
  */
@@ -24,6 +25,8 @@ export interface SharedMinio {
 
 export const BACKEND_VAR = 'VELODEX_TEST_STORAGE';
 const MINIO_VAR = 'VELODEX_TEST_MINIO';
+/** The name under which the s3 project's global setup provides the MinIO to its suites. */
+export const MINIO_PROVIDED = 'velodexMinio';
 
 export function testBackend(): TestBackend {
   const value = process.env[BACKEND_VAR] ?? 'fs';

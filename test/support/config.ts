@@ -228,6 +228,11 @@ export function trustedProxies(addresses: string[]): ConfigPart {
   return { trusted_proxies: addresses };
 }
 
+/** `external_urls`: where clients outside reach the registry (TLS ended in front of it). */
+export function externalUrls(urls: string[]): ConfigPart {
+  return { external_urls: urls };
+}
+
 export interface ConnectionsOptions {
   headersTimeoutSecs?: number;
   bodyIdleTimeoutSecs?: number;
@@ -305,6 +310,7 @@ export interface S3StorageOptions {
   readCacheMs?: number;
   /** `response_timeout_secs`: how long a request waits for the store's answer to begin. */
   responseTimeoutSecs?: number;
+  idleTimeoutSecs?: number;
 }
 
 /** `[storage]` on S3 under `prefix`: a suite that pins the backend, or processes that share a store. */
@@ -324,6 +330,7 @@ export function s3Storage(s3: S3Server, o: S3StorageOptions): ConfigPart {
       redirect_endpoint: r?.endpoint,
       read_cache_ms: o.readCacheMs,
       response_timeout_secs: o.responseTimeoutSecs,
+      idle_timeout_secs: o.idleTimeoutSecs,
     },
   };
 }

@@ -16,7 +16,7 @@ import type { ClusterView } from '../kube/informers.js';
 import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
 import { referencedSecretNames } from '../plan/secret-refs.js';
 import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, DEFAULT_TLS_SERVICE_PORT, renderObjects, selectorOf, servicePort, type RenderOptions } from '../render/objects.js';
-import { REGISTRY_PORT } from '../render/registry-config.js';
+import { externalUrl, REGISTRY_PORT } from '../render/registry-config.js';
 import type { Condition, PackageIndex, PackageIndexStatus, PackageRegistry, PackageRegistryStatus } from '../resources/types.js';
 import { nextConditions, type ConditionInput } from '../status/conditions.js';
 import { nodeMirrorCondition } from '../status/node-mirror.js';
@@ -85,6 +85,9 @@ async function secretsNotOptedIn(kube: Kube, namespace: string, referenced: Set<
 
 /** The Service's in-cluster base URL: https with `spec.tls`. */
 export function registryUrl(registry: PackageRegistry): string {
+  // Declared for clients outside: the address every client is told (the Ingress reaches the Service).
+  const external = externalUrl(registry);
+  if (external) return external;
   const port = servicePort(registry);
   const scheme = registry.spec.tls ? 'https' : 'http';
   const usual = registry.spec.tls ? DEFAULT_TLS_SERVICE_PORT : DEFAULT_SERVICE_PORT;

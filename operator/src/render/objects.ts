@@ -22,7 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { RenderedConfig } from './registry-config.js';
 import { DATA_DIR, REGISTRY_PORT, SECRETS_DIR, TLS_DIR } from './registry-config.js';
-import { API_VERSION, type PackageRegistry, type RegistryAutoscaling, type RegistryNetworkPolicy } from '../resources/types.js';
+import { API_VERSION, type PackageRegistry, type RegistryAutoscaling, type RegistryIngress, type RegistryNetworkPolicy } from '../resources/types.js';
 import type { SecretsByName } from '../plan/plan.js';
 
 export const FIELD_MANAGER = 'velodex-operator';
@@ -135,6 +135,7 @@ export function optionalObjects(registry: PackageRegistry): { kind: string; apiV
   return [
     { kind: 'HorizontalPodAutoscaler', apiVersion: 'autoscaling/v2', name: registry.metadata.name, wanted: registry.spec.autoscaling !== undefined },
     { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', name: registry.metadata.name, wanted: registry.spec.networkPolicy !== undefined },
+    { kind: 'Ingress', apiVersion: 'networking.k8s.io/v1', name: registry.metadata.name, wanted: registry.spec.ingress !== undefined },
   ];
 }
 
@@ -215,7 +216,22 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
   const objects: ApplyObject[] = [configMap, serviceAccount, deployment, service, pdb];
   if (spec.autoscaling) objects.push(autoscaler(registry, spec.autoscaling));
   if (spec.networkPolicy) objects.push(networkPolicy(registry, spec.networkPolicy, port));
+  if (spec.ingress) objects.push(ingress(registry, spec.ingress, port));
   return objects;
+}
+
+/** Every path of `host` to the registry's Service port; TLS with the named Secret when given. */
+function ingress(registry: PackageRegistry, i: RegistryIngress, port: string): ApplyObject {
+  const base = owned(registry, 'Ingress', 'networking.k8s.io/v1', registry.metadata.name);
+  return {
+    ...base,
+    metadata: { ...base.metadata, ...(i.annotations ? { annotations: i.annotations } : {}) },
+    spec: {
+      ...(i.className ? { ingressClassName: i.className } : {}),
+      ...(i.tlsSecretName ? { tls: [{ hosts: [i.host], secretName: i.tlsSecretName }] } : {}),
+      rules: [{ host: i.host, http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: registry.metadata.name, port: { name: port } } } }] } }],
+    },
+  };
 }
 
 function autoscaler(registry: PackageRegistry, a: RegistryAutoscaling): ApplyObject {

@@ -70,6 +70,12 @@ export const SERVICE_ACCOUNT_AUDIENCE = 'velodex';
  * node mirror of `mirrors` (entries of its `spec.nodeMirror` whose index is among `indexes`; the
  * plan picks them).
  */
+/** Where clients outside the cluster reach the registry, when its spec declares an Ingress. */
+export function externalUrl(registry: PackageRegistry): string | undefined {
+  const i = registry.spec.ingress;
+  return i && `${i.tlsSecretName ? 'https' : 'http'}://${i.host}`;
+}
+
 export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[], mirrors: readonly NodeMirrorRegistry[] = []): RenderedConfig {
   const refs: SecretKeyRef[] = [];
   const file = (ref: SecretKeyRef) => {
@@ -101,6 +107,7 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
         : {}),
       ...(storage.readCacheMs ? { read_cache_ms: storage.readCacheMs } : {}),
       ...(storage.responseTimeoutSeconds !== undefined ? { response_timeout_secs: storage.responseTimeoutSeconds } : {}),
+      ...(storage.idleTimeoutSeconds !== undefined ? { idle_timeout_secs: storage.idleTimeoutSeconds } : {}),
     },
   };
   if (adminTokenSecretRef) doc.admin = { token_file: file(adminTokenSecretRef) };
@@ -121,6 +128,8 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
   if (gc) doc.gc = gcTable(gc);
   // Not among the Secrets the pod template's checksum covers: a renewal rolls nothing.
   if (registry.spec.tls) doc.tls = { cert_file: `${TLS_DIR}/${TLS_CERT_KEY}`, key_file: `${TLS_DIR}/${TLS_KEY_KEY}` };
+  const external = externalUrl(registry);
+  if (external) doc.external_urls = [external];
   const serviceAccounts = indexes.some((ix) => (ix.spec.access?.serviceAccounts?.length ?? 0) > 0);
   // The API server, its CA and the pod's token are the pod's own (the registry's in-pod defaults).
   if (serviceAccounts) doc.kubernetes = { audience: SERVICE_ACCOUNT_AUDIENCE };

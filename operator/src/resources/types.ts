@@ -262,6 +262,8 @@ export interface PackageRegistrySpec {
     readCacheMs?: number;
     /** `[storage] response_timeout_secs`: how long a request waits for the object store's answer to begin (default 30). */
     responseTimeoutSeconds?: number;
+    /** `[storage] idle_timeout_secs`: how long a body from the object store may send nothing while a pod waits for it (default 30). */
+    idleTimeoutSeconds?: number;
   };
   rateLimit?: {
     enabled?: boolean;
@@ -300,6 +302,25 @@ export interface PackageRegistrySpec {
   networkPolicy?: RegistryNetworkPolicy;
   /** Makes the registry the node mirror of these upstream registries (rendered as `[[mirror]]`; docs/cluster-mirror.md). */
   nodeMirror?: NodeMirror;
+  /**
+   * An Ingress to the registry's Service for clients outside the cluster: its host becomes the
+   * registry's address in `status.url`, the indexes' URLs and `/+api` (rendered as `external_urls`).
+   */
+  ingress?: RegistryIngress;
+}
+
+export interface RegistryIngress {
+  /** The name clients outside use, e.g. "registry.example.com". */
+  host: string;
+  /** The IngressClass; absent: the cluster's default class. */
+  className?: string;
+  /**
+   * The `kubernetes.io/tls` Secret the Ingress controller serves for `host` (cert-manager fills it
+   * when the Ingress carries its annotation); given, clients reach the registry at https://host.
+   */
+  tlsSecretName?: string;
+  /** Annotations of the Ingress, for its controller (and cert-manager). */
+  annotations?: Record<string, string>;
 }
 
 /** The upstream registries a node's containerd pulls through this registry's one endpoint (`?ns=`). */

@@ -160,7 +160,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const scratchDir = join(config.dataDir, 'scratch');
   await mkdir(scratchDir, { recursive: true });
   // Forwarded headers count only from a trusted proxy: `ClientAddress` is the one place that decides.
-  const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket));
+  const origin = (request: FastifyRequest) => originOf(request.headers, request.protocol === 'https' ? 'https' : 'http', addresses.fromTrustedProxy(request.raw.socket), config.externalUrls);
   const markers = holdsMarkers(config, stores, modules);
   const usage = usageLedger(stores, markers);
   const budgets = cacheBudgets(config, stores, usage, markers);

@@ -3,6 +3,7 @@
  * validated `Config`. Precedence: flag, then environment, then file, then default. Every problem
  * is a `ConfigError` naming the key, the index and the fix; nothing half-loads.
  */
+import { resolveExternalUrls } from './external-urls.js';
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import type { z } from 'zod';
@@ -112,6 +113,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     redirect: redirectConfig(s),
     readCacheMs: s.read_cache_ms ?? 0,
     ...(s.response_timeout_secs !== undefined ? { responseTimeoutSecs: s.response_timeout_secs } : {}),
+    ...(s.idle_timeout_secs !== undefined ? { idleTimeoutSecs: s.idle_timeout_secs } : {}),
   };
   if (storage.backend === 's3') {
     for (const key of ['endpoint', 'bucket'] as const) {
@@ -120,8 +122,10 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     for (const [key, secret] of [['access_key', storage.accessKey], ['secret_key', storage.secretKey]] as const) {
       if (!secret) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set one of ${key}, ${key}_env, ${key}_file`);
     }
-  } else if (storage.responseTimeoutSecs !== undefined) {
-    throw new ConfigError('storage.response_timeout_secs', 'is for the object store (backend = "s3")', 'remove it, or use the s3 backend');
+  } else {
+    for (const [key, value] of [['response_timeout_secs', storage.responseTimeoutSecs], ['idle_timeout_secs', storage.idleTimeoutSecs]] as const) {
+      if (value !== undefined) throw new ConfigError(`storage.${key}`, 'is for the object store (backend = "s3")', 'remove it, or use the s3 backend');
+    }
   }
 
   const tls = resolveTls(file.tls);
@@ -142,6 +146,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     indexes,
     rateLimit: { enabled: rl.enabled ?? false, classes },
     trustedProxies: resolveTrustedProxies(file),
+    externalUrls: resolveExternalUrls(file.external_urls),
     connections: resolveConnections(file.connections),
     ...(tls ? { tls } : {}),
     metrics: { enabled: file.metrics?.enabled ?? true },

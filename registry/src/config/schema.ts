@@ -174,6 +174,8 @@ export const storageSchema = z.strictObject({
   read_cache_ms: z.number().int().min(0).max(60_000).optional(),
   // s3 only: how long a request waits for the store's answer to begin (not the whole transfer).
   response_timeout_secs: z.number().int().min(1).max(600).optional(),
+  // s3 only: how long a body that has begun may send nothing while its reader waits for bytes.
+  idle_timeout_secs: z.number().int().min(1).max(600).optional(),
 });
 
 const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });
@@ -266,6 +268,8 @@ export const fileSchema = z.strictObject({
   rate_limit: rateLimitSchema.optional(),
   // IPs and CIDRs whose X-Forwarded-* headers are believed; checked in config/trusted-proxies.ts.
   trusted_proxies: z.array(z.string()).optional(),
+  // Where clients outside reach the registry (config/external-urls.ts).
+  external_urls: z.array(z.string().max(300)).max(16).optional(),
   connections: connectionsSchema.optional(),
   tls: tlsSchema.optional(),
   metrics: z.strictObject({ enabled: z.boolean().optional() }).optional(),

@@ -204,6 +204,12 @@ export interface StorageConfig {
    * byte) before it fails as the store's 503; a body then flows at its consumer's pace. Default 30.
    */
   responseTimeoutSecs?: number;
+  /**
+   * s3: how long a body that has begun may send no byte while velodex waits for one (its reader
+   * has taken everything that came) before it fails as the store's 503 or a cut transfer. A
+   * reader that is slow itself (a slow client) never trips it. Default 30.
+   */
+  idleTimeoutSecs?: number;
 }
 
 /**
@@ -277,6 +283,12 @@ export interface KubernetesConfig {
   tokenFile: string;
 }
 
+/** An origin clients outside use: its host (lowercase, `:port` unless the scheme's default) and scheme. */
+export interface ExternalOrigin {
+  scheme: 'http' | 'https';
+  host: string;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -289,6 +301,8 @@ export interface Config {
   rateLimit: RateLimitConfig;
   /** Peers whose `X-Forwarded-*` headers are believed (client address, origin); empty: they are ignored. */
   trustedProxies: AddressRange[];
+  /** `external_urls`: a request for one of these hosts is given its scheme (TLS ended in front of the registry). */
+  externalUrls: ExternalOrigin[];
   /** Bounds on slow clients and the per-address connection cap. */
   connections: ConnectionsConfig;
   /** `[tls]`: serve HTTPS with this certificate and key (reloaded when the files change); absent: plain HTTP. */

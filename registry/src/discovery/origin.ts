@@ -7,6 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { isIPv4, isIPv6 } from 'node:net';
+import type { ExternalOrigin } from '../config/types.js';
 
 export type Scheme = 'http' | 'https';
 
@@ -65,14 +66,17 @@ function firstValue(value: string | string[] | undefined): string | undefined {
 /**
  * The origin of a request: from a trusted proxy (`fromTrustedProxy`), `X-Forwarded-Host` when
  * valid, else `Host`, and `X-Forwarded-Proto` when valid, else the connection's own scheme; from
- * any other peer, `Host` and the connection's scheme alone. Null when no valid host was given.
+ * any other peer, `Host` and the connection's scheme alone. Either way a host named in `external`
+ * (`external_urls`) without a forwarded scheme gets that URL's scheme. Null when no valid host was given.
  */
-export function originOf(headers: IncomingHttpHeaders, connectionScheme: Scheme, fromTrustedProxy = false): Origin | null {
+export function originOf(headers: IncomingHttpHeaders, connectionScheme: Scheme, fromTrustedProxy = false, external: readonly ExternalOrigin[] = []): Origin | null {
   const forwardedHost = fromTrustedProxy ? firstValue(headers['x-forwarded-host']) : undefined;
   const host = (forwardedHost === undefined ? null : parseHost(forwardedHost)) ?? parseHost(firstValue(headers.host) ?? '');
   if (host === null) return null;
   const forwardedProto = fromTrustedProxy ? firstValue(headers['x-forwarded-proto']) : undefined;
-  const scheme = (forwardedProto === undefined ? null : parseScheme(forwardedProto)) ?? connectionScheme;
+  // A host the registry is reached at from outside has that address's scheme (TLS ended in front).
+  const declared = external.find((e) => e.host === new URL(`${e.scheme}://${host}`).host)?.scheme;
+  const scheme = (forwardedProto === undefined ? null : parseScheme(forwardedProto)) ?? declared ?? connectionScheme;
   // The URL parser drops a default port (`:443` on https), so equal origins print equally.
   const url = new URL(`${scheme}://${host}`);
   return { scheme, host: url.host, href: url.origin };

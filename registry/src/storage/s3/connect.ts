@@ -38,6 +38,8 @@ export interface LocationOptions {
    * request, and the client that sent it, forever.
    */
   responseTimeoutMs?: number;
+  /** How long a response that has begun may send nothing while its reader waits (`[storage] idle_timeout_secs`). */
+  idleTimeoutMs?: number;
 }
 
 export interface ConnectOptions extends LocationOptions {
@@ -48,6 +50,7 @@ export interface ConnectOptions extends LocationOptions {
 const DEFAULT_REGION = 'us-east-1';
 const DEFAULT_TIMEOUT_MS = 15_000;
 const DEFAULT_RESPONSE_TIMEOUT_MS = 30_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 
 /** The client and location from the config, without touching the network. */
 export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Location {
@@ -61,7 +64,8 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
   // Kept-alive sockets: a document read is one small request, the handshake would dominate it.
   const agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 64 }) : new http.Agent({ keepAlive: true, maxSockets: 64 });
   const responseTimeoutMs = opts.responseTimeoutMs ?? (cfg.responseTimeoutSecs !== undefined ? cfg.responseTimeoutSecs * 1000 : DEFAULT_RESPONSE_TIMEOUT_MS);
-  const transport = answeringWithin(tls ? https : http, responseTimeoutMs);
+  const idleTimeoutMs = opts.idleTimeoutMs ?? (cfg.idleTimeoutSecs !== undefined ? cfg.idleTimeoutSecs * 1000 : DEFAULT_IDLE_TIMEOUT_MS);
+  const transport = answeringWithin(tls ? https : http, responseTimeoutMs, idleTimeoutMs);
   const address = clientAddress(url, cfg);
   const options = {
     ...address,
@@ -116,20 +120,47 @@ export function presigningClient(cfg: StorageConfig, endpoint: string): Client {
 }
 
 /**
- * The client's transport (`http` or `https`), with requests destroyed (ETIMEDOUT) when no response
- * has begun within `ms`. The limit ends once the response starts: a body is read at the pace of
- * its consumer (a slow download must not be cut), and the socket's own errors end it otherwise.
+ * The client's transport (`http` or `https`) with two limits, each failing the request (or its
+ * body) with ETIMEDOUT:
+ * - `responseMs`: no response has begun within it;
+ * - `idleMs`: a body that has begun sends nothing for that long while nothing it sent is waiting
+ *   to be read. A body read slowly (its consumer applies backpressure: bytes sit in its buffer)
+ *   is never cut: it is the reader, not the store, that is slow.
  */
-function answeringWithin(transport: typeof http | typeof https, ms: number): Pick<typeof http, 'request'> {
+function answeringWithin(transport: typeof http | typeof https, responseMs: number, idleMs: number): Pick<typeof http, 'request'> {
   const request = ((options: http.RequestOptions, callback?: (res: http.IncomingMessage) => void) => {
     const req = transport.request(options, callback);
-    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no response within ${ms} ms`), { code: 'ETIMEDOUT' })), ms);
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no response within ${responseMs} ms`), { code: 'ETIMEDOUT' })), responseMs);
     const clear = () => clearTimeout(timer);
-    req.once('response', clear);
+    req.once('response', (res: http.IncomingMessage) => {
+      clear();
+      watchIdle(res, idleMs);
+    });
     req.once('close', clear);
     return req;
   }) as typeof http.request;
   return { request };
+}
+
+/** Destroys `res` once it has neither received a byte nor held an unread one for `idleMs`. */
+function watchIdle(res: http.IncomingMessage, idleMs: number): void {
+  let seen = res.socket.bytesRead;
+  const check = () => {
+    // Everything arrived: whatever happens next is the reader's business.
+    if (res.complete) return stop();
+    const now = res.socket?.bytesRead ?? seen;
+    if (now !== seen || res.readableLength > 0) {
+      seen = now;
+      return;
+    }
+    res.destroy(Object.assign(new Error(`the object store sent nothing for ${idleMs} ms`), { code: 'ETIMEDOUT' }));
+  };
+  const timer = setInterval(check, idleMs);
+  timer.unref();
+  const stop = () => clearInterval(timer);
+  res.once('end', stop);
+  res.once('close', stop);
+  res.once('error', stop);
 }
 
 /** `s3Location`, then the start-up checks; resolves only when the bucket is usable. */
