@@ -694,4 +694,130 @@ describe('a platform team on a real cluster', () => {
     await k(['wait', '--for=condition=Ready', 'pidx/hosted', '-n', NS, '--timeout=240s']);
     await pip(['download', '--no-deps', '-d', join(work, 'pip-3'), 'e2e-demo==1.0']);
   });
+
+  it('soaks under faults: steady pip, twine and crane traffic while pods are killed, the index is edited, the operator leader is killed and MinIO restarts; nothing acknowledged is lost, no read fails outside the MinIO outage', async () => {
+    const SOAK_MS = 150_000;
+    const soak = join(work, 'soak');
+    mkdirSync(soak, { recursive: true });
+    const docker = { DOCKER_CONFIG: join(soak, 'docker'), HOME: soak };
+    const crane = (args: string[], allowFailure = false) => run(tool('crane'), [...args, '--insecure'], { env: docker, allowFailure, timeoutMs: 120_000 });
+    await run(tool('crane'), ['auth', 'login', service, '-u', '__token__', '--password-stdin', '--insecure'], { env: docker, input: TOKEN_TWO });
+    const host = service.split(':')[0] ?? service;
+    // What the writers send, made before the clock starts.
+    const wheels = await Promise.all(Array.from({ length: 8 }, (_, i) => buildProject('e2e-soak', `1.${i}`)));
+    const images = Array.from({ length: 8 }, (_, i) => {
+      const image = buildImage({ seed: `e2e-soak-${i}`, layers: 2, bigFileSize: 64 * 1024 });
+      return { tag: `s${i}`, digest: image.manifest.descriptor.digest, layout: writeLayout(join(soak, `layout-${i}`), [{ tag: `s${i}`, item: image }]) };
+    });
+    const readImage = acknowledged.images[0]!;
+
+    interface Op { kind: string; ok: boolean; at: number; end: number; detail?: string }
+    const ops: Op[] = [];
+    const t0 = Date.now();
+    const running = () => Date.now() - t0 < SOAK_MS;
+    const attempt = async (kind: string, fn: () => Promise<{ code: number; stdout: string; stderr: string }>) => {
+      const at = Date.now();
+      const res = await fn().catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+      ops.push({ kind, ok: res.code === 0, at, end: Date.now(), ...(res.code === 0 ? {} : { detail: (res.stderr || res.stdout).slice(-300) }) });
+      return res.code === 0;
+    };
+    const ackedWheels: typeof wheels = [];
+    const ackedImages: typeof images = [];
+    const pipArgs = (dest: string, spec: string) => ['download', '--no-deps', '--no-cache-dir', '-d', dest, '--trusted-host', host, '--index-url', `http://${service}/team/hosted/simple/`, spec];
+    const pipEnv = { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1' };
+    const clients = [
+      (async () => {
+        for (let n = 0; running(); n++) await attempt('pip read', () => run(tool('pip'), pipArgs(join(soak, `read-${n}`), 'e2e-demo==1.0'), { env: pipEnv, allowFailure: true, timeoutMs: 120_000 }));
+      })(),
+      (async () => {
+        for (let n = 0; running(); n++) await attempt('crane read', () => crane(['pull', '--format', 'oci', `${service}/${readImage.ref}`, join(soak, `pull-${n}`)], true));
+      })(),
+      (async () => {
+        for (const w of wheels) {
+          if (!running()) break;
+          if (await attempt('twine upload', () => twine(TOKEN_TWO, [w.wheel], true))) ackedWheels.push(w);
+          await new Promise((r) => setTimeout(r, 8000));
+        }
+      })(),
+      (async () => {
+        for (const image of images) {
+          if (!running()) break;
+          if (await attempt('crane push', () => crane(['push', image.layout, `${service}/team/images/soak:${image.tag}`], true))) ackedImages.push(image);
+          await new Promise((r) => setTimeout(r, 8000));
+        }
+      })(),
+    ];
+
+    // The faults, on a schedule; the MinIO outage is the time from its kill to its pod ready again.
+    const faults: string[] = [];
+    const outage = { from: 0, to: 0 };
+    const at = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, t0 + ms - Date.now())));
+    const registryPods = async () => (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '--field-selector=status.phase=Running', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim().split(/\s+/).filter(Boolean);
+    const killPod = async (when: number) => {
+      await at(when);
+      const pod = (await registryPods())[0];
+      if (!pod) return;
+      await k(['delete', 'pod', pod, '-n', NS, '--wait=false']);
+      faults.push(`${Math.round((Date.now() - t0) / 1000)} s: registry pod ${pod} deleted`);
+    };
+    const schedule = (async () => {
+      await killPod(10_000);
+      await at(25_000);
+      const leader = (await k(['get', 'lease', 'velodex-operator', '-n', 'velodex-system', '-o', 'jsonpath={.spec.holderIdentity}'])).stdout.trim();
+      await k(['delete', 'pod', leader, '-n', 'velodex-system', '--grace-period=0', '--force']);
+      faults.push(`${Math.round((Date.now() - t0) / 1000)} s: operator leader ${leader} killed`);
+      await killPod(40_000);
+      await at(55_000);
+      await k(['patch', 'pidx', 'pypi', '-n', NS, '--type=merge', '-p', '{"spec":{"upstreamConcurrency":7}}']);
+      faults.push(`${Math.round((Date.now() - t0) / 1000)} s: index pypi edited (the pods roll)`);
+      await at(80_000);
+      const minio = JSON.parse((await k(['get', 'pods', '-n', 'velodex-system', '-l', 'app.kubernetes.io/component=minio', '-o', 'json'])).stdout) as {
+        items: { metadata: { name: string }; status: { containerStatuses: { containerID: string; restartCount: number; ready: boolean }[] } }[];
+      };
+      const before = minio.items[0]!.status.containerStatuses[0]!;
+      outage.from = Date.now();
+      await node.killContainer(before.containerID);
+      faults.push(`${Math.round((Date.now() - t0) / 1000)} s: MinIO's container killed`);
+      await until('MinIO back', async () => {
+        const now = (JSON.parse((await k(['get', 'pods', '-n', 'velodex-system', '-l', 'app.kubernetes.io/component=minio', '-o', 'json'])).stdout) as typeof minio).items[0]?.status.containerStatuses[0];
+        return now && now.restartCount > before.restartCount && now.ready ? true : undefined;
+      });
+      outage.to = Date.now();
+      faults.push(`${Math.round((Date.now() - t0) / 1000)} s: MinIO ready again (${Math.round((outage.to - outage.from) / 1000)} s out)`);
+      await killPod(110_000);
+      await killPod(135_000);
+    })();
+    await Promise.all([schedule, ...clients]);
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+
+    // Everything acknowledged, fetched back and checked.
+    const lost: string[] = [];
+    for (const w of ackedWheels) {
+      const dest = join(soak, `check-${basename(w.wheel)}`);
+      const res = await run(tool('pip'), pipArgs(dest, `e2e-soak==${basename(w.wheel).split('-')[1]}`), { env: pipEnv, allowFailure: true });
+      if (res.code !== 0 || !readFileSync(join(dest, basename(w.wheel))).equals(readFileSync(w.wheel))) lost.push(basename(w.wheel));
+    }
+    for (const image of ackedImages) {
+      const ref = `${service}/team/images/soak:${image.tag}`;
+      const digest = await crane(['digest', ref], true);
+      const pulled = await crane(['pull', '--format', 'oci', ref, join(soak, `check-${image.tag}`)], true);
+      if (digest.stdout.trim() !== image.digest || pulled.code !== 0) lost.push(ref);
+    }
+    // A request that overlapped the outage, or began within 10 s after it (sockets to MinIO reconnecting), counts as in it.
+    const inOutage = (op: Op) => op.end >= outage.from && op.at <= outage.to + 10_000;
+    const summary = ['pip read', 'crane read', 'twine upload', 'crane push'].map((kind) => {
+      const mine = ops.filter((o) => o.kind === kind);
+      const failed = mine.filter((o) => !o.ok);
+      return `${kind}: ${mine.length} attempted, ${failed.length} failed (${failed.filter(inOutage).length} during the MinIO outage)`;
+    });
+    console.log(['soak under faults', ...faults, ...summary, `acknowledged and read back: ${ackedWheels.length} wheels, ${ackedImages.length} images; lost: ${lost.length}`].join('\n'));
+    expect(lost).toEqual([]);
+    const readFailures = ops.filter((o) => o.kind.endsWith('read') && !o.ok && !inOutage(o));
+    expect(readFailures.map((o) => `${o.kind} at ${Math.round((o.at - t0) / 1000)} s: ${o.detail}`)).toEqual([]);
+    // Writes went on: most were acknowledged (a write in the outage may fail, and say so).
+    expect(ackedWheels.length).toBeGreaterThan(0);
+    expect(ackedImages.length).toBeGreaterThan(0);
+    expect(ops.filter((o) => o.kind.endsWith('read')).length).toBeGreaterThan(20);
+  }, 600_000);
 });

@@ -45,6 +45,12 @@ export interface KubeNode {
   certsDir: string;
   /** `ctr -n k8s.io images import` of an OCI archive into the node's containerd. */
   importImage(archive: string): Promise<void>;
+  /**
+   * Kills a container's process on the node (`ctr task kill -s SIGKILL`): the kubelet restarts it
+   * in the same pod, whose emptyDirs stay, as after a crash. `id` as a pod's status names it,
+   * with or without the `containerd://` prefix.
+   */
+  killContainer(id: string): Promise<void>;
   /** The last lines every component printed, for a failure message. */
   logs(): string;
   stop(): Promise<void>;
@@ -227,6 +233,9 @@ export async function startKubeNode(): Promise<KubeNode> {
       certsDir: p('certs.d'),
       importImage: async (archive) => {
         await ctr(['images', 'import', archive]);
+      },
+      killContainer: async (id) => {
+        await ctr(['tasks', 'kill', '--signal', 'SIGKILL', id.replace(/^containerd:\/\//, '')]);
       },
       logs: () => log,
       stop,
