@@ -4,7 +4,7 @@
  * each pull after a delete revalidates. A project whose file is removed from pypiserver's folder
  * is still installed by pip through `keep` and gone through `follow`; a tag whose manifest is
  * deleted from the registry is still pulled whole by crane through `keep` and gone through
- * `follow`. The kept copies are marked in `/+status`, counted once in `/metrics`
+ * `follow`. The kept copies are marked in `/+status`, counted once in `/metrics` and `/+stats`
  * (`kept_after_upstream_delete`) and told once to a webhook receiver, however often they are
  * pulled again; once the upstream has them again, the mark goes.
  */
@@ -129,6 +129,8 @@ describe('a project deleted upstream (pip, pypiserver)', () => {
     expect(await keptOf('py-follow')).toMatchObject({ upstream_deletions: 'follow', kept_after_upstream_delete: { count: 0, newest: [] } });
     expect(await keptCounter('root/py-keep')).toBe(1);
     expect(await keptCounter('root/py-follow')).toBe(0);
+    const stats = (await (await fetch(`${server.url}/+stats`)).json()) as { indexes: Record<string, { counters: Record<string, number> }> };
+    expect(stats.indexes['root/py-keep']?.counters.kept_after_upstream_delete).toBe(1);
     const [delivery] = await receiver.waitFor('/py-keep', 1);
     expect(delivery!.headers['x-velodex-event']).toBe('kept_after_upstream_delete');
     expect(delivery!.json).toMatchObject({ event: 'kept_after_upstream_delete', index: 'py-keep', route: 'root/py-keep', local_index: 'py-keep', project: 'gone-upstream', count: 1 });
