@@ -89,6 +89,8 @@ upload_target = "hosted"
     ['a route on a reserved path', `[[index]]\nname = "a"\nroute = "v2/x"\nhosted = true\n`, /starts with "v2", which the server serves itself/],
     ['an OCI route with uppercase', `[[index]]\nname = "a"\nroute = "Root/oci"\necosystem = "oci"\nhosted = true\n`, /segment "Root"/],
     ['a key for another role', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupstream_concurrency = 4\n`, /upstream_concurrency: only applies to a cached index/],
+    ['upstream_deletions on a hosted index', `[[index]]\nname = "a"\nroute = "r/a"\nhosted = true\nupstream_deletions = "keep"\n`, /index "a" \(index\[0\]\)\.upstream_deletions: only applies to a cached index, this one is hosted/],
+    ['an upstream_deletions that is neither follow nor keep', `[[index]]\nname = "c"\nroute = "r/c"\ncached = "https://x.example/simple/"\nupstream_deletions = "retain"\n`, /upstream_deletions: must be "follow" \(drop what the upstream deleted\) or "keep" \(serve the last good copy\)/],
     ['broken TOML', `[[index]\nname = `, /not valid TOML/],
     ['an external URL with a path', `external_urls = ["https://registry.example.com/pypi"]\n`, /external_urls\[0\]: must be an origin: scheme, host and port only.*use "https:\/\/registry\.example\.com"/s],
     ['an external URL that is no URL', `external_urls = ["registry.example.com"]\n`, /external_urls\[0\]: "registry\.example\.com" is not a URL/],

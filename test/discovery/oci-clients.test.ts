@@ -120,6 +120,7 @@ describe('the mirror form of hosts.toml', () => {
       role: 'cached',
       upstreams: [{ url: `http://${upstream}`, hosts: [], failoverOn404: false }],
       cacheTtlSecs: 300,
+      upstreamDeletions: 'follow',
       policy: { denyProjects: [], allowProjects: [] },
       webhooks: [],
       tokens: [],

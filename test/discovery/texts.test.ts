@@ -20,7 +20,7 @@ function base(name: string, ecosystem: string) {
   return { name, route, routeSegments: route.split('/'), ecosystem, policy: { denyProjects: [], allowProjects: [] }, webhooks: [], tokens: [], serviceAccounts: [], private: false };
 }
 const hosted = (name: string, ecosystem = 'oci'): HostedIndex => ({ ...base(name, ecosystem), role: 'hosted', volatile: false, trustedPublishers: [] });
-const cached = (name: string, upstream: string, ecosystem = 'oci'): IndexConfig => ({ ...base(name, ecosystem), role: 'cached', upstreams: [{ url: upstream, hosts: [], failoverOn404: false }], cacheTtlSecs: 300 });
+const cached = (name: string, upstream: string, ecosystem = 'oci'): IndexConfig => ({ ...base(name, ecosystem), role: 'cached', upstreams: [{ url: upstream, hosts: [], failoverOn404: false }], cacheTtlSecs: 300, upstreamDeletions: 'follow' });
 
 const at = (host: string, scheme: 'http' | 'https' = 'http') => linksFor(originOf({ host }, scheme));
 

@@ -22,7 +22,7 @@ import { proxiedOrigin } from './origin.js';
 
 const up = proxiedOrigin();
 
-async function setup(ttl = 300, upstream: UpstreamClient = up.client) {
+async function setup(ttl = 300, upstream: UpstreamClient = up.client, deletions: 'follow' | 'keep' = 'follow') {
   const root = tempDir('velodex-fresh-');
   const meta = new FsMetaStore(root);
   const blobs = new FsBlobStore(root);
@@ -30,9 +30,13 @@ async function setup(ttl = 300, upstream: UpstreamClient = up.client) {
   await blobs.init();
   const clock = { now: 1_000_000 };
   const counters = new IndexCounters('cache');
-  const cache = new DocCache({ meta, blobs, ttlSecs: ttl, counters, now: () => clock.now, health: new UpstreamHealth(5_000) });
+  const marks: Array<[string, number | null]> = [];
+  const cache = new DocCache({
+    meta, blobs, ttlSecs: ttl, counters, now: () => clock.now, health: new UpstreamHealth(5_000), deletions,
+    onKept: (key, since) => marks.push([key, since]),
+  });
   const fetcher = (path: string) => (cond: Parameters<typeof fetchDoc>[2]) => fetchDoc(upstream, path, cond);
-  return { meta, blobs, clock, counters, cache, fetcher };
+  return { meta, blobs, clock, counters, cache, fetcher, marks };
 }
 
 describe('ttl and freshness', () => {
@@ -196,5 +200,33 @@ describe('DocCache (readThrough)', () => {
     clock.now += 61_000;
     expect(await cache.read('cache/idx/pages/gone', fetcher('/page/gone'))).toBeNull();
     expect(await meta.get('cache/idx/pages/gone')).toBeNull();
+  });
+
+  it('with upstream_deletions = "keep", serves the stored copy the upstream deleted, marked and counted once, until the upstream has it again', async () => {
+    up.origin.docs.set('/page/kept', { body: 'kept body', etag: '"k"' });
+    const { cache, fetcher, clock, counters, marks } = await setup(60, up.client, 'keep');
+    const key = 'cache/idx/pages/kept';
+    expect((await cache.read(key, fetcher('/page/kept')))!.source).toBe('fetched');
+    up.origin.docs.delete('/page/kept');
+    const goneAt = (clock.now += 61_000);
+    const kept = (await cache.read(key, fetcher('/page/kept')))!;
+    expect(kept.source).toBe('kept');
+    expect((await kept.body()).toString()).toBe('kept body');
+    expect(kept.record.keptSince).toBe(goneAt);
+    // Trusted for another TTL, then asked again: still gone, still kept, not counted again.
+    expect((await cache.read(key, fetcher('/page/kept')))!.source).toBe('fresh');
+    clock.now += 61_000;
+    expect((await cache.read(key, fetcher('/page/kept')))!.record.keptSince).toBe(goneAt);
+    expect(counters.get('kept_after_upstream_delete')).toBe(1);
+    expect(counters.get('changed')).toBe(0);
+    expect(marks).toEqual([[key, goneAt]]);
+    // The upstream has it again (the same ETag: a 304): the mark goes.
+    up.origin.docs.set('/page/kept', { body: 'kept body', etag: '"k"' });
+    clock.now += 61_000;
+    const back = (await cache.read(key, fetcher('/page/kept')))!;
+    expect(back.source).toBe('revalidated');
+    expect(back.record.keptSince).toBeUndefined();
+    expect(marks).toEqual([[key, goneAt], [key, null]]);
+    expect(counters.get('kept_after_upstream_delete')).toBe(1);
   });
 });

@@ -95,6 +95,8 @@ export interface CachedOptions extends IndexOptions {
   /** The cache's budget: `max_bytes` (bytes or a size) and `evict_unused_after` (seconds or a duration). */
   maxBytes?: number | string;
   evictUnusedAfter?: number | string;
+  /** `upstream_deletions`: what a page or tag the upstream deleted becomes. */
+  upstreamDeletions?: 'follow' | 'keep';
 }
 
 export interface VirtualOptions extends IndexOptions {
@@ -130,6 +132,7 @@ export function cached(name: string, upstream: string, o: CachedOptions = {}): C
       upstream_hosts: o.upstreamHosts,
       max_bytes: o.maxBytes,
       evict_unused_after: o.evictUnusedAfter,
+      upstream_deletions: o.upstreamDeletions,
       ...secret('upstream_username', o.credentials?.username),
       ...secret('upstream_password', o.credentials?.password),
     },
@@ -164,6 +167,7 @@ export function cachedFrom(name: string, upstreams: UpstreamOptions[], o: Omit<C
       upstream_concurrency: o.upstreamConcurrency,
       max_bytes: o.maxBytes,
       evict_unused_after: o.evictUnusedAfter,
+      upstream_deletions: o.upstreamDeletions,
     },
     o,
   );

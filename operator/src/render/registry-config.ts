@@ -180,6 +180,7 @@ function indexTable(ix: PackageIndex, file: (ref: SecretKeyRef) => string): Reco
       if (s.upstreamConcurrency !== undefined) table.upstream_concurrency = s.upstreamConcurrency;
       if (s.upstreamHosts !== undefined && s.upstreamHosts.length > 0) table.upstream_hosts = s.upstreamHosts;
       if (s.cacheTtlSeconds !== undefined) table.cache_ttl_secs = s.cacheTtlSeconds;
+      if (s.upstreamDeletions !== undefined) table.upstream_deletions = s.upstreamDeletions;
       if (s.maxBytes !== undefined) table.max_bytes = tomlSize(s.maxBytes);
       if (s.evictUnusedAfter !== undefined) table.evict_unused_after = tomlDuration(s.evictUnusedAfter);
       if (s.upstreamCredentialsSecretRef) {

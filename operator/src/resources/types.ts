@@ -57,7 +57,7 @@ export interface KeepTagsRule {
 }
 
 /** What a webhook may subscribe to (docs/webhooks.md). */
-export type WebhookEvent = 'upload' | 'yank' | 'unyank' | 'delete' | 'restore';
+export type WebhookEvent = 'upload' | 'yank' | 'unyank' | 'delete' | 'restore' | 'kept_after_upstream_delete';
 
 /** Exactly one of `url` and `urlSecretRef` (the CRD and the plan both check it). */
 export interface IndexWebhook {
@@ -170,6 +170,8 @@ export interface PackageIndexSpec {
   /** Hosts that belong to the upstream besides its own (rendered as `upstream_hosts`). */
   upstreamHosts?: string[];
   cacheTtlSeconds?: number;
+  /** Cached only: follow the upstream's deletes (the default) or keep the last good copy (rendered as `upstream_deletions`). */
+  upstreamDeletions?: 'follow' | 'keep';
   upstreamCredentialsSecretRef?: UpstreamCredentialsRef;
   uploadTokenSecretRef?: SecretKeyRef;
   /** Named tokens beside the upload token (rendered as `[[index.token]]`). */

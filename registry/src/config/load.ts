@@ -253,6 +253,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
   onlyFor('trusted_publisher', 'hosted');
   onlyFor('upstream_concurrency', 'cached');
   onlyFor('cache_ttl_secs', 'cached');
+  onlyFor('upstream_deletions', 'cached');
   onlyFor('upstream_hosts', 'cached');
   for (const key of secretSpellings('upstream_username', 'upstream_password')) onlyFor(key, 'cached');
   onlyFor('upload_target', 'virtual');
@@ -297,6 +298,7 @@ function resolveIndex(ix: IndexFileConfig, position: number, secrets: SecretSour
         upstreams: resolveUpstreams(ix, where, secrets),
         upstreamConcurrency: ix.upstream_concurrency,
         cacheTtlSecs: ix.cache_ttl_secs ?? DEFAULT_CACHE_TTL_SECS,
+        upstreamDeletions: ix.upstream_deletions ?? 'follow',
         ...cacheBudget(ix, where),
       };
     case 'virtual':

@@ -44,7 +44,7 @@ export const webhookSchema = z.strictObject({
   // A secret too: a chat service's incoming-webhook URL is its own credential (config/webhook.ts).
   ...secretFields('url'),
   ...secretFields('secret'),
-  events: z.array(z.enum(['upload', 'yank', 'unyank', 'delete', 'restore'])).optional(),
+  events: z.array(z.enum(['upload', 'yank', 'unyank', 'delete', 'restore', 'kept_after_upstream_delete'])).optional(),
 });
 
 /** One named token of an index (`[[index.token]]`, access/tokens.ts): what it may do, where, until when. */
@@ -135,6 +135,10 @@ export const indexSchema = z.strictObject({
   volatile: z.boolean().optional(),
   upstream_concurrency: positiveInt.optional(),
   cache_ttl_secs: z.number().int().min(0).optional(),
+  // What a cached copy becomes once its upstream no longer has it (roles/revalidator.ts).
+  upstream_deletions: z
+    .enum(['follow', 'keep'], { message: 'must be "follow" (drop what the upstream deleted) or "keep" (serve the last good copy)' })
+    .optional(),
   // Hosts that belong to the upstream besides its own (a files host, a CDN, a token realm): roles/egress.ts.
   upstream_hosts: z.array(upstreamHost).optional(),
   ...secretFields('upstream_username'),

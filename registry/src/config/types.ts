@@ -154,12 +154,21 @@ export interface UpstreamConfig {
   timeoutSecs?: number;
 }
 
+/** `upstream_deletions`: follow the upstream's deletes, or keep the last good copy. */
+export type UpstreamDeletions = 'follow' | 'keep';
+
 export interface CachedIndex extends IndexBase {
   role: 'cached';
   /** The upstreams, in the order a miss asks them; never empty (a cached index without one cannot load). */
   upstreams: [UpstreamConfig, ...UpstreamConfig[]];
   upstreamConcurrency?: number;
   cacheTtlSecs: number;
+  /**
+   * What a stored page or tag becomes when the upstream answers that it no longer has it
+   * (`upstream_deletions`): dropped (`follow`, the default), or served on as the last good copy,
+   * marked, until the upstream has it again (`keep`).
+   */
+  upstreamDeletions: UpstreamDeletions;
   /** What the cache may keep (`max_bytes`, `evict_unused_after`); absent: it keeps everything it fetched. */
   budget?: CacheBudget;
 }

@@ -1,9 +1,10 @@
 /**
- * What an ecosystem tells the event bus after a write has committed, and the delivery document
- * the durable outbox keeps until the receiver accepts it.
+ * What an ecosystem tells the event bus after a write has committed (or a cached index kept a
+ * copy its upstream deleted: kept.ts), and the delivery document the durable outbox keeps until
+ * the receiver accepts it.
  */
 
-export const EVENT_NAMES = ['upload', 'yank', 'unyank', 'delete', 'restore'] as const;
+export const EVENT_NAMES = ['upload', 'yank', 'unyank', 'delete', 'restore', 'kept_after_upstream_delete'] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
 export interface WriteEvent {

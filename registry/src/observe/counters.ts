@@ -19,6 +19,7 @@ export const USAGE_COUNTERS = [
   'quota_refused',
   'evicted',
   'evicted_bytes',
+  'kept_after_upstream_delete',
 ] as const;
 
 export type UsageCounter = (typeof USAGE_COUNTERS)[number];

@@ -30,6 +30,12 @@ const INDEX_METRICS: ReadonlyArray<{ counter: UsageCounter; name: string; help: 
   { counter: 'quota_refused', name: 'index_quota_refused_total', help: 'Uploads refused because they would cross the index quota (quota_bytes).', scope: 'writable' },
   { counter: 'evicted', name: 'index_evicted_total', help: 'Files and blobs evicted from the cache to keep it within its budget.', scope: 'caching' },
   { counter: 'evicted_bytes', name: 'index_evicted_bytes_total', help: 'Bytes of the files and blobs evicted from the cache.', scope: 'caching' },
+  {
+    counter: 'kept_after_upstream_delete',
+    name: 'index_kept_after_upstream_delete_total',
+    help: 'Pages and tags the upstream deleted that the cache kept serving (upstream_deletions = "keep"), each counted once.',
+    scope: 'caching',
+  },
   { counter: 'metadata', name: 'index_metadata_total', help: 'Core-metadata sibling hits (PEP 658/714).', scope: 'metadata' },
 ];
 

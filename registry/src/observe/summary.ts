@@ -30,6 +30,12 @@
  * about 5 s of conflicts; the client's write does not fail then (`recordAfterCommit` logs it),
  * only the serial misses those counts.
  *
+ * - `kept` maps each page or tag a cached index serves on after its upstream deleted it
+ *   (`upstream_deletions = "keep"`) to when that was first seen (ms since the epoch): set and
+ *   cleared by `markKept`, told by the one refresh that set or cleared the copy's own mark, so
+ *   it moves no serial (the content did not change). Its size is the number of such copies, one
+ *   short entry each (an upstream's deletes, not its contents).
+ *
  * The writer updates the summary after its own write has committed. A process that dies in
  * between leaves the summary one write behind: the ecosystem's scan (`Ecosystem.scanIndex`)
  * rebuilds `projects` and `recent` (never `serial`, which cannot be recounted and stays as is).
@@ -63,6 +69,8 @@ export interface IndexSummaryDoc {
   changedFloor?: number;
   /** When a scan last rebuilt `projects` and `recent`. */
   scannedAt?: string;
+  /** A cached index's copies kept after the upstream deleted them: name (a project, `repo:tag`) -> since (ms). */
+  kept?: Record<string, number>;
 }
 
 /** What one write changed: absolute file counts of the projects it touched, and its uploads. */
@@ -182,12 +190,33 @@ export class IndexSummaries {
     }
   }
 
+  /**
+   * A cached copy of `name` is served on after its upstream's delete since `since` (ms), or, with
+   * null, no longer (the upstream has it again, or it was dropped). No serial moves.
+   */
+  async markKept(indexName: string, name: string, since: number | null): Promise<void> {
+    await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => {
+      const listed = current?.kept && Object.hasOwn(current.kept, name);
+      if (since === null) {
+        if (!listed) return undefined;
+        delete current!.kept![name];
+        return current;
+      }
+      if (listed && current!.kept![name] === since) return undefined;
+      const doc = current ?? empty();
+      doc.kept ??= {};
+      Object.defineProperty(doc.kept, name, { value: since, enumerable: true, writable: true, configurable: true });
+      return doc;
+    });
+  }
+
   /** Replaces what a scan can recount; the serial stays. Returns the repaired document. */
   async repair(indexName: string, scanned: ScannedSummary, now = new Date()): Promise<IndexSummaryDoc> {
     const { doc } = await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => ({
       serial: current?.serial ?? 0,
       ...(current?.changed ? { changed: current.changed } : {}),
       ...(current?.changedFloor ? { changedFloor: current.changedFloor } : {}),
+      ...(current?.kept ? { kept: current.kept } : {}),
       projects: scanned.projects,
       recent: capRecent(scanned.recent),
       scannedAt: now.toISOString(),

@@ -21,6 +21,7 @@ import { ociDiscovery } from './discovery.js';
 import { ociFacts } from './facts.js';
 import { ociSearch } from './search.js';
 import { ociStatus } from './status.js';
+import { keptReporter } from '../events/kept.js';
 import { OciRetention } from './lifecycle/retention.js';
 
 export function createOciEcosystem(ctx: ServerContext): Ecosystem {
@@ -29,6 +30,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const shared = stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(stores.blobs);
   const holds = new IndexHolds(stores.holds, ctx.indexByName);
+  // A tag kept after its upstream deleted it: its mark in `/+status` and the webhook event.
+  const kept = keptReporter(ctx.summaries, ctx.events, ctx.log);
   const members = new Members({
     meta: stores.meta,
     blobs: stores.blobs,
@@ -39,6 +42,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
     // A pull through a cached index is a write of it for the summary: every process's search reads it again.
     onCachedChange: (ix, repo) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [repo] }, ctx.log),
+    onCachedKept: (ix, repo, tag, hex, since) =>
+      kept(ix, { name: `${repo}:${tag}`, project: repo, version: tag, file: { filename: `sha256:${hex}`, sha256: hex } }, since),
   });
   const deps: Omit<OciDeps, 'tokens'> = {
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),

@@ -3,7 +3,9 @@
  * source of every Python index, the project source the handlers read through, and the route
  * table on top (`handlers/routes.ts`). Nothing under `python/` imports this file.
  */
+import type { IndexConfig } from '../config/types.js';
 import type { Ecosystem, ServerContext } from '../ecosystem/ecosystem.js';
+import { keptReporter } from '../events/kept.js';
 import { answerPythonError } from './handlers/answers.js';
 import { dispatch, pythonRoutes } from './handlers/routes.js';
 import { ProjectSource } from './handlers/project-source.js';
@@ -22,7 +24,10 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   // A cached index's fill (a page, a file) is a write of the index for the summary: the search
   // index of every process reads it again (observe/summary.ts `changed`).
   const cachedChange = (ix: { name: string }, normalized: string) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [normalized] }, ctx.log);
-  const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route), cachedChange);
+  // A project page kept after its upstream deleted it: its mark in `/+status` and the webhook event.
+  const kept = keptReporter(ctx.summaries, ctx.events, ctx.log);
+  const cachedKept = (ix: IndexConfig, normalized: string, since: number | null) => kept(ix, { name: normalized, project: normalized }, since);
+  const sources = buildSources(ctx, records, overrides, (ix) => ctx.counters.index(ix.route), cachedChange, cachedKept);
   const routeOf = new Map(ctx.config.indexes.map((ix) => [ix.name, ix.route]));
   const source = new ProjectSource(records, sources.lookup, undefined, (name) => ctx.counters.index(routeOf.get(name) ?? name));
   const routes = pythonRoutes(ctx, source, { overrides, cachedLayer: sources.cachedLayer, checkStatus: writeStatusCheck(sources.lookup) });

@@ -24,6 +24,12 @@ export interface CachedDoc {
    * Absent: the first (every record written before an index had several).
    */
   upstream?: string;
+  /**
+   * `upstream_deletions = "keep"`: when the upstream first answered that it no longer has this
+   * document (ms since the epoch); the stored copy is served on, marked so, until the upstream
+   * has it again. Absent: the upstream has it.
+   */
+  keptSince?: number;
 }
 
 /** The upstream headers that decide freshness and revalidation. */
@@ -70,8 +76,10 @@ function seconds(value: string | undefined): number | undefined {
 
 /** The record after a 304: the same content, confirmed now, with any validators the 304 updated. */
 export function confirmed(doc: CachedDoc, headers: FreshnessHeaders, indexTtlSecs: number, now: number): CachedDoc {
+  // The upstream has it (again): a copy kept after its delete is no longer marked.
+  const { keptSince: _kept, ...rest } = doc;
   return {
-    ...doc,
+    ...rest,
     fetchedAt: now,
     ttlSecs: ttlSecs(indexTtlSecs, headers),
     etag: headers.etag ?? doc.etag,

@@ -8,7 +8,10 @@
  * - fresh: within the record's TTL (freshness.ts), so a confirmation is seen by every replica;
  * - asked: a conditional fetch with the record's validators (`fetchDoc`, fetch-doc.ts);
  * - kept: 304 confirms the record, 200 stores the bytes and replaces the record (the same digest
- *   counts as confirmed), 404/410 drops the record.
+ *   counts as confirmed), 404/410 drops the record; with `upstream_deletions = "keep"` a 404/410
+ *   `retain`s it instead: `keptSince` set once in the record (a compare-and-swap, so one refresh
+ *   on one process sets it and `onKept` hears of it once) and the TTL restarted. A 304 or 200
+ *   later writes a record without the mark, and `onKept` hears that it went.
  *
  * With nothing cached, a failure is an `UpstreamError` saying so (502 in the default table).
  */
@@ -23,7 +26,8 @@ import type { BlobInfo, BlobStore, MetaStore, ReadOptions, Versioned } from '../
 import { updateDoc } from '../storage/update.js';
 import type { Conditional, FetchedDoc } from './fetch-doc.js';
 import { confirmed, DEFAULT_CACHE_TTL_SECS, fetched, freshness, type CachedDoc } from './freshness.js';
-import { Revalidator, type CachedCopy, type Kept, type Served } from './revalidator.js';
+import type { UpstreamDeletions } from '../config/types.js';
+import { Revalidator, type CachedCopy, type Kept, type Retained, type Served } from './revalidator.js';
 import { UpstreamError } from './upstream-error.js';
 import type { UpstreamState } from './upstream-health.js';
 
@@ -54,6 +58,13 @@ export interface DocCacheOptions {
   locks?: KeyLocks;
   /** Told (not awaited) when a key's stored content changed: a new or different body, or gone. */
   onChanged?: (key: string) => void;
+  /** What a stored document the upstream deleted becomes (`upstream_deletions`); default `follow`. */
+  deletions?: UpstreamDeletions;
+  /**
+   * Told (not awaited) when a key's copy is marked as kept after the upstream's delete (`since`,
+   * once per mark), and when the mark goes (null: the upstream has it again, or it was dropped).
+   */
+  onKept?: (key: string, since: number | null) => void;
 }
 
 /** A stored document as the revalidator handles it: its record, and its bytes when just fetched. */
@@ -70,9 +81,11 @@ export class DocCache {
   readonly #now: () => number;
   readonly #revalidator: Revalidator<Held>;
   readonly #onChanged: ((key: string) => void) | undefined;
+  readonly #onKept: ((key: string, since: number | null) => void) | undefined;
 
   constructor(opts: DocCacheOptions) {
     this.#onChanged = opts.onChanged;
+    this.#onKept = opts.onKept;
     this.#meta = opts.meta;
     this.#blobs = opts.blobs;
     this.#holder = opts.holder;
@@ -83,6 +96,7 @@ export class DocCache {
       ...(opts.health ? { health: opts.health } : {}),
       now: this.#now,
       ...(opts.locks ? { locks: opts.locks } : {}),
+      ...(opts.deletions ? { deletions: opts.deletions } : {}),
     });
   }
 
@@ -130,7 +144,24 @@ export class DocCache {
         return answer;
       },
       keep: (answer, current) => this.#keep(key, answer, current),
+      gone: (answer) => answer.status === 'absent',
+      retain: (current) => this.#retain(key, current),
     };
+  }
+
+  /** The stored record kept after the upstream's delete: marked once, trusted for another TTL. */
+  async #retain(key: string, current: Held): Promise<Retained<Held>> {
+    const now = this.#now();
+    let marked = false;
+    const { doc } = await updateDoc<CachedDoc>(this.#meta, key, (cur) => {
+      marked = false;
+      // Replaced or dropped meanwhile (another process, another upstream): leave it as it is.
+      if (!cur || cur.digest !== current.record.digest) return undefined;
+      marked = cur.keptSince === undefined;
+      return { ...cur, fetchedAt: now, ttlSecs: this.#ttl, keptSince: cur.keptSince ?? now };
+    });
+    if (marked) this.#onKept?.(key, doc!.keptSince!);
+    return { doc: { record: doc ?? current.record, ...(current.bytes ? { bytes: current.bytes } : {}) }, marked };
   }
 
   async #keep(key: string, answer: FetchedDoc, current: Held | null): Promise<Kept<Held> | null> {
@@ -140,6 +171,7 @@ export class DocCache {
         // `ask` refuses a 304 without a stored record.
         const record = confirmed(current!.record, answer.headers, this.#ttl, now);
         await this.#save(key, record);
+        this.#unmarked(key, current);
         return { doc: { record }, same: true };
       }
       case 'ok': {
@@ -149,16 +181,23 @@ export class DocCache {
         await this.#save(key, record);
         const same = record.digest === current?.record.digest;
         if (!same) this.#onChanged?.(key);
+        this.#unmarked(key, current);
         return { doc: { record, bytes: answer.body }, same };
       }
       case 'absent': {
         if (current) {
           await this.#meta.delete(key);
           this.#onChanged?.(key);
+          this.#unmarked(key, current);
         }
         return null;
       }
     }
+  }
+
+  /** The copy that was marked as kept is not any more (replaced, confirmed or dropped). */
+  #unmarked(key: string, previous: Held | null): void {
+    if (previous?.record.keptSince !== undefined) this.#onKept?.(key, null);
   }
 
   /** Holds, then stores, the body (an existing hold costs one read). */

@@ -14,8 +14,13 @@
  *    - nothing was stored: `fetched`, no counter;
  *    - the same content (a 304, the same bytes or digest): `revalidated`, counted `refreshes`;
  *    - other content: `changed`, counted `refreshes` and `changed`;
- *    - gone upstream (`keep` answers null): null, counted `refreshes` and `changed` when a copy
- *      was stored.
+ *    - gone upstream (`gone` says so; `keep` then answers null): with `upstream_deletions =
+ *      "follow"` null, counted `refreshes` and `changed` when a copy was stored. With `"keep"` a
+ *      stored copy is `retain`ed instead: marked as kept after the upstream's delete and
+ *      trusted for another TTL (`kept`, counted `refreshes`, and `kept_after_upstream_delete`
+ *      once per copy: the mark lives in the stored copy, so only the refresh that sets it
+ *      counts, on any process). It is asked again when that TTL ends: once the upstream has it
+ *      again, `keep` stores the upstream's copy, which carries no mark.
  * 4. When `ask` fails, the upstream rests (upstream-health.ts) and the stored copy is served
  *    (`stale`, counted `stale_served` once per request answered with it); with nothing stored,
  *    the failure is counted `upstream_errors` once and thrown as an `UpstreamError` of the
@@ -32,6 +37,7 @@
  *   upstream's last answer holds in the same document; `ask` a HEAD of the tag, and
  *   the manifest's GET when none is stored or the digest moved; counted per repository.
  */
+import type { UpstreamDeletions } from '../config/types.js';
 import { SlotsBusyError } from '../limits/slots.js';
 import { NO_COUNTERS, type CounterSink, type UsageCounter } from '../observe/counters.js';
 import type { KeyLocks } from '../storage/key-locks.js';
@@ -40,7 +46,7 @@ import { restated } from './upstream-error.js';
 import { UpstreamHealth, type UpstreamState } from './upstream-health.js';
 
 /** How a read was answered. */
-export type Served = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale';
+export type Served = 'fresh' | 'fetched' | 'revalidated' | 'changed' | 'stale' | 'kept';
 
 /** What `keep` did with the upstream's content. */
 export interface Kept<D> {
@@ -59,6 +65,20 @@ export interface CachedCopy<D, A> {
   ask(current: D | null): Promise<A>;
   /** Stores what the upstream answered; null when it says the document is gone (the stored copy is dropped). */
   keep(answer: A, current: D | null): Promise<Kept<D> | null>;
+  /** Whether the answer says the upstream no longer has the document. */
+  gone(answer: A): boolean;
+  /**
+   * `upstream_deletions = "keep"`: the stored copy, marked as kept after the upstream's delete
+   * (the mark stays until the upstream's copy replaces it) and trusted for another TTL.
+   */
+  retain(current: D): Promise<Retained<D>>;
+}
+
+/** What `retain` did. */
+export interface Retained<D> {
+  doc: D;
+  /** This call set the mark (it was not kept before): counted, and told once. */
+  marked: boolean;
 }
 
 export interface Read<D> {
@@ -74,6 +94,8 @@ export interface RevalidatorOptions {
   locks?: KeyLocks;
   /** The message of the failure when nothing is stored; `why` is the cause's message. */
   nothingCached?: (why: string) => string;
+  /** What a stored copy the upstream deleted becomes (`upstream_deletions`); default `follow`. */
+  deletions?: UpstreamDeletions;
 }
 
 export interface ReadOptions<D> {
@@ -91,6 +113,7 @@ export class Revalidator<D> {
   readonly #now: () => number;
   readonly #locks: KeyLocks | undefined;
   readonly #nothingCached: (why: string) => string;
+  readonly #deletions: UpstreamDeletions;
   readonly #flights = new PromiseFlights<Read<D> | null>();
 
   constructor(opts: RevalidatorOptions = {}) {
@@ -99,6 +122,7 @@ export class Revalidator<D> {
     this.#now = opts.now ?? Date.now;
     this.#locks = opts.locks;
     this.#nothingCached = opts.nothingCached ?? NOTHING_CACHED;
+    this.#deletions = opts.deletions ?? 'follow';
   }
 
   /** The document under `key`, stored or refreshed; null when the upstream says it is gone. */
@@ -127,6 +151,12 @@ export class Revalidator<D> {
       return this.#failed(current, err, project);
     }
     this.health.up();
+    if (current && this.#deletions === 'keep' && copy.gone(answer)) {
+      const retained = await copy.retain(current);
+      this.#count('refreshes', project);
+      if (retained.marked) this.#count('kept_after_upstream_delete', project);
+      return { doc: retained.doc, served: 'kept' };
+    }
     const kept = await copy.keep(answer, current);
     if (!current) return kept && { doc: kept.doc, served: 'fetched' };
     this.#count('refreshes', project);

@@ -79,6 +79,8 @@ export interface StatusIndex {
   /** A cached index's budget; null when none or not cached. */
   max_bytes: number | null;
   evict_unused_after_secs: number | null;
+  /** A cached index's copies served on after its upstream deleted them (`upstream_deletions = "keep"`); null when not cached. */
+  kept_after_upstream_delete?: { count: number; newest: Array<{ name: string; since: string }> } | null;
   [key: string]: unknown;
 }
 

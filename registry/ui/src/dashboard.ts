@@ -5,7 +5,7 @@
  * above it the store's total, and below it the copy-paste client configuration
  * of `/+api` for each index (placeholders, never a secret: discovery holds none).
  */
-import { getJson, type Discovery, type Stats, type Status, type UpstreamStatus } from './api.js';
+import { getJson, type Discovery, type Stats, type Status, type StatusIndex, type UpstreamStatus } from './api.js';
 import { append, fill, h, message } from './dom.js';
 import { searchBox } from './search.js';
 import { storedCell, storedText } from './stored.js';
@@ -26,7 +26,7 @@ export async function dashboard(): Promise<void> {
     const offline = st?.upstream?.offline === true;
     const stale = (counters.stale_served ?? 0) > 0;
     const health = offline ? h('span', { class: 'bad' }, 'upstream offline: serving cached data') : stale ? h('span', { class: 'warn' }, `served ${counters.stale_served} stale pages`) : h('span', { class: 'good' }, 'healthy');
-    append(row, [h('td', {}, health, st?.upstreams ? upstreamList(st.upstreams, st.upstream?.summary) : null), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`), h('td', { class: 'stored' }, st ? storedCell(st) : '')]);
+    append(row, [h('td', {}, health, st?.upstreams ? upstreamList(st.upstreams, st.upstream?.summary) : null, st ? keptNote(st) : null), h('td', {}, `${counters.pages ?? 0} pages · ${counters.downloads ?? 0} downloads · ${counters.uploads ?? 0} uploads`), h('td', { class: 'stored' }, st ? storedCell(st) : '')]);
   }
   fill(
     details,
@@ -49,6 +49,14 @@ export async function dashboard(): Promise<void> {
       ),
     ),
   );
+}
+
+/** What a cached index serves on after its upstream deleted it: how many, and the newest few by name. */
+function keptNote(st: StatusIndex): HTMLElement | null {
+  const kept = st.kept_after_upstream_delete;
+  if (!kept || kept.count === 0) return null;
+  const names = kept.newest.slice(0, 3).map((k) => k.name).join(', ');
+  return h('p', { class: 'warn kept' }, `keeping ${kept.count} deleted upstream: ${names}${kept.count > 3 ? ', …' : ''}`);
 }
 
 /** Each upstream of a cached index, in the order they are asked: its state and pull-limit figures. */

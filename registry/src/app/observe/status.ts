@@ -137,6 +137,25 @@ function upstreamFields(ix: CachedIndex, described: IndexDescription): Record<st
   };
 }
 
+/** Kept copies listed by name in `/+status`, newest first; `count` has them all. */
+export const KEPT_LISTED = 20;
+
+/**
+ * A cached index's `upstream_deletions` and what it keeps after upstream deletes (its summary's
+ * `kept`): null on other roles.
+ */
+function keptFields(ix: IndexConfig, summary: IndexSummaryDoc | null): Record<string, unknown> {
+  if (ix.role !== 'cached') return { upstream_deletions: null, kept_after_upstream_delete: null };
+  const kept = Object.entries(summary?.kept ?? {}).sort((a, b) => b[1] - a[1]);
+  return {
+    upstream_deletions: ix.upstreamDeletions,
+    kept_after_upstream_delete: {
+      count: kept.length,
+      newest: kept.slice(0, KEPT_LISTED).map(([name, since]) => ({ name, since: new Date(since).toISOString() })),
+    },
+  };
+}
+
 function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: IndexSummaryDoc | null, stored: UsageFigures): Record<string, unknown> {
   const extra = eco?.describe?.(ix) ?? {};
   return {
@@ -145,6 +164,7 @@ function describeIndex(ix: IndexConfig, eco: Ecosystem | undefined, summary: Ind
     ecosystem: ix.ecosystem,
     role: ix.role,
     ...roleFields(ix, extra),
+    ...keptFields(ix, summary),
     serial: summary?.serial ?? 0,
     // A virtual index holds nothing of its own: its members do.
     stored: ix.role === 'virtual' ? null : stored,

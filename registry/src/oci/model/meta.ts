@@ -56,6 +56,12 @@ export interface TagsDoc {
    * tag without asking the upstream (oci/read/cached/confirmations.ts).
    */
   confirmedUntil?: Record<string, number>;
+  /**
+   * A cached index with `upstream_deletions = "keep"`: the tags its upstream no longer has, still
+   * served from the stored mapping, by tag, with when the upstream first answered so (ms since
+   * the epoch). Cleared when the upstream confirms or moves the tag again.
+   */
+  keptSince?: Record<string, number>;
 }
 
 export interface ReferrersDoc {

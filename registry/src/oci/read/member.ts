@@ -16,6 +16,8 @@ export interface FoundManifest {
   index: IndexConfig;
   /** Found by a cached member's tag: until when the upstream's last answer about the tag holds (ms since the epoch). */
   confirmedUntil?: number;
+  /** Found by a cached member's tag its upstream no longer has: since when it is kept (ms since the epoch). */
+  keptSince?: number;
 }
 
 export interface MemberReader {

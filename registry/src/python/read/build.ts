@@ -29,6 +29,8 @@ export function buildSources(
   countersFor: (index: IndexConfig) => CounterSink,
   /** Told when what a cached index holds of a project changed (a page, a file stored). */
   onCachedChange?: (index: IndexConfig, normalized: string) => void,
+  /** Told when a cached index keeps a project's page its upstream deleted (since when), or no longer (null). */
+  onCachedKept?: (index: IndexConfig, normalized: string, since: number | null) => void,
 ): Sources {
   const byName = new Map<string, IndexSource>();
   const cached: CachedSource[] = [];
@@ -49,6 +51,7 @@ export function buildSources(
         overrides,
         ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
         ...(onCachedChange ? { onProjectChanged: (normalized: string) => onCachedChange(index, normalized) } : {}),
+        ...(onCachedKept ? { onProjectKept: (normalized: string, since: number | null) => onCachedKept(index, normalized, since) } : {}),
         onFlight: (o) => {
           if (o.kind === 'rejected') ctx.log.warn({ event: 'rejected', index: index.route, key: o.key, reason: o.error.message }, 'upstream bytes failed digest verification; not cached');
           else if (o.kind === 'upstream_error' || o.kind === 'store_error') ctx.log.warn({ event: o.kind, index: index.route, key: o.key, reason: o.error.message }, 'upstream file fetch failed');

@@ -15,6 +15,11 @@
  * - with several upstreams, every exchange asks them in order (upstream.ts): the tag's HEAD (and
  *   the GET that follows it) of the first that answers, a 404 passing on where the upstream says
  *   `failover_on_404`; a manifest by digest from any of them (the digest pins it);
+ * - a tag the upstreams answer 404 for is dropped (`upstream_deletions = "follow"`), or kept:
+ *   the stored mapping served on, marked kept in the tag map (`TagsDoc.keptSince`, set once:
+ *   `onKept` hears of it once), and asked again after `cache_ttl_secs`; a HEAD that names the
+ *   stored digest again, or a manifest fetched for the tag, clears the mark. Manifests by digest
+ *   and blobs are never asked again once stored, so a kept tag pulls whole;
  * - when the upstreams are down, answer 5xx or 429, the stored mapping is served (`stale_served`),
  *   and with nothing stored the answer is 502 UNKNOWN (`upstream_errors`). After a failure an
  *   upstream is left alone for a short backoff, after a 429 for its Retry-After
@@ -32,7 +37,7 @@ import type { UpstreamSlots } from '../../../limits/upstream-slots.js';
 import type { IndexCounters } from '../../../observe/counters.js';
 import type { SharedFetches } from '../../../roles/flight-peers.js';
 import { PromiseFlights } from '../../../roles/promise-flights.js';
-import { Revalidator, type CachedCopy, type Kept } from '../../../roles/revalidator.js';
+import { Revalidator, type CachedCopy, type Kept, type Retained } from '../../../roles/revalidator.js';
 import { discard, header, readBounded, type UpstreamResponse } from '../../../roles/upstream.js';
 import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Holder } from '../../../storage/holds.js';
@@ -76,6 +81,11 @@ export interface CachedServices {
   fetches?: SharedFetches;
   /** Told (not awaited) when what the index holds of a repository changed: a manifest stored, a tag dropped. */
   onChanged?: (repo: string) => void;
+  /**
+   * Told (not awaited) when a tag gone upstream is kept (`upstream_deletions = "keep"`: since
+   * when, once per mark) naming the manifest `hex`, and when the mark goes (null).
+   */
+  onKept?: (repo: string, tag: string, hex: string, since: number | null) => void;
 }
 
 export class CachedRepos implements MemberReader {
@@ -90,6 +100,7 @@ export class CachedRepos implements MemberReader {
   readonly #counters: IndexCounters;
   readonly #locks: KeyLocks | undefined;
   readonly #onChanged: ((repo: string) => void) | undefined;
+  readonly #onKept: CachedServices['onKept'];
   /** Tags: stored, confirmed, revalidated or served stale (roles/revalidator.ts). */
   readonly #tags: Revalidator<FoundManifest>;
   /** First pulls of manifests by digest, one per digest at a time. */
@@ -106,6 +117,7 @@ export class CachedRepos implements MemberReader {
     this.#counters = counters;
     this.#locks = fetches?.locks;
     this.#onChanged = services.onChanged;
+    this.#onKept = services.onKept;
     this.upstream = new CachedUpstream(index, slots, counters);
     this.blobs = new CachedBlobs(this.upstream, blobs, this.#holder, counters, fetches && { flights: fetches.flights, scope: `oci:${index.name}` });
     this.#tags = new Revalidator<FoundManifest>({
@@ -113,6 +125,7 @@ export class CachedRepos implements MemberReader {
       health: this.upstream.list,
       ...(this.#locks ? { locks: this.#locks } : {}),
       nothingCached: (why) => this.upstream.nothingCached(why),
+      deletions: index.upstreamDeletions,
     });
   }
 
@@ -238,7 +251,25 @@ export class CachedRepos implements MemberReader {
       isFresh: (found, now) => seen === null || now < (found.confirmedUntil ?? 0),
       ask: (current) => this.#askTag(repo, tag, current),
       keep: (answer, current) => this.#keepTag(repo, tag, answer, current),
+      gone: (answer) => answer.kind === 'gone',
+      retain: (current) => this.#retainTag(repo, tag, current),
     };
+  }
+
+  /** The stored mapping of a tag gone upstream, kept: marked once, trusted for another `cache_ttl_secs`. */
+  async #retainTag(repo: readonly string[], tag: string, current: FoundManifest): Promise<Retained<FoundManifest>> {
+    const now = Date.now();
+    const until = now + this.index.cacheTtlSecs * 1000;
+    const kept = await this.#stored.keepTag(repo, tag, current.hex, until, now);
+    // The tag names another manifest by now (a pull elsewhere moved it): served as this request found it.
+    if (!kept) return { doc: current, marked: false };
+    if (kept.marked) this.#onKept?.(repo.join('/'), tag, current.hex, kept.since);
+    return { doc: { ...current, confirmedUntil: until, keptSince: kept.since }, marked: kept.marked };
+  }
+
+  /** A tag that was kept after the upstream's delete is the upstream's again (or dropped). */
+  #unmarked(repo: readonly string[], tag: string, previous: FoundManifest | null): void {
+    if (previous?.keptSince !== undefined) this.#onKept?.(repo.join('/'), tag, previous.hex, null);
   }
 
   /** The tag asked of the upstreams in order (a 404 passes on where `failover_on_404` says). */
@@ -250,16 +281,19 @@ export class CachedRepos implements MemberReader {
     switch (answer.kind) {
       case 'same': {
         // `ask` answers `same` only with a stored mapping.
-        const found = current!;
+        const { keptSince: _kept, ...found } = current!;
         const until = confirmedUntil(this.index.cacheTtlSecs, answer.headers, Date.now());
         await this.#stored.confirmTag(repo, tag, found.hex, until);
+        this.#unmarked(repo, tag, current);
         return { doc: { ...found, ...(until !== undefined ? { confirmedUntil: until } : {}) }, same: true };
       }
       case 'gone':
         if ((await this.#stored.deleteTag(repo, tag)) !== undefined) this.#onChanged?.(repo.join('/'));
+        this.#unmarked(repo, tag, current);
         return null;
       case 'manifest': {
         const found = await this.#keepManifest(repo, tag, answer, { tag, confirmedUntil: confirmedUntil(this.index.cacheTtlSecs, answer.headers, Date.now()) });
+        this.#unmarked(repo, tag, current);
         return { doc: found, same: found.hex === current?.hex };
       }
     }

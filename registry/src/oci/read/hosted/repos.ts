@@ -91,7 +91,9 @@ export class HostedRepos implements MemberReader {
     if (!found) return null;
     if (!unchanged && isManifestMediaType(found.record.mediaType)) this.#lastServed.set(key, { hex, record: found.record, taggedAt });
     const until = tags?.confirmedUntil && tagTarget(tags.confirmedUntil, ref.tag);
-    return until !== undefined ? { ...found, confirmedUntil: until } : found;
+    const kept = tags?.keptSince && tagTarget(tags.keptSince, ref.tag);
+    if (until === undefined && kept === undefined) return found;
+    return { ...found, ...(until !== undefined ? { confirmedUntil: until } : {}), ...(kept !== undefined ? { keptSince: kept } : {}) };
   }
 
   /**
@@ -144,7 +146,10 @@ export class HostedRepos implements MemberReader {
           const next = doc ?? { tags: {} };
           const moved = tagTarget(next.tags, tag) !== hex;
           const confirming = confirmedUntil !== undefined && confirmedUntil > (tagTarget(next.confirmedUntil ?? {}, tag) ?? 0);
-          if (!moved && !confirming) return undefined;
+          // A cached index's upstream sent the tag: a copy kept after its delete is its own again.
+          const unkept = next.keptSince !== undefined && tagTarget(next.keptSince, tag) !== undefined;
+          if (unkept) delete next.keptSince![tag];
+          if (!moved && !confirming && !unkept) return undefined;
           if (moved) {
             setTag(next.tags, tag, hex);
             // The tag's own push time (retention's keep_tags orders by it), in the same write.
@@ -169,15 +174,38 @@ export class HostedRepos implements MemberReader {
     await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
       if (!doc || tagTarget(doc.tags, tag) !== hex) return undefined;
       const stored = doc.confirmedUntil ? tagTarget(doc.confirmedUntil, tag) : undefined;
+      // The upstream has the tag again: it is no longer a copy kept after its delete.
+      const unkept = doc.keptSince !== undefined && tagTarget(doc.keptSince, tag) !== undefined;
+      if (unkept) delete doc.keptSince![tag];
       if (until === undefined) {
-        if (stored === undefined) return undefined;
+        if (stored === undefined) return unkept ? doc : undefined;
         delete doc.confirmedUntil![tag];
         return doc;
       }
-      if (stored !== undefined && stored >= until) return undefined;
+      if (stored !== undefined && stored >= until) return unkept ? doc : undefined;
       setTag((doc.confirmedUntil ??= {}), tag, until);
       return doc;
     });
+  }
+
+  /**
+   * A cached index keeps `tag` (still naming `hex`) after its upstream answered that it has it no
+   * more (`upstream_deletions = "keep"`): marked kept since `now` unless it is already, and
+   * trusted until `until`. `marked`: this call set the mark; `since`: the mark as stored; null
+   * when the tag names another manifest by now (nothing written).
+   */
+  async keepTag(repo: readonly string[], tag: string, hex: string, until: number, now: number): Promise<{ marked: boolean; since: number } | null> {
+    let kept: { marked: boolean; since: number } | null = null;
+    await updateDoc<TagsDoc>(this.meta, keys.tags(this.index, repo), (doc) => {
+      kept = null;
+      if (!doc || tagTarget(doc.tags, tag) !== hex) return undefined;
+      const since = doc.keptSince ? tagTarget(doc.keptSince, tag) : undefined;
+      kept = { marked: since === undefined, since: since ?? now };
+      setTag((doc.keptSince ??= {}), tag, kept.since);
+      setTag((doc.confirmedUntil ??= {}), tag, until);
+      return doc;
+    });
+    return kept;
   }
 
   /**
@@ -195,6 +223,7 @@ export class HostedRepos implements MemberReader {
       delete doc.tags[tag];
       if (doc.taggedAt) delete doc.taggedAt[tag];
       if (doc.confirmedUntil) delete doc.confirmedUntil[tag];
+      if (doc.keptSince) delete doc.keptSince[tag];
       return doc;
     });
     return named;
@@ -216,6 +245,7 @@ export class HostedRepos implements MemberReader {
         delete doc.tags[t];
         if (doc.taggedAt) delete doc.taggedAt[t];
         if (doc.confirmedUntil) delete doc.confirmedUntil[t];
+        if (doc.keptSince) delete doc.keptSince[t];
       }
       return doc;
     });

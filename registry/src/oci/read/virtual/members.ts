@@ -32,6 +32,8 @@ export interface MemberServices {
   fetches?: SharedFetches;
   /** Told (not awaited) when what a cached index holds of a repository changed. */
   onCachedChange?: (index: IndexConfig, repo: string) => void;
+  /** Told (not awaited) when a cached index keeps a tag its upstream deleted (since when), or no longer (null). */
+  onCachedKept?: (index: IndexConfig, repo: string, tag: string, hex: string, since: number | null) => void;
 }
 
 export class Members {
@@ -54,11 +56,12 @@ export class Members {
   cached(index: CachedIndex): CachedRepos {
     let repos = this.#cached.get(index.name);
     if (!repos) {
-      const { meta, blobs, holds, counters, upstreamSlots, fetches, onCachedChange } = this.services;
+      const { meta, blobs, holds, counters, upstreamSlots, fetches, onCachedChange, onCachedKept } = this.services;
       repos = new CachedRepos(index, {
         meta, blobs, holds, counters: counters.index(index.route), slots: upstreamSlots.for(index),
         ...(fetches ? { fetches } : {}),
         ...(onCachedChange ? { onChanged: (repo: string) => onCachedChange(index, repo) } : {}),
+        ...(onCachedKept ? { onKept: (repo: string, tag: string, hex: string, since: number | null) => onCachedKept(index, repo, tag, hex, since) } : {}),
       });
       this.#cached.set(index.name, repos);
     }

@@ -10,6 +10,10 @@
  * cannot send now is looked up on the others' pages by filename and sha256: the bytes are
  * verified against the digest the first page gave, whoever sends them. The project list is the
  * first answering upstream's.
+ *
+ * With `upstream_deletions = "keep"`, a page the upstreams answer 404/410 for is served on from
+ * the store (roles/read-through.ts), with its files as stored; a page that still exists replaces
+ * the stored one as always, so a file the upstream removed from it is no longer listed.
  */
 import type { CachedIndex } from '../../../config/types.js';
 import { HttpError } from '../../../http/errors.js';
@@ -61,6 +65,11 @@ export interface CachedSourceOptions {
   fetches?: SharedFetches;
   /** Told (not awaited) when what the index holds of a project changed: its page, or a file or metadata stored. */
   onProjectChanged?: (normalized: string) => void;
+  /**
+   * Told (not awaited) when a project's page, gone upstream, is kept (`upstream_deletions =
+   * "keep"`: since when, once per mark), and when the mark goes (null).
+   */
+  onProjectKept?: (normalized: string, since: number | null) => void;
 }
 
 /** The stored record of a project's upstream page. */
@@ -122,6 +131,7 @@ export class CachedSource implements IndexSource {
     const fetches = opts.fetches;
     const pages = `${pageKey(index.name, '')}`;
     const changed = opts.onProjectChanged;
+    const kept = opts.onProjectKept;
     this.docs = new DocCache({
       meta: opts.meta,
       blobs: opts.blobs,
@@ -131,6 +141,9 @@ export class CachedSource implements IndexSource {
       health: this.upstreams,
       ...(fetches ? { locks: fetches.locks } : {}),
       ...(changed ? { onChanged: (key: string) => key.startsWith(pages) && changed(key.slice(pages.length)) } : {}),
+      // A project's page is the unit kept: a file dropped from a page that still exists goes with it.
+      deletions: index.upstreamDeletions,
+      ...(kept ? { onKept: (key: string, since: number | null) => key.startsWith(pages) && kept(key.slice(pages.length), since) } : {}),
     });
     const flights = new BlobFlights({
       store: opts.blobs,
