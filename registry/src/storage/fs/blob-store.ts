@@ -4,10 +4,11 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
-import { fstatSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, fsync, openSync, type Stats } from 'node:fs';
 import { link, mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
 import { sweepStaleFiles } from './sweep.js';
@@ -169,11 +170,20 @@ function versionOf(s: Stats): string {
   return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
 }
 
+/**
+ * Fsyncs the file or folder at `path` (a folder: so a rename into it is durable). Only the fsync,
+ * which waits on the disk, goes through the thread pool; the open and the close are made in
+ * place: a path the process has just written into resolves from the kernel's caches, as the warm
+ * stat of the meta store does, and each hop through the pool costs more than either call (two
+ * hops fewer per durable write).
+ */
 export async function fsyncPath(path: string): Promise<void> {
-  const fh = await open(path, 'r');
+  const fd = openSync(path, 'r');
   try {
-    await fh.sync();
+    await fsyncFd(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
+
+const fsyncFd = promisify(fsync);
