@@ -37,7 +37,8 @@
  * second velodex, default 2000). VELODEX_BENCH_ONLY=gc runs only the GC section (with its own
  * servers and MinIO); VELODEX_BENCH_ONLY=s3 sets up the data as always and measures only the s3
  * section (velodex fs, s3, s3 with read_cache_ms, the Distribution registry on s3, the replicas);
- * VELODEX_BENCH_ONLY=search runs only the search section (BENCH_SEARCH_PROJECTS, BENCH_SEARCH_UPLOADS).
+ * VELODEX_BENCH_ONLY=search runs only the search section (BENCH_SEARCH_PROJECTS, BENCH_SEARCH_UPLOADS);
+ * VELODEX_BENCH_ONLY=pull-through runs only the pull-through section (its own upstream, proxies and MinIO).
  * Needs curl, strace and wrk (hack/tools.sh installs them).
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -94,7 +95,7 @@ const READ_CACHE_MS = knob('BENCH_READ_CACHE_MS', 2000, 1, 60_000);
 const GC_PUSH_SECS = knob('BENCH_GC_PUSH_SECS', 15, 3, 300);
 const SEARCH_PROJECTS = knob('BENCH_SEARCH_PROJECTS', 100_000, 1_000, 1_000_000);
 const SEARCH_UPLOADS = knob('BENCH_SEARCH_UPLOADS', 40, 5, 1_000);
-const SECTIONS = ['all', 'gc', 's3', 'search'] as const;
+const SECTIONS = ['all', 'gc', 's3', 'search', 'pull-through'] as const;
 const ONLY = process.env.VELODEX_BENCH_ONLY || 'all';
 if (!(SECTIONS as readonly string[]).includes(ONLY)) throw new Error(`VELODEX_BENCH_ONLY=${ONLY}: want one of ${SECTIONS.join(', ')}`);
 const BIG_WHEEL_BYTES = 20 * MiB;
@@ -394,6 +395,11 @@ async function main(): Promise<void> {
     const searchSection = () => measureSearch({ work, logs, projects: SEARCH_PROJECTS, uploads: SEARCH_UPLOADS, load: PAGE_LOAD, progress });
     if (ONLY === 'search') {
       console.log(await searchSection());
+      console.log(`load average at the end: ${loadAverage()}`);
+      return;
+    }
+    if (ONLY === 'pull-through') {
+      console.log(await measurePullThrough(work, logs, progress));
       console.log(`load average at the end: ${loadAverage()}`);
       return;
     }

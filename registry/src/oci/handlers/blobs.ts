@@ -23,15 +23,17 @@ const OCTET_STREAM = 'application/octet-stream';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const hex = parseDigest(digest);
-  if (await serveStored(call, hex, head, REQUEST_READ)) return;
+  const stored = await serveStored(call, hex, head, REQUEST_READ);
+  if (stored === 'served') return;
   // A miss: the index's cached members pull it through (read/cached/blobs.ts), in lookup order.
   const range = typeof call.request.headers.range === 'string' ? call.request.headers.range : undefined;
+  const notStored = stored === 'not_stored';
   for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
-    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}) });
+    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}), ...(notStored ? { notStored } : {}) });
     if (pulled.kind === 'unknown') continue;
     if (pulled.kind === 'stored') {
       // Just pulled (here or by another process): read what the store has now.
-      if (await serveStored(call, hex, head, {})) return;
+      if ((await serveStored(call, hex, head, {})) === 'served') return;
       continue;
     }
     await sendPulled(call, hex, pulled);
@@ -63,8 +65,14 @@ async function sendPulled(call: OciCall, hex: string, pulled: Extract<BlobPull, 
   await reply.send(pulled.body);
 }
 
-/** Serves `hex` from the store; false when the index does not hold it. `reads`: how its holds may be read. */
-async function serveStored(call: OciCall, hex: string, head: boolean, reads: ReadOptions): Promise<boolean> {
+/**
+ * What `serveStored` did: served the blob; found no bytes of it in the store (`not_stored`); or
+ * did not serve it otherwise (this index does not hold it, or bytes went meanwhile).
+ */
+type StoredAnswer = 'served' | 'not_stored' | 'not_served';
+
+/** Serves `hex` from the store when the index holds it. `reads`: how its holds may be read. */
+async function serveStored(call: OciCall, hex: string, head: boolean, reads: ReadOptions): Promise<StoredAnswer> {
   const { deps, request } = call;
   const size = deps.blobSizes.get(hex);
   const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
@@ -75,20 +83,21 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
     const wanted = parseRange(rangeHeader, size);
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
-      if (size > 0 && size <= SMALL_BLOB_BYTES) return serveSmall(call, hex, size, range, reads);
+      if (size > 0 && size <= SMALL_BLOB_BYTES) return (await serveSmall(call, hex, size, range, reads)) ? 'served' : 'not_served';
       const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex, reads), size === 0 ? null : deps.blobs.get(hex, range)]);
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
-        return false;
+        return 'not_served';
       }
       await send(call, hex, size, range, stream);
-      return true;
+      return 'served';
     }
   }
   const blobs = deps.blobs;
   const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex, reads)]);
   // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
-  if (!info || !held) return false;
+  if (!info) return 'not_stored';
+  if (!held) return 'not_served';
   deps.blobSizes.set(hex, info.size);
   const wanted = parseRange(rangeHeader, info.size);
   if (wanted.kind === 'unsatisfiable') {
@@ -109,18 +118,18 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
       .header('Cache-Control', 'no-store')
       .type(OCTET_STREAM)
       .send();
-    return true;
+    return 'served';
   }
   const length = range ? range.end - range.start + 1 : info.size;
   if (head || length === 0) {
     await send(call, hex, info.size, range, null);
-    return true;
+    return 'served';
   }
   const stream = await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   await send(call, hex, info.size, range, stream);
-  return true;
+  return 'served';
 }
 
 /** A warm GET of a small blob: its bytes by digest from memory (read whole from the store once). */

@@ -4,10 +4,11 @@
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
-import type { Stats } from 'node:fs';
-import { link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { closeSync, fstatSync, fsync, openSync, type Stats } from 'node:fs';
+import { link, mkdir, open, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
 import { sweepStaleFiles } from './sweep.js';
@@ -34,6 +35,8 @@ export class FsBlobStore implements BlobStore {
   readonly #staleMs: number;
   readonly #now: () => number;
   readonly #verified = new VerifiedVersions();
+  /** Shard folders this process made or found (`#renameInto`). */
+  readonly #shards = new Set<string>();
 
   constructor(root: string, opts: FsBlobStoreOptions = {}) {
     this.#blobs = join(root, 'blobs', 'sha256');
@@ -67,23 +70,43 @@ export class FsBlobStore implements BlobStore {
 
   /** Every fs stage is a local file, so reading back needs nothing more (`readBack` is moot). */
   stage(opts?: StageOptions): Promise<BlobStage> {
-    return FsStage.create(this.#staging, (from, digest) => this.#publish(from, digest), opts?.expected);
+    return FsStage.create(this.#staging, (from, digest, file) => this.#publish(from, digest, file), opts?.expected);
   }
 
-  /** Renames verified, fsynced bytes at `from` under `digest`; an existing blob is the same bytes. */
-  async #publish(from: string, digest: Sha256Hex): Promise<void> {
+  /**
+   * Renames verified, fsynced bytes at `from` (open as `file`) under `digest`. A blob stored there
+   * already is the same bytes, so the rename may replace it: no look first (readers of the old
+   * file keep their inode).
+   */
+  async #publish(from: string, digest: Sha256Hex, file: FileHandle): Promise<void> {
     const target = this.#path(digest);
-    if (await exists(target)) {
-      await unlink(from);
-      return;
-    }
-    await mkdir(dirname(target), { recursive: true });
-    await rename(from, target);
+    await this.#renameInto(from, target);
     await fsyncPath(dirname(target));
     // The stage hashed these bytes on their way in and found `digest`: the file as renamed is a
-    // verified version, so its first whole read need not hash it again (verify.ts).
-    const s = await unlessMissing(stat(target));
-    if (s) this.#verified.add(digest, versionOf(s));
+    // verified version, so its first whole read need not hash it again (verify.ts). Its identity
+    // comes from the stage's own open handle (a rename keeps inode, size and mtime): an fstat of a
+    // held descriptor reads the inode in memory, so it is made in place, not through the thread pool.
+    this.#verified.add(digest, versionOf(fstatSync(file.fd)));
+  }
+
+  /**
+   * Renames `from` to `target`, making the target's shard folder first the first time this
+   * process publishes there (256 of them; the server never removes one). Should one be gone
+   * anyway, the rename fails with ENOENT and the folder is made again.
+   */
+  async #renameInto(from: string, target: string): Promise<void> {
+    const dir = dirname(target);
+    if (!this.#shards.has(dir)) {
+      await mkdir(dir, { recursive: true });
+      this.#shards.add(dir);
+    }
+    try {
+      await rename(from, target);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      await mkdir(dir, { recursive: true });
+      await rename(from, target);
+    }
   }
 
   /**
@@ -147,20 +170,20 @@ function versionOf(s: Stats): string {
   return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
 }
 
-async function exists(path: string): Promise<boolean> {
+/**
+ * Fsyncs the file or folder at `path` (a folder: so a rename into it is durable). Only the fsync,
+ * which waits on the disk, goes through the thread pool; the open and the close are made in
+ * place: a path the process has just written into resolves from the kernel's caches, as the warm
+ * stat of the meta store does, and each hop through the pool costs more than either call (two
+ * hops fewer per durable write).
+ */
+export async function fsyncPath(path: string): Promise<void> {
+  const fd = openSync(path, 'r');
   try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
+    await fsyncFd(fd);
+  } finally {
+    closeSync(fd);
   }
 }
 
-export async function fsyncPath(path: string): Promise<void> {
-  const fh = await open(path, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-}
+const fsyncFd = promisify(fsync);

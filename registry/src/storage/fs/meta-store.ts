@@ -5,9 +5,10 @@
  * process, or the worker processes of one server (`workers/`); the s3 backend is for replicas.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { statSync, type BigIntStats } from 'node:fs';
+import { closeSync, fsync as fsyncCb, open as openCb, statSync, write as writeCb, type BigIntStats } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
+import { promisify } from 'node:util';
 import { fsyncPath } from './blob-store.js';
 import { deepFreeze } from '../freeze.js';
 import { unlessMissing } from './missing.js';
@@ -188,16 +189,25 @@ export class FsMetaStore implements MetaStore {
 /** Bound of the remembered folders: forgetting one costs one `mkdir -p` on its next write. */
 const MAX_KNOWN_FOLDERS = 4096;
 
-/** Writes `text` to a new file at `path` and fsyncs it, through one handle. */
+/**
+ * Writes `text` to a new file at `path` and fsyncs it. The open, the write and the fsync go
+ * through the thread pool; the close of the fsynced file, which waits on nothing, is made in
+ * place (one hop fewer per document written).
+ */
 async function writeSynced(path: string, text: string): Promise<void> {
-  const fh = await open(path, 'wx');
+  const fd = await openFd(path, 'wx');
   try {
-    await fh.writeFile(text);
-    await fh.sync();
+    const bytes = Buffer.from(text);
+    for (let off = 0; off < bytes.length; ) off += (await writeFd(fd, bytes, off, bytes.length - off, off)).bytesWritten;
+    await fsyncFd(fd);
   } finally {
-    await fh.close();
+    closeSync(fd);
   }
 }
+
+const openFd = promisify(openCb);
+const writeFd = promisify(writeCb);
+const fsyncFd = promisify(fsyncCb);
 
 /** Bounds of the parsed-document cache: entries, and the size of a document worth keeping. */
 const MAX_CACHED_DOCS = 4096;

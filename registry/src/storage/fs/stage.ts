@@ -1,8 +1,9 @@
 /**
- * The fs backend's staged write: one file `staging/stage-<id>` written through a handle with
- * positional writes and read through a second handle, so readers may tail it while it grows and
+ * The fs backend's staged write: one file `staging/stage-<id>` written and read through one
+ * read-write handle with positional writes and reads, so readers may tail it while it grows and
  * keep reading after `commit` renamed it into place (the inode lives on). `commit` fsyncs the file
- * and renames it under its digest; `abort` unlinks what was not committed and closes the handles.
+ * and renames it under its digest; `abort` unlinks what was not committed and closes the handle.
+ * (One handle, not a writer and a reader: an open and a close fewer per staged blob.)
  *
  * The s3 backend stages through this class too, as its local scratch copy (`s3/stage.ts`): its
  * `publish` uploads the file instead of renaming it.
@@ -20,6 +21,9 @@ export const STAGE_PREFIX = 'stage-';
 
 type State = 'open' | 'committed' | 'aborted';
 
+/** The store's publish step: makes the fsynced file at `path` (open as `file`, not to be closed) the blob `digest`. */
+export type Publish = (path: string, digest: Sha256Hex, file: FileHandle) => Promise<void>;
+
 /** How many bytes of an append may wait for the write in flight before the source is paused. */
 const COALESCE_BYTES = 1024 * 1024;
 
@@ -32,28 +36,21 @@ export class FsStage implements BlobStage {
 
   private constructor(
     readonly path: string,
-    private readonly writer: FileHandle,
-    private readonly reader: FileHandle,
+    /** Read and write: stays open after `commit` for the readers still tailing the file. */
+    private readonly handle: FileHandle,
     id: string,
-    /** Moves the fsynced file under its digest (the store's publish step). */
-    private readonly publish: (path: string, digest: Sha256Hex) => Promise<void>,
+    /** Moves the fsynced file (open as `file`) under its digest (the store's publish step). */
+    private readonly publish: Publish,
     /** The digest a commit requires when it names none (`StageOptions.expected`). */
     private readonly expected: Sha256Hex | undefined,
   ) {
     this.id = id;
   }
 
-  static async create(dir: string, publish: (path: string, digest: Sha256Hex) => Promise<void>, expected?: Sha256Hex): Promise<FsStage> {
+  static async create(dir: string, publish: Publish, expected?: Sha256Hex): Promise<FsStage> {
     const id = randomUUID();
     const path = join(dir, `${STAGE_PREFIX}${id}`);
-    const writer = await open(path, 'wx');
-    try {
-      return new FsStage(path, writer, await open(path, 'r'), id, publish, expected);
-    } catch (err) {
-      await writer.close();
-      await unlink(path).catch(() => undefined);
-      throw err;
-    }
+    return new FsStage(path, await open(path, 'wx+'), id, publish, expected);
   }
 
   get size(): number {
@@ -98,7 +95,7 @@ export class FsStage implements BlobStage {
       // Undo the append, so size and digest describe exactly the bytes in the file.
       this.#size = before.size;
       this.#hash = before.hash;
-      await this.writer.truncate(before.size).catch(() => undefined);
+      await this.handle.truncate(before.size).catch(() => undefined);
       throw err;
     } finally {
       this.#appending = false;
@@ -107,13 +104,13 @@ export class FsStage implements BlobStage {
 
   async #write(chunks: Buffer[]): Promise<void> {
     const length = chunks.reduce((n, c) => n + c.length, 0);
-    const { bytesWritten } = await this.writer.writev(chunks, this.#size);
+    const { bytesWritten } = await this.handle.writev(chunks, this.#size);
     if (bytesWritten < length) {
       // A short write (rare on a local file): the rest, as one buffer.
       const rest = Buffer.concat(chunks, length).subarray(bytesWritten);
       let off = 0;
       while (off < rest.length) {
-        const written = await this.writer.write(rest, off, rest.length - off, this.#size + bytesWritten + off);
+        const written = await this.handle.write(rest, off, rest.length - off, this.#size + bytesWritten + off);
         off += written.bytesWritten;
       }
     }
@@ -130,7 +127,7 @@ export class FsStage implements BlobStage {
     if (this.#state === 'aborted') throw new Error(`stage ${this.id} was aborted`);
     const length = Math.min(buffer.length, this.#size - position);
     if (length <= 0) return 0;
-    const { bytesRead } = await this.reader.read(buffer, 0, length, position);
+    const { bytesRead } = await this.handle.read(buffer, 0, length, position);
     return bytesRead;
   }
 
@@ -143,10 +140,9 @@ export class FsStage implements BlobStage {
     if (this.#appending) throw new Error(`stage ${this.id} is still receiving an append`);
     const digest = this.digest();
     if (expected !== undefined && digest !== expected) throw new DigestMismatchError(expected, digest);
-    await this.writer.sync();
-    await this.publish(this.path, digest);
+    await this.handle.sync();
+    await this.publish(this.path, digest, this.handle);
     this.#state = 'committed';
-    await this.writer.close().catch(() => undefined);
     return { digest, size: this.#size };
   }
 
@@ -154,8 +150,7 @@ export class FsStage implements BlobStage {
     if (this.#state === 'aborted') return;
     const committed = this.#state === 'committed';
     this.#state = 'aborted';
-    await this.writer.close().catch(() => undefined);
-    await this.reader.close().catch(() => undefined);
+    await this.handle.close().catch(() => undefined);
     if (!committed) await unlink(this.path).catch(() => undefined);
   }
 

@@ -46,6 +46,11 @@ export type BlobPull =
 export interface BlobWant {
   head: boolean;
   range?: string;
+  /**
+   * The caller has just found no bytes of the blob in the store: the adoption check does not
+   * look again. (Bytes stored meanwhile are found by the flight's own recheck.)
+   */
+  notStored?: boolean;
 }
 
 /** What an upstream HEAD of a blob said: 404 as null. */
@@ -79,7 +84,7 @@ export class CachedBlobs {
 
   /** `hex` of `repo` from the upstream, as `want` asks for it (see the module comment). */
   async pull(repo: readonly string[], hex: string, want: BlobWant): Promise<BlobPull> {
-    const adopted = await this.#adopt(repo, hex);
+    const adopted = want.notStored ? 'absent' : await this.#adopt(repo, hex);
     if (adopted !== 'absent') return { kind: adopted };
     if (want.head || want.range !== undefined) return this.#passThrough(repo, hex, want);
     const delivery = await this.#open(repo, hex);
