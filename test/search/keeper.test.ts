@@ -38,6 +38,19 @@ class FakeSource implements SearchSource {
   }
 }
 
+/** A source whose listing waits until `open()`: a build that takes its time. */
+class GatedSource extends FakeSource {
+  #open: () => void = () => undefined;
+  readonly #gate = new Promise<void>((resolve) => (this.#open = resolve));
+  open(): void {
+    this.#open();
+  }
+  override async keys(): Promise<string[]> {
+    await this.#gate;
+    return super.keys();
+  }
+}
+
 function keeperOn(meta: FsMetaStore, source: FakeSource): { keeper: SearchKeeper; summaries: IndexSummaries } {
   const summaries = new IndexSummaries(meta);
   // A long refresh period: the test calls `refresh()` itself.
@@ -85,6 +98,24 @@ describe('SearchKeeper', () => {
     expect(find(one.keeper, 'other')).toEqual([]);
     expect(find(two.keeper, 'other')).toEqual([]);
     await Promise.all([one.keeper.close(), two.keeper.close()]);
+  });
+
+  it('leaves an index the first build is reading to it: a refresh meanwhile reads no entry again', async () => {
+    const meta = new FsMetaStore(tempDir('velodex-keeper-first-'));
+    await meta.init();
+    const store = new GatedSource();
+    for (let i = 0; i < 50; i++) store.projects.set(`p${i}`, 'some words');
+    const { keeper } = keeperOn(meta, store);
+    keeper.start();
+    // The refresh timer fires while the build still waits for the listing.
+    const refreshed = keeper.refresh();
+    store.open();
+    await Promise.all([keeper.ready(), refreshed]);
+    expect(keeper.complete).toBe(true);
+    expect(store.reads).toBe(50);
+    await keeper.refresh();
+    expect(store.reads).toBe(50);
+    await keeper.close();
   });
 
   it('reads the whole index again once the summary has forgotten names it had not seen', async () => {

@@ -4,7 +4,9 @@
  *
  * 1. At start the index is built in the background, index by index: the summary document of the
  *    index is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
- *    never waits; until every index is built, results say `complete: false`.
+ *    never waits; until every index is built, results say `complete: false`. The refresh below
+ *    leaves an index to this first build until the build has tried it; it builds only those whose
+ *    first build failed.
  * 2. Every `refreshSecs` each built index's summary document is read (one small read per index).
  *    When its `serial` moved past the one seen, the names whose `changed` serial is above it are
  *    read again (put, or removed when gone). A write on any process is therefore found by a search
@@ -55,6 +57,12 @@ export class SearchKeeper {
   readonly #byName: Map<string, { index: IndexConfig; source: SearchSource }>;
   /** The summary serial each built index is current with. */
   readonly #seen = new Map<string, number>();
+  /**
+   * The indexes the first build has not tried yet: the refresh leaves them to it. (It used to
+   * build any index not yet built, so a refresh during the first build read the index a second
+   * time beside it, replacing every entry: that was the search's cost to uploads at 100k.)
+   */
+  readonly #unbuilt: Set<string>;
   #timer: NodeJS.Timeout | undefined;
   #refreshing: Promise<void> | undefined;
   #built: Promise<void> | undefined;
@@ -63,6 +71,7 @@ export class SearchKeeper {
   constructor(opts: KeeperOptions) {
     this.#o = opts;
     this.#byName = new Map(opts.sources.map((s) => [s.index.name, s]));
+    this.#unbuilt = new Set(this.#byName.keys());
     opts.summaries.listen((indexName, names) => {
       // Not before `start` (an app built but never started keeps no index), and not awaited.
       if (this.#built !== undefined && !this.#closed) void this.#reread(indexName, names);
@@ -113,6 +122,8 @@ export class SearchKeeper {
       } catch (err) {
         // Left unbuilt: the next refresh builds it again (`complete` stays false meanwhile).
         this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: index not built; retrying on the next refresh');
+      } finally {
+        this.#unbuilt.delete(index.name);
       }
     }
     this.#o.log.info({ entries: this.index.size, ms: Date.now() - started }, 'search index built');
@@ -125,8 +136,8 @@ export class SearchKeeper {
       const seen = this.#seen.get(index.name);
       try {
         if (seen === undefined) {
-          // The build failed for this index: build it now.
-          if (this.#built !== undefined) await this.#rebuild(index, source);
+          // The first build failed for this index: build it now (not while the first build has it to do).
+          if (this.#built !== undefined && !this.#unbuilt.has(index.name)) await this.#rebuild(index, source);
           continue;
         }
         const doc = await this.#o.summaries.read(index.name);
