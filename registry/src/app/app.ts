@@ -169,6 +169,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const ctx: ServerContext = {
     config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage, recentUse: budgets.recentUse, signingKey,
     ...(link.fetches ? { fetches: link.fetches } : {}),
+    ...(config.search.enabled ? { cachedFill: (indexName: string, name: string) => void summaries.recordAfterCommit(indexName, { changed: [name] }, app.log) } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
   const gc = garbageCollector(config, stores, modules, { usage });

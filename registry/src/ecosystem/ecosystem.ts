@@ -61,6 +61,13 @@ export interface ServerContext {
   originOf: OriginOf;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
+  /**
+   * A cached index's fill changed what it holds of `name` (a page, file or manifest stored, a tag
+   * moved): recorded in the index's summary for the search index of every process (search/keeper.ts),
+   * after the fill, never before its answer. Absent when search is off: a fill then writes no more
+   * than it did before search (the summary is one more read and write of a document per fill).
+   */
+  cachedFill?: (indexName: string, name: string) => void;
   /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */
   fetches?: SharedFetches;
   /** What each index holds (lifecycle/usage/): quotas read it. */

@@ -29,6 +29,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const shared = stores.sharedStages;
   const sessions: UploadSessions = shared ? new SharedUploadSessions(shared) : new MemoryUploadSessions(stores.blobs);
   const holds = new IndexHolds(stores.holds, ctx.indexByName);
+  const { cachedFill } = ctx;
   const members = new Members({
     meta: stores.meta,
     blobs: stores.blobs,
@@ -37,8 +38,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     counters: ctx.counters,
     upstreamSlots: ctx.upstreamSlots,
     ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
-    // A pull through a cached index is a write of it for the summary: every process's search reads it again.
-    onCachedChange: (ix, repo) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [repo] }, ctx.log),
+    // A pull through a cached index is told to every process's search index, when search is on.
+    ...(cachedFill ? { onCachedChange: (ix, repo) => cachedFill(ix.name, repo) } : {}),
   });
   const deps: Omit<OciDeps, 'tokens'> = {
     ociIndexes: ctx.config.indexes.filter((ix) => ix.ecosystem === 'oci'),
