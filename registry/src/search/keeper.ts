@@ -2,29 +2,31 @@
  * Keeps this process's search index (search-index.ts) current with the store, on every replica,
  * without a request ever listing the store:
  *
- * 1. At start the index is built in the background, index by index: the summary document of the
- *    index is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
+ * 1. At start the index is built in the background, index by index: the change log of the
+ *    index (changes.ts) is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
  *    never waits; until every index is built, results say `complete: false`. The refresh below
  *    leaves an index to this first build until the build has tried it; it builds only those whose
  *    first build failed.
- * 2. Every `refreshSecs` each built index's summary document is read (one small read per index).
- *    When its `serial` moved past the one seen, the names whose `changed` serial is above it are
- *    read again (put, or removed when gone). A write on any process is therefore found by a search
- *    on any other within `refreshSecs` plus the time to read those entries: the freshness bound.
- * 3. A write through this process is applied at once: the summary tells its listeners
- *    (observe/summary.ts) and the names are read again right away, beside the writer's answer
- *    (not before it: an upload does not wait for the search index).
+ * 2. Every `refreshSecs` each built index's change log is read (one small read per index: a stat
+ *    or a 304 when nothing changed). When its `serial` moved past the one seen, the names whose
+ *    `changed` serial is above it are read again (put, or removed when gone). A write on any
+ *    process is therefore found by a search on any other within `refreshSecs` plus the time to
+ *    append it and read those entries: the freshness bound.
+ * 3. A write through this process is applied at once: the change log tells its listeners and the
+ *    names are read again right away, beside the writer's answer (not before it: an upload does
+ *    not wait for the search index).
  *
- * When the summary has forgotten names changed since the serial a process saw (`changedFloor`
- * above it: more names changed meanwhile than the summary keeps), the process reads that whole
- * index again, as at start.
+ * When the log has forgotten names changed since the serial a process saw (`floor` above it: more
+ * names changed meanwhile than the log keeps, the process fell behind its window), the process
+ * reads that whole index again, as at start (cheap in CPU: entries that did not change are left
+ * as they are).
  *
- * Since the summary is read before the keys, a write that lands during the build is either in the
- * listing or has a `changed` serial above S: never lost. A summary that could not be written (the
- * writer logs it) leaves the name stale on other processes until its next write or a restart.
+ * Since the log is read before the keys, a write that lands during the build is either in the
+ * listing or has a `changed` serial above S: never lost. A change that could not be appended (the
+ * writer logs it) leaves the name stale on other processes until its next change or a restart.
  */
 import type { IndexConfig } from '../config/types.js';
-import type { IndexSummaries } from '../observe/summary.js';
+import type { SearchChanges } from './changes.js';
 import type { SearchEntry } from './entry.js';
 import type { SearchQuery } from './query.js';
 import { SearchIndex, type SearchResult } from './search-index.js';
@@ -38,7 +40,7 @@ const READ_CONCURRENCY = 8;
 export interface KeeperOptions {
   /** The indexes that hold entries (hosted and cached), with their ecosystem's source. */
   sources: ReadonlyArray<{ index: IndexConfig; source: SearchSource }>;
-  summaries: IndexSummaries;
+  changes: SearchChanges;
   refreshSecs: number;
   log: Log;
 }
@@ -55,7 +57,7 @@ export class SearchKeeper {
   readonly index = new SearchIndex();
   readonly #o: KeeperOptions;
   readonly #byName: Map<string, { index: IndexConfig; source: SearchSource }>;
-  /** The summary serial each built index is current with. */
+  /** The change log serial each built index is current with. */
   readonly #seen = new Map<string, number>();
   /**
    * The indexes the first build has not tried yet: the refresh leaves them to it. (It used to
@@ -72,7 +74,7 @@ export class SearchKeeper {
     this.#o = opts;
     this.#byName = new Map(opts.sources.map((s) => [s.index.name, s]));
     this.#unbuilt = new Set(this.#byName.keys());
-    opts.summaries.listen((indexName, names) => {
+    opts.changes.listen((indexName, names) => {
       // Not before `start` (an app built but never started keeps no index), and not awaited.
       if (this.#built !== undefined && !this.#closed) void this.#reread(indexName, names);
     });
@@ -129,7 +131,7 @@ export class SearchKeeper {
     this.#o.log.info({ entries: this.index.size, ms: Date.now() - started }, 'search index built');
   }
 
-  /** One refresh pass: every index's summary, and the names that changed since it was last seen. */
+  /** One refresh pass: every index's change log, and the names that changed since it was last seen. */
   async refresh(): Promise<void> {
     for (const { index, source } of this.#o.sources) {
       if (this.#closed) return;
@@ -140,9 +142,9 @@ export class SearchKeeper {
           if (this.#built !== undefined && !this.#unbuilt.has(index.name)) await this.#rebuild(index, source);
           continue;
         }
-        const doc = await this.#o.summaries.read(index.name);
+        const doc = await this.#o.changes.read(index.name);
         if (!doc || doc.serial <= seen) continue;
-        if ((doc.changedFloor ?? 0) > seen) {
+        if ((doc.floor ?? 0) > seen) {
           await this.#rebuild(index, source);
           continue;
         }
@@ -155,9 +157,9 @@ export class SearchKeeper {
     }
   }
 
-  /** Reads every entry of the index (after its summary's serial), dropping those no longer listed. */
+  /** Reads every entry of the index (after its change log's serial), dropping those no longer listed. */
   async #rebuild(index: IndexConfig, source: SearchSource): Promise<void> {
-    const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
+    const serial = (await this.#o.changes.read(index.name))?.serial ?? 0;
     const keys = await source.keys(index);
     const listed = new Set(keys);
     for (const key of this.index.keysOf(index.name)) if (!listed.has(key)) this.index.remove(index.name, key);
