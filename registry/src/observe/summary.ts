@@ -90,6 +90,10 @@ export function capRecent(uploads: RecentUpload[]): RecentUpload[] {
 /** One write's change, applied to the document (serial, absolute project counts, recent uploads). */
 function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
   doc.serial += 1;
+  // The change serials the search kept here before it had its own log (search/changes.ts): dropped on the next write.
+  const legacy = doc as IndexSummaryDoc & { changed?: unknown; changedFloor?: unknown };
+  delete legacy.changed;
+  delete legacy.changedFloor;
   for (const [project, files] of Object.entries(change.projects ?? {})) {
     if (files > 0) doc.projects[project] = files;
     else delete doc.projects[project];
