@@ -157,6 +157,15 @@ describe('index summaries', () => {
     expect(doc.scannedAt).toBeDefined();
   });
 
+  it('drop the change serials the search kept in them before it had its own log, on the next write', async () => {
+    const store = new FsMetaStore(tempDir('velodex-summary-'));
+    await store.init();
+    await store.put(IndexSummaries.key('h'), { serial: 3, projects: { p: 1 }, recent: [], changed: { p: 3 }, changedFloor: 1 });
+    const summaries = new IndexSummaries(store);
+    await summaries.record('h', { projects: { q: 1 } });
+    expect(await summaries.read('h')).toEqual({ serial: 4, projects: { p: 1, q: 1 }, recent: [] });
+  });
+
   it('write the changes that arrive during a write of the document together, in one more write', async () => {
     const store = new FsMetaStore(tempDir('velodex-summary-'));
     await store.init();

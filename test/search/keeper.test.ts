@@ -1,13 +1,13 @@
 /**
  * The search keeper (search/keeper.ts) over a real fs MetaStore shared by two "processes" (two
- * keepers, each with its own IndexSummaries): the background build, a write through one process
+ * keepers, each with its own SearchChanges): the background build, a write through one process
  * found by the other's refresh with only the changed names read again, the local write applied
- * without a refresh, and a whole-index rebuild once the summary has forgotten names
- * (`changedFloor`).
+ * without a refresh, and a whole-index rebuild once the change log has forgotten names
+ * (`floor`: the process fell behind the change log's window).
  */
 import { describe, expect, it } from 'vitest';
 import type { IndexConfig } from '../../registry/src/config/types.js';
-import { IndexSummaries, MAX_CHANGED } from '../../registry/src/observe/summary.js';
+import { MAX_LOGGED, SearchChanges } from '../../registry/src/search/changes.js';
 import type { SearchEntry } from '../../registry/src/search/entry.js';
 import { SearchKeeper } from '../../registry/src/search/keeper.js';
 import { parseSearchQuery } from '../../registry/src/search/query.js';
@@ -38,16 +38,29 @@ class FakeSource implements SearchSource {
   }
 }
 
-function keeperOn(meta: FsMetaStore, source: FakeSource): { keeper: SearchKeeper; summaries: IndexSummaries } {
-  const summaries = new IndexSummaries(meta);
+/** A source whose listing waits until `open()`: a build that takes its time. */
+class GatedSource extends FakeSource {
+  #open: () => void = () => undefined;
+  readonly #gate = new Promise<void>((resolve) => (this.#open = resolve));
+  open(): void {
+    this.#open();
+  }
+  override async keys(): Promise<string[]> {
+    await this.#gate;
+    return super.keys();
+  }
+}
+
+function keeperOn(meta: FsMetaStore, source: FakeSource): { keeper: SearchKeeper; changes: SearchChanges } {
+  const changes = new SearchChanges(meta, quiet);
   // A long refresh period: the test calls `refresh()` itself.
-  return { keeper: new SearchKeeper({ sources: [{ index, source }], summaries, refreshSecs: 3600, log: quiet }), summaries };
+  return { keeper: new SearchKeeper({ sources: [{ index, source }], changes, refreshSecs: 3600, log: quiet }), changes };
 }
 
 const find = (keeper: SearchKeeper, q: string) => keeper.search(parseSearchQuery(new URLSearchParams({ q })), () => true).hits.map((h) => `${h.entry.name}:${h.entry.summary}`).sort();
 
 describe('SearchKeeper', () => {
-  it('builds in the background, follows another process through the summary, and applies its own writes at once', async () => {
+  it('builds in the background, follows another process through the change log, and applies its own writes at once', async () => {
     const meta = new FsMetaStore(tempDir('velodex-keeper-'));
     await meta.init();
     const store = new FakeSource();
@@ -64,10 +77,10 @@ describe('SearchKeeper', () => {
 
     // A write through process one: its own index has it without a refresh.
     store.projects.set('alpha', 'changed text');
-    await one.summaries.record('hosted', { projects: { alpha: 1 } });
+    await one.changes.record('hosted', ['alpha']);
     await new Promise((r) => setTimeout(r, 20));
     expect(find(one.keeper, 'changed')).toEqual(['alpha:changed text']);
-    // Process two reads the summary and only the name that moved.
+    // Process two reads the change log and only the name that moved.
     expect(find(two.keeper, 'changed')).toEqual([]);
     store.reads = 0;
     await two.keeper.refresh();
@@ -79,7 +92,7 @@ describe('SearchKeeper', () => {
 
     // A delete: the entry is gone on both.
     store.projects.delete('beta');
-    await one.summaries.record('hosted', { projects: { beta: 0 } });
+    await one.changes.record('hosted', ['beta']);
     await two.keeper.refresh();
     await new Promise((r) => setTimeout(r, 20));
     expect(find(one.keeper, 'other')).toEqual([]);
@@ -87,7 +100,25 @@ describe('SearchKeeper', () => {
     await Promise.all([one.keeper.close(), two.keeper.close()]);
   });
 
-  it('reads the whole index again once the summary has forgotten names it had not seen', async () => {
+  it('leaves an index the first build is reading to it: a refresh meanwhile reads no entry again', async () => {
+    const meta = new FsMetaStore(tempDir('velodex-keeper-first-'));
+    await meta.init();
+    const store = new GatedSource();
+    for (let i = 0; i < 50; i++) store.projects.set(`p${i}`, 'some words');
+    const { keeper } = keeperOn(meta, store);
+    keeper.start();
+    // The refresh timer fires while the build still waits for the listing.
+    const refreshed = keeper.refresh();
+    store.open();
+    await Promise.all([keeper.ready(), refreshed]);
+    expect(keeper.complete).toBe(true);
+    expect(store.reads).toBe(50);
+    await keeper.refresh();
+    expect(store.reads).toBe(50);
+    await keeper.close();
+  });
+
+  it('reads the whole index again once the change log has forgotten names it had not seen (it fell behind the window)', async () => {
     const meta = new FsMetaStore(tempDir('velodex-keeper-floor-'));
     await meta.init();
     const store = new FakeSource();
@@ -97,15 +128,15 @@ describe('SearchKeeper', () => {
     two.keeper.start();
     await two.keeper.ready();
     expect(find(two.keeper, 'deleted')).toEqual(['gone:to be deleted']);
-    // More changes than the summary keeps, the deletion first: it is forgotten by the end.
+    // More changes than the log keeps, the deletion first: it is forgotten by the end.
     store.projects.delete('gone');
-    await one.summaries.record('hosted', { projects: { gone: 0 } });
-    const names = Array.from({ length: MAX_CHANGED + 1 }, (_, i) => `p${i}`);
+    await one.changes.record('hosted', ['gone']);
+    const names = Array.from({ length: MAX_LOGGED + 1 }, (_, i) => `p${i}`);
     for (const n of names) store.projects.set(n, 'bulk');
-    await one.summaries.record('hosted', { changed: names });
-    const doc = await one.summaries.read('hosted');
-    expect(doc?.changedFloor).toBeGreaterThan(0);
-    expect(Object.keys(doc?.changed ?? {}).length).toBeLessThanOrEqual(MAX_CHANGED);
+    await one.changes.record('hosted', names);
+    const doc = await one.changes.read('hosted');
+    expect(doc?.floor).toBeGreaterThan(0);
+    expect(Object.keys(doc?.changed ?? {}).length).toBeLessThanOrEqual(MAX_LOGGED);
     await two.keeper.refresh();
     expect(find(two.keeper, 'deleted')).toEqual([]);
     expect(two.keeper.index.size).toBe(names.length);

@@ -59,6 +59,27 @@ describe('SearchIndex', () => {
     expect(ix.size).toBe(0);
   });
 
+  it('counts exactly through replacements and removals under a word every entry has', () => {
+    // Postings drop what left them lazily (search-index.ts `MultiMap`): totals must not see it.
+    const ix = new SearchIndex();
+    const total = (text: string) => ix.search(q(text)).total;
+    for (let i = 0; i < 3000; i++) ix.put(py('a', `p${i}`, { summary: 'common first', classifiers: ['Topic :: Common'] }));
+    for (let i = 0; i < 3000; i++) ix.put(py('a', `p${i}`, { summary: `common second n${i % 7}`, classifiers: ['Topic :: Common'] }));
+    for (let i = 0; i < 3000; i += 3) ix.remove('a', `p${i}`);
+    for (let i = 0; i < 3000; i += 6) ix.put(py('a', `p${i}`, { summary: 'common first again' }));
+    expect(total('common')).toBe(2500);
+    expect(total('topic')).toBe(2000);
+    expect(total('first')).toBe(500);
+    expect(total('second')).toBe(2000);
+    expect(total('n0')).toBe([...Array(3000).keys()].filter((i) => i % 3 !== 0 && i % 7 === 0).length);
+    // Removed: a multiple of 3 not put again (those of 6 were).
+    expect(total('p1')).toBe([...Array(3000).keys()].filter((i) => String(i).startsWith('1') && !(i % 3 === 0 && i % 6 !== 0)).length);
+    // An unchanged entry put again is the same entry.
+    const before = ix.search(q('p1')).hits[0]!.entry;
+    ix.put(py('a', 'p1', { summary: `common second n1`, classifiers: ['Topic :: Common'] }));
+    expect(ix.search(q('p1')).hits[0]!.entry).toBe(before);
+  });
+
   it('applies the filter and pages after ranking', () => {
     const ix = new SearchIndex();
     for (let i = 0; i < 30; i++) ix.put(py(i % 2 ? 'odd' : 'even', `pkg-${String(i).padStart(2, '0')}`));

@@ -55,6 +55,7 @@ import { observeRoutes } from './observe/routes.js';
 import { ServerCounters } from './observe/server-counters.js';
 import { uiRoutes } from './ui/routes.js';
 import { retentionRoute } from './lifecycle/retention-route.js';
+import { SearchChanges } from '../search/changes.js';
 import { SearchKeeper } from '../search/keeper.js';
 import { searchRoutes } from './search/routes.js';
 
@@ -153,6 +154,9 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const counters = new UsageCounters();
   const upstreamSlots = new UpstreamSlotsByIndex();
   const summaries = new IndexSummaries(stores.meta);
+  // Search on: every write's names go to the search's change log (search/changes.ts), for every process's index.
+  const searchChanges = config.search.enabled ? new SearchChanges(stores.meta, app.log) : undefined;
+  summaries.listen((indexName, names) => void searchChanges?.record(indexName, names));
   const limiter = new RateLimiter(config.rateLimit.classes);
   const link: WorkerLink = options.link ?? new SoloLink();
   const serverCounters = new ServerCounters(link, { usage: counters, requests, rateLimits: limiter });
@@ -169,6 +173,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   const ctx: ServerContext = {
     config, stores, scratchDir, log: app.log, indexByName, counters, events, archiveWalks, upstreamSlots, clientAddress, originOf: origin, summaries, usage, recentUse: budgets.recentUse, signingKey,
     ...(link.fetches ? { fetches: link.fetches } : {}),
+    ...(searchChanges ? { cachedFill: (indexName: string, name: string) => void searchChanges.record(indexName, [name]) } : {}),
   };
   const ecosystems = modules.map((m) => m.create(ctx));
   const gc = garbageCollector(config, stores, modules, { usage });
@@ -239,13 +244,13 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   // The server starts it (server.ts) and it builds in the background: serving never waits for it
   // (results say `complete: false` meanwhile). Not started, it answers from an empty index.
-  const search = config.search.enabled
+  const search = searchChanges
     ? new SearchKeeper({
         sources: config.indexes.flatMap((index) => {
           const source = index.role === 'virtual' ? undefined : byId.get(index.ecosystem)?.search;
           return source ? [{ index, source }] : [];
         }),
-        summaries,
+        changes: searchChanges,
         refreshSecs: config.search.refreshSecs,
         log: app.log,
       })

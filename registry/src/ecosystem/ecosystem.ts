@@ -61,6 +61,14 @@ export interface ServerContext {
   originOf: OriginOf;
   /** The per-index summaries of `/+status` (serial, project counts, recent uploads): writers record their commits. */
   summaries: IndexSummaries;
+  /**
+   * A cached index's fill changed what it holds of `name` (a page, file or manifest stored, a tag
+   * moved): appended to the search's change log (search/changes.ts) for the search index of every
+   * process, after the fill and never waited for. Absent when search is off: a fill then writes no
+   * more than it did before search (with it on, one small document's read and write per fill, or
+   * fewer: appends that wait while one is written go together).
+   */
+  cachedFill?: (indexName: string, name: string) => void;
   /** With several worker processes: how they share upstream fetches. Absent in a process that serves alone. */
   fetches?: SharedFetches;
   /** What each index holds (lifecycle/usage/): quotas read it. */

@@ -11,14 +11,10 @@
  *   writer saw it right after its write: an absolute value, so a lost or repeated update heals
  *   with the next write of that project; 0 drops the project.
  * - `recent` is the newest uploads first, capped at `MAX_RECENT`.
- * - `changed` maps each project (or repository) to the serial of its last write: the search
- *   index of every process (search/keeper.ts) reads this one document to learn which names to
- *   read again, so no request ever lists the store to stay current. A cached index counts a
- *   fill that changed what it holds of a project (a new or changed page, a file or manifest
- *   stored) as a write here, so its serial moves with those too. The map keeps the newest
- *   `MAX_CHANGED` names; `changedFloor` is the newest serial it forgot, so a reader that last
- *   looked before it knows it must read the whole index again (the document stays small
- *   however many projects a cached index fetches).
+ *
+ * The names a write touched are told to this process's listeners (the search's change log,
+ * search/changes.ts, when search is on): the search keeps its own small document, since this one
+ * holds a count per project (megabytes at 100k projects) and is no reading for every refresh.
  *
  * Cost and contention: a committed write adds one read and one conditional write of its index's
  * document before its response, and all writers of an index share that document, so on a shared
@@ -44,8 +40,6 @@ import type { MetaStore } from '../storage/types.js';
 import { updateDoc } from '../storage/update.js';
 
 export const MAX_RECENT = 50;
-/** Names kept in `changed`; past it the oldest quarter is forgotten at once (so trimming is rare). */
-export const MAX_CHANGED = 4096;
 
 export interface RecentUpload {
   /** ISO 8601 UTC. */
@@ -63,10 +57,6 @@ export interface IndexSummaryDoc {
   serial: number;
   projects: Record<string, number>;
   recent: RecentUpload[];
-  /** Project (repository) -> the serial of its last write; absent in documents older than search. */
-  changed?: Record<string, number>;
-  /** The newest serial `changed` no longer holds a name of (0 or absent: it forgot none). */
-  changedFloor?: number;
   /** When a scan last rebuilt `projects` and `recent`. */
   scannedAt?: string;
   /** A cached index's copies kept after the upstream deleted them: name (a project, `repo:tag`) -> since (ms). */
@@ -77,7 +67,7 @@ export interface IndexSummaryDoc {
 export interface SummaryChange {
   projects?: Record<string, number>;
   uploads?: RecentUpload[];
-  /** Projects the write changed beyond those in `projects` (a yank, a cached fill). */
+  /** Projects the write changed beyond those in `projects` (a yank, an override): for the listeners. */
   changed?: string[];
 }
 
@@ -108,26 +98,15 @@ export function capRecent(uploads: RecentUpload[]): RecentUpload[] {
 /** One write's change, applied to the document (serial, absolute project counts, recent uploads). */
 function apply(doc: IndexSummaryDoc, change: SummaryChange): void {
   doc.serial += 1;
+  // The change serials the search kept here before it had its own log (search/changes.ts): dropped on the next write.
+  const legacy = doc as IndexSummaryDoc & { changed?: unknown; changedFloor?: unknown };
+  delete legacy.changed;
+  delete legacy.changedFloor;
   for (const [project, files] of Object.entries(change.projects ?? {})) {
     if (files > 0) doc.projects[project] = files;
     else delete doc.projects[project];
   }
   if (change.uploads?.length) doc.recent = capRecent([...change.uploads, ...doc.recent]);
-  const names = changedNames(change);
-  if (names.length > 0) {
-    doc.changed ??= {};
-    for (const name of names) doc.changed[name] = doc.serial;
-    trimChanged(doc);
-  }
-}
-
-function trimChanged(doc: IndexSummaryDoc): void {
-  const entries = Object.entries(doc.changed ?? {});
-  if (entries.length <= MAX_CHANGED) return;
-  entries.sort((a, b) => a[1] - b[1]);
-  const dropped = entries.slice(0, entries.length - Math.floor((MAX_CHANGED * 3) / 4));
-  for (const [name] of dropped) delete doc.changed![name];
-  doc.changedFloor = Math.max(doc.changedFloor ?? 0, dropped.at(-1)![1]);
 }
 
 export class IndexSummaries {
@@ -214,8 +193,6 @@ export class IndexSummaries {
   async repair(indexName: string, scanned: ScannedSummary, now = new Date()): Promise<IndexSummaryDoc> {
     const { doc } = await updateDoc<IndexSummaryDoc>(this.meta, IndexSummaries.key(indexName), (current) => ({
       serial: current?.serial ?? 0,
-      ...(current?.changed ? { changed: current.changed } : {}),
-      ...(current?.changedFloor ? { changedFloor: current.changedFloor } : {}),
       ...(current?.kept ? { kept: current.kept } : {}),
       projects: scanned.projects,
       recent: capRecent(scanned.recent),

@@ -32,6 +32,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   const holds = new IndexHolds(stores.holds, ctx.indexByName);
   // A tag kept after its upstream deleted it: its mark in `/+status` and the webhook event.
   const kept = keptReporter(ctx.summaries, ctx.events, ctx.log);
+  const { cachedFill } = ctx;
   const members = new Members({
     meta: stores.meta,
     blobs: stores.blobs,
@@ -40,8 +41,8 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     counters: ctx.counters,
     upstreamSlots: ctx.upstreamSlots,
     ...(ctx.fetches ? { fetches: ctx.fetches } : {}),
-    // A pull through a cached index is a write of it for the summary: every process's search reads it again.
-    onCachedChange: (ix, repo) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [repo] }, ctx.log),
+    // A pull through a cached index is told to every process's search index, when search is on.
+    ...(cachedFill ? { onCachedChange: (ix, repo) => cachedFill(ix.name, repo) } : {}),
     onCachedKept: (ix, repo, tag, hex, since) =>
       kept(ix, { name: `${repo}:${tag}`, project: repo, version: tag, file: { filename: `sha256:${hex}`, sha256: hex } }, since),
   });

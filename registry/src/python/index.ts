@@ -21,9 +21,9 @@ export function createPythonEcosystem(ctx: ServerContext): Ecosystem {
   const records = new ProjectRecords(ctx.stores.meta);
   const overrides = new ProjectOverrides(ctx.stores.meta);
   // One project source per index (hosted records, cached upstream, virtual merge).
-  // A cached index's fill (a page, a file) is a write of the index for the summary: the search
-  // index of every process reads it again (observe/summary.ts `changed`).
-  const cachedChange = (ix: { name: string }, normalized: string) => void ctx.summaries.recordAfterCommit(ix.name, { changed: [normalized] }, ctx.log);
+  // A cached index's fill (a page, a file) is told to the search index of every process, when search is on.
+  const { cachedFill } = ctx;
+  const cachedChange = cachedFill && ((ix: { name: string }, normalized: string) => cachedFill(ix.name, normalized));
   // A project page kept after its upstream deleted it: its mark in `/+status` and the webhook event.
   const kept = keptReporter(ctx.summaries, ctx.events, ctx.log);
   const cachedKept = (ix: IndexConfig, normalized: string, since: number | null) => kept(ix, { name: normalized, project: normalized }, since);

@@ -57,3 +57,32 @@ export function boundedEntry(entry: SearchEntry): SearchEntry {
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
   return out;
 }
+
+/** Every field, by how it compares: a field added to `SearchEntry` must be named here (the type says so). */
+const FIELDS: Record<keyof SearchEntry, 'value' | 'list'> = {
+  ecosystem: 'value',
+  index: 'value',
+  name: 'value',
+  key: 'value',
+  version: 'value',
+  yanked: 'value',
+  tags: 'list',
+  summary: 'value',
+  title: 'value',
+  source: 'value',
+  keywords: 'list',
+  classifiers: 'list',
+  requiresPython: 'value',
+};
+const FIELD_NAMES = Object.keys(FIELDS) as Array<keyof SearchEntry>;
+
+/** Whether two entries say the same (a rebuild that reads an unchanged entry leaves it as it is). */
+export function sameEntry(a: SearchEntry, b: SearchEntry): boolean {
+  return FIELD_NAMES.every((k) => {
+    const x = a[k];
+    const y = b[k];
+    if (x === y) return true;
+    if (FIELDS[k] === 'value' || !Array.isArray(x) || !Array.isArray(y)) return false;
+    return x.length === y.length && x.every((v, i) => v === y[i]);
+  });
+}

@@ -2,27 +2,31 @@
  * Keeps this process's search index (search-index.ts) current with the store, on every replica,
  * without a request ever listing the store:
  *
- * 1. At start the index is built in the background, index by index: the summary document of the
- *    index is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
- *    never waits; until every index is built, results say `complete: false`.
- * 2. Every `refreshSecs` each built index's summary document is read (one small read per index).
- *    When its `serial` moved past the one seen, the names whose `changed` serial is above it are
- *    read again (put, or removed when gone). A write on any process is therefore found by a search
- *    on any other within `refreshSecs` plus the time to read those entries: the freshness bound.
- * 3. A write through this process is applied at once: the summary tells its listeners
- *    (observe/summary.ts) and the names are read again right away, beside the writer's answer
- *    (not before it: an upload does not wait for the search index).
+ * 1. At start the index is built in the background, index by index: the change log of the
+ *    index (changes.ts) is read first (its `serial` S), then the ecosystem's keys and an entry per key. Serving
+ *    never waits; until every index is built, results say `complete: false`. The refresh below
+ *    leaves an index to this first build until the build has tried it; it builds only those whose
+ *    first build failed.
+ * 2. Every `refreshSecs` each built index's change log is read (one small read per index: a stat
+ *    or a 304 when nothing changed). When its `serial` moved past the one seen, the names whose
+ *    `changed` serial is above it are read again (put, or removed when gone). A write on any
+ *    process is therefore found by a search on any other within `refreshSecs` plus the time to
+ *    append it and read those entries: the freshness bound.
+ * 3. A write through this process is applied at once: the change log tells its listeners and the
+ *    names are read again right away, beside the writer's answer (not before it: an upload does
+ *    not wait for the search index).
  *
- * When the summary has forgotten names changed since the serial a process saw (`changedFloor`
- * above it: more names changed meanwhile than the summary keeps), the process reads that whole
- * index again, as at start.
+ * When the log has forgotten names changed since the serial a process saw (`floor` above it: more
+ * names changed meanwhile than the log keeps, the process fell behind its window), the process
+ * reads that whole index again, as at start (cheap in CPU: entries that did not change are left
+ * as they are).
  *
- * Since the summary is read before the keys, a write that lands during the build is either in the
- * listing or has a `changed` serial above S: never lost. A summary that could not be written (the
- * writer logs it) leaves the name stale on other processes until its next write or a restart.
+ * Since the log is read before the keys, a write that lands during the build is either in the
+ * listing or has a `changed` serial above S: never lost. A change that could not be appended (the
+ * writer logs it) leaves the name stale on other processes until its next change or a restart.
  */
 import type { IndexConfig } from '../config/types.js';
-import type { IndexSummaries } from '../observe/summary.js';
+import type { SearchChanges } from './changes.js';
 import type { SearchEntry } from './entry.js';
 import type { SearchQuery } from './query.js';
 import { SearchIndex, type SearchResult } from './search-index.js';
@@ -36,7 +40,7 @@ const READ_CONCURRENCY = 8;
 export interface KeeperOptions {
   /** The indexes that hold entries (hosted and cached), with their ecosystem's source. */
   sources: ReadonlyArray<{ index: IndexConfig; source: SearchSource }>;
-  summaries: IndexSummaries;
+  changes: SearchChanges;
   refreshSecs: number;
   log: Log;
 }
@@ -53,8 +57,14 @@ export class SearchKeeper {
   readonly index = new SearchIndex();
   readonly #o: KeeperOptions;
   readonly #byName: Map<string, { index: IndexConfig; source: SearchSource }>;
-  /** The summary serial each built index is current with. */
+  /** The change log serial each built index is current with. */
   readonly #seen = new Map<string, number>();
+  /**
+   * The indexes the first build has not tried yet: the refresh leaves them to it. (It used to
+   * build any index not yet built, so a refresh during the first build read the index a second
+   * time beside it, replacing every entry: that was the search's cost to uploads at 100k.)
+   */
+  readonly #unbuilt: Set<string>;
   #timer: NodeJS.Timeout | undefined;
   #refreshing: Promise<void> | undefined;
   #built: Promise<void> | undefined;
@@ -63,7 +73,8 @@ export class SearchKeeper {
   constructor(opts: KeeperOptions) {
     this.#o = opts;
     this.#byName = new Map(opts.sources.map((s) => [s.index.name, s]));
-    opts.summaries.listen((indexName, names) => {
+    this.#unbuilt = new Set(this.#byName.keys());
+    opts.changes.listen((indexName, names) => {
       // Not before `start` (an app built but never started keeps no index), and not awaited.
       if (this.#built !== undefined && !this.#closed) void this.#reread(indexName, names);
     });
@@ -113,25 +124,27 @@ export class SearchKeeper {
       } catch (err) {
         // Left unbuilt: the next refresh builds it again (`complete` stays false meanwhile).
         this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: index not built; retrying on the next refresh');
+      } finally {
+        this.#unbuilt.delete(index.name);
       }
     }
     this.#o.log.info({ entries: this.index.size, ms: Date.now() - started }, 'search index built');
   }
 
-  /** One refresh pass: every index's summary, and the names that changed since it was last seen. */
+  /** One refresh pass: every index's change log, and the names that changed since it was last seen. */
   async refresh(): Promise<void> {
     for (const { index, source } of this.#o.sources) {
       if (this.#closed) return;
       const seen = this.#seen.get(index.name);
       try {
         if (seen === undefined) {
-          // The build failed for this index: build it now.
-          if (this.#built !== undefined) await this.#rebuild(index, source);
+          // The first build failed for this index: build it now (not while the first build has it to do).
+          if (this.#built !== undefined && !this.#unbuilt.has(index.name)) await this.#rebuild(index, source);
           continue;
         }
-        const doc = await this.#o.summaries.read(index.name);
+        const doc = await this.#o.changes.read(index.name);
         if (!doc || doc.serial <= seen) continue;
-        if ((doc.changedFloor ?? 0) > seen) {
+        if ((doc.floor ?? 0) > seen) {
           await this.#rebuild(index, source);
           continue;
         }
@@ -144,9 +157,9 @@ export class SearchKeeper {
     }
   }
 
-  /** Reads every entry of the index (after its summary's serial), dropping those no longer listed. */
+  /** Reads every entry of the index (after its change log's serial), dropping those no longer listed. */
   async #rebuild(index: IndexConfig, source: SearchSource): Promise<void> {
-    const serial = (await this.#o.summaries.read(index.name))?.serial ?? 0;
+    const serial = (await this.#o.changes.read(index.name))?.serial ?? 0;
     const keys = await source.keys(index);
     const listed = new Set(keys);
     for (const key of this.index.keysOf(index.name)) if (!listed.has(key)) this.index.remove(index.name, key);

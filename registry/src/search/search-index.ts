@@ -19,7 +19,7 @@
  * that have it (the postings' keys); postings are arrays. About 1.3 KiB an entry of typical
  * Python metadata, measured by test/bench/search.ts.
  */
-import { boundedEntry, type SearchEntry } from './entry.js';
+import { boundedEntry, sameEntry, type SearchEntry } from './entry.js';
 import { foldName, nameWords, wordsOf } from './fold.js';
 import type { SearchQuery } from './query.js';
 import { SortedStrings } from './sorted.js';
@@ -38,6 +38,8 @@ interface Indexed {
   textWords: string[];
   /** The stamp of the last query that took it as a candidate. */
   mark: number;
+  /** False once removed: the postings that still list it drop it when they are compacted. */
+  live: boolean;
 }
 
 /** Best first: higher score, then name, then index. */
@@ -60,28 +62,52 @@ export interface SearchResult {
   truncated: boolean;
 }
 
-/** The entries of one key, with the key's one string instance (entries refer to it: words are kept once). */
+/**
+ * The entries of one key, with the key's one string instance (entries refer to it: words are kept
+ * once). `stale` counts the places in `items` that no longer belong there: an entry removed, or
+ * replaced by a version without this key, or listed twice after it got the key back.
+ */
 interface Posting {
   key: string;
   items: Indexed[];
+  stale: number;
 }
 
 /**
  * Key -> entries, the entries of a key in an array (a Set costs several times the memory, and most
- * keys hold one to a few hundred entries). An entry is added under each of its keys once (`put`
- * removes its previous version first), so adding needs no search; a removal, which is rare, pays
- * a linear one.
+ * keys hold one to a few hundred entries). Adding is a push. Leaving is lazy: finding an entry in
+ * a posting costs the posting's length (100k for a classifier word every entry has, so a rebuild
+ * that replaced every entry cost minutes), so a leaving entry only counts as stale, and a posting
+ * is compacted (one pass) once half of it is stale: each leave costs O(1) amortised, and a
+ * posting holds at most twice its live entries. Readers skip what is not live; a live entry
+ * still listed under a key it lost is a candidate its query's full check then rejects.
  */
 class MultiMap {
   readonly #map = new Map<string, Posting>();
   readonly sorted: SortedStrings | null;
 
-  constructor(sortedKeys: boolean) {
+  constructor(
+    sortedKeys: boolean,
+    /** Whether `item`, as it is now, has `key` (what compaction keeps). */
+    private readonly holds: (item: Indexed, key: string) => boolean,
+  ) {
     this.sorted = sortedKeys ? new SortedStrings() : null;
   }
 
+  /** The entries listed under `key`: may hold stale ones (skip those not live). */
   get(key: string): readonly Indexed[] | undefined {
     return this.#map.get(key)?.items;
+  }
+
+  /** How many entries `key` holds (stale places not counted). */
+  count(key: string): number {
+    const posting = this.#map.get(key);
+    return posting ? posting.items.length - posting.stale : 0;
+  }
+
+  /** The shared string of `key`, if some entry has it. */
+  keyOf(key: string): string | undefined {
+    return this.#map.get(key)?.key;
   }
 
   /** Adds `item` under `key`; returns the key's shared string, for the entry to keep instead of its own copy. */
@@ -91,40 +117,49 @@ class MultiMap {
       posting.items.push(item);
       return posting.key;
     }
-    this.#map.set(key, { key, items: [item] });
+    this.#map.set(key, { key, items: [item], stale: 0 });
     this.sorted?.add(key);
     return key;
   }
 
-  delete(key: string, item: Indexed): void {
+  /** One entry no longer has `key` (it was removed, or its new version lacks the key). */
+  leave(key: string): void {
     const posting = this.#map.get(key);
-    const list = posting?.items;
-    const at = list ? list.lastIndexOf(item) : -1;
-    if (!list || at < 0) return;
-    list[at] = list[list.length - 1]!;
-    list.pop();
-    if (list.length === 0) {
-      this.#map.delete(key);
-      this.sorted?.remove(key);
+    if (!posting) return;
+    posting.stale += 1;
+    if (posting.stale * 2 >= posting.items.length) this.#compact(posting);
+  }
+
+  #compact(posting: Posting): void {
+    const kept = new Set<Indexed>();
+    for (const item of posting.items) if (item.live && this.holds(item, posting.key)) kept.add(item);
+    posting.items = [...kept];
+    posting.stale = 0;
+    if (posting.items.length === 0) {
+      this.#map.delete(posting.key);
+      this.sorted?.remove(posting.key);
     }
   }
 
-  /** The entries under every key that starts with `prefix` (an entry under two such keys comes twice). */
+  /** The entries under every key that starts with `prefix` (an entry under two such keys comes twice; stale ones too). */
   *itemsWithPrefix(prefix: string): Generator<Indexed> {
     if (!this.sorted) throw new Error('prefix lookup on an unsorted map');
     for (const key of this.sorted.withPrefix(prefix)) yield* this.#map.get(key)!.items;
   }
 
-  /** How many entries `itemsWithPrefix` would give, counting no further than `cap`. */
+  /** How many entries `itemsWithPrefix` would give (stale places not counted), counting no further than `cap`. */
   countPrefix(prefix: string, cap: number): number {
     let n = 0;
     for (const key of this.sorted!.withPrefix(prefix)) {
-      n += this.#map.get(key)!.items.length;
+      n += this.count(key);
       if (n >= cap) return cap;
     }
     return n;
   }
 }
+
+/** What a removed entry is left holding while postings still list it: nothing of its own. */
+const GONE: SearchEntry = Object.freeze({ ecosystem: '', index: '', name: '', key: '' });
 
 function textOf(entry: SearchEntry): string[] {
   return [entry.summary, entry.title, ...(entry.keywords ?? []), ...(entry.classifiers ?? [])].filter((s): s is string => s !== undefined);
@@ -132,9 +167,9 @@ function textOf(entry: SearchEntry): string[] {
 
 export class SearchIndex {
   readonly #entries = new Map<string, Indexed>();
-  readonly #byName = new MultiMap(true);
-  readonly #byNameWord = new MultiMap(true);
-  readonly #byTextWord = new MultiMap(false);
+  readonly #byName = new MultiMap(true, (item, key) => item.folded === key);
+  readonly #byNameWord = new MultiMap(true, (item, key) => item.nameWords.includes(key));
+  readonly #byTextWord = new MultiMap(false, (item, key) => item.textWords.includes(key));
   #stamp = 0;
 
   /** Classifier strings, kept once each (a few hundred distinct ones are shared by every entry); bounded. */
@@ -159,25 +194,50 @@ export class SearchIndex {
     return this.#entries.get(SearchIndex.id(index, key))?.entry;
   }
 
-  /** Adds or replaces the entry of (`entry.index`, `entry.key`). */
+  /**
+   * Adds or replaces the entry of (`entry.index`, `entry.key`). An entry equal to the one held
+   * changes nothing (a rebuild or refresh reads many unchanged ones); a changed one is updated in
+   * place, so only the keys it gained or lost move (a new version with the same metadata moves
+   * none).
+   */
   put(raw: SearchEntry): void {
     const entry = boundedEntry(raw);
-    this.remove(entry.index, entry.key);
-    const item: Indexed = {
-      entry,
-      folded: foldName(entry.name),
-      nameWords: [...new Set(nameWords(entry.name))],
-      textWords: [...new Set(textOf(entry).flatMap(wordsOf))],
-      mark: 0,
-    };
+    const id = SearchIndex.id(entry.index, entry.key);
+    const held = this.#entries.get(id);
+    if (held && sameEntry(held.entry, entry)) return;
     // Each string is kept once: the entry refers to the postings' keys, and its name's folded form
     // and key are its name when they are equal (they are for most names).
     if (entry.key === entry.name) entry.key = entry.name;
-    this.#entries.set(SearchIndex.id(entry.index, entry.key), item);
-    item.folded = this.#byName.add(item.folded === entry.name ? entry.name : item.folded, item);
-    item.nameWords = item.nameWords.map((w) => this.#byNameWord.add(w, item));
-    item.textWords = item.textWords.map((w) => this.#byTextWord.add(w, item));
     if (entry.classifiers) entry.classifiers = entry.classifiers.map((c) => this.#shared(c));
+    const folded = foldName(entry.name);
+    const next = {
+      folded: [folded === entry.name ? entry.name : folded],
+      nameWords: [...new Set(nameWords(entry.name))],
+      textWords: [...new Set(textOf(entry).flatMap(wordsOf))],
+    };
+    const item: Indexed = held ?? { entry, folded: '', nameWords: [], textWords: [], mark: 0, live: true };
+    if (!held) this.#entries.set(id, item);
+    const before = { folded: held ? [held.folded] : [], nameWords: item.nameWords, textWords: item.textWords };
+    item.entry = entry;
+    item.folded = this.#join(this.#byName, item, before.folded, next.folded)[0]!;
+    item.nameWords = this.#join(this.#byNameWord, item, before.nameWords, next.nameWords);
+    item.textWords = this.#join(this.#byTextWord, item, before.textWords, next.textWords);
+    // Only once the entry holds its new keys: a posting compacted now keeps it exactly where it belongs.
+    this.#leave(this.#byName, before.folded, next.folded);
+    this.#leave(this.#byNameWord, before.nameWords, next.nameWords);
+    this.#leave(this.#byTextWord, before.textWords, next.textWords);
+  }
+
+  /** `after`'s keys as the postings' shared strings, `item` added under those `before` lacks. */
+  #join(map: MultiMap, item: Indexed, before: readonly string[], after: readonly string[]): string[] {
+    const had = new Set(before);
+    return after.map((key) => (had.has(key) ? map.keyOf(key) : undefined) ?? map.add(key, item));
+  }
+
+  /** One entry leaves the keys of `before` that `after` lacks. */
+  #leave(map: MultiMap, before: readonly string[], after: readonly string[]): void {
+    const has = new Set(after);
+    for (const key of before) if (!has.has(key)) map.leave(key);
   }
 
   remove(index: string, key: string): void {
@@ -185,9 +245,16 @@ export class SearchIndex {
     const item = this.#entries.get(id);
     if (!item) return;
     this.#entries.delete(id);
-    this.#byName.delete(item.folded, item);
-    for (const w of item.nameWords) this.#byNameWord.delete(w, item);
-    for (const w of item.textWords) this.#byTextWord.delete(w, item);
+    const { folded, nameWords, textWords } = item;
+    // What postings still list until they are compacted holds nothing of the entry.
+    item.live = false;
+    item.entry = GONE;
+    item.folded = '';
+    item.nameWords = [];
+    item.textWords = [];
+    this.#byName.leave(folded);
+    for (const w of nameWords) this.#byNameWord.leave(w);
+    for (const w of textWords) this.#byTextWord.leave(w);
   }
 
   /** Drops every entry of `index` (an index no longer configured). */
@@ -239,7 +306,7 @@ export class SearchIndex {
     const candidates: Indexed[] = [];
     const take = (items: Iterable<Indexed>, cap: number): boolean => {
       for (const item of items) {
-        if (item.mark === stamp) continue;
+        if (item.mark === stamp || !item.live) continue;
         if (candidates.length >= cap) return false;
         item.mark = stamp;
         candidates.push(item);
@@ -251,7 +318,7 @@ export class SearchIndex {
     let rarest: string | undefined;
     let fewest = Infinity;
     for (const w of query.words) {
-      const n = this.#byNameWord.countPrefix(w, MAX_CANDIDATES) + (this.#byTextWord.get(w)?.length ?? 0);
+      const n = this.#byNameWord.countPrefix(w, MAX_CANDIDATES) + this.#byTextWord.count(w);
       if (n < fewest) {
         fewest = n;
         rarest = w;
