@@ -232,8 +232,23 @@ async function runModel(ops: Op[]): Promise<void> {
   }
 }
 
+/**
+ * Found by the property (seed 1717742847): a push finished after a collection took its blob holds
+ * it again without bytes; the next collection releases that hold; later the bytes come back with a
+ * push that lands during a collection. The ledger once moved the bytes-less hold's gain to when the
+ * bytes were stored, after its own release, and the recount added it twice.
+ */
+const EMPTY_HOLD_THEN_PUSH: Op[] = [
+  { kind: 'start', holder: 't.a', content: 'c4' },
+  { kind: 'collect', graceSecs: 0, during: null },
+  { kind: 'finish', holder: 't.a' },
+  { kind: 'collect', graceSecs: 0, during: null },
+  { kind: 'collect', graceSecs: 0, during: { holder: 't.a', content: 'c0', at: 'mark' } },
+  { kind: 'collect', graceSecs: 0, during: { holder: 't.a', content: 'c4', at: 'delete' } },
+];
+
 describe('garbage collection against a model', () => {
   it('referenced ⇒ present after every step; unreferenced and old ⇒ gone after every collection', async () => {
-    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 40 }), runModel), { numRuns: 40 });
+    await fc.assert(fc.asyncProperty(fc.array(op, { minLength: 5, maxLength: 40 }), runModel), { numRuns: 40, examples: [[EMPTY_HOLD_THEN_PUSH]] });
   }, 300_000);
 });

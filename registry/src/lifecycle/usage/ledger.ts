@@ -223,10 +223,10 @@ export class UsageLedger implements HoldsObserver {
       this.#doc = got?.doc ?? emptyDoc();
       return;
     }
-    const changes = this.#changes;
+    let changes = this.#changes;
     this.#changes = [];
     this.#unflushed.clear();
-    if (this.#doc.journal) await this.#whenStored(changes);
+    if (this.#doc.journal) changes = await this.#whenStored(changes);
     const now = this.#now();
     try {
       const { doc } = await updateDoc<UsageDoc>(this.#o.meta, USAGE_KEY, (current) => journalled(applyChanges(current ?? emptyDoc(), changes), changes, now));
@@ -243,7 +243,7 @@ export class UsageLedger implements HoldsObserver {
    * counts a held digest only once its bytes are there), so each gain's time becomes the later of
    * the two (the store's time of the bytes; one `stat` per gain, only during a count).
    */
-  async #whenStored(changes: Change[]): Promise<void> {
+  async #whenStored(changes: Change[]): Promise<Change[]> {
     const stored = new Map<Sha256Hex, number | undefined>();
     for (const c of changes) {
       if (c.objects <= 0) continue;
@@ -251,6 +251,7 @@ export class UsageLedger implements HoldsObserver {
       const at = stored.get(c.hex);
       if (at !== undefined) c.at = Math.max(c.at, at);
     }
+    return withoutEmptyHolds(changes);
   }
 
   /** Turns pending changes into byte deltas where the size is known now. */
@@ -308,6 +309,32 @@ export function emptyDoc(): UsageDoc {
 
 function plus(a: UsageFigures | undefined, b: UsageFigures | undefined): UsageFigures {
   return { bytes: Math.max(0, (a?.bytes ?? 0) + (b?.bytes ?? 0)), objects: Math.max(0, (a?.objects ?? 0) + (b?.objects ?? 0)) };
+}
+
+/**
+ * `changes` without each gain that a later loss (same digest, same index) undid before the bytes
+ * were there: a hold taken on bytes that were gone, released by a collection, then the bytes
+ * stored again by a new hold. Moved to when the bytes were stored, that gain would come after its
+ * own loss, and a count that read the digest between the two would add it and not the loss. Such
+ * a pair never counted anywhere, so both go.
+ */
+function withoutEmptyHolds(changes: readonly Change[]): Change[] {
+  const dropped = new Set<Change>();
+  const gains = new Map<string, Change[]>();
+  for (const c of changes) {
+    const key = `${c.hex} ${c.key}`;
+    if (c.objects > 0) {
+      gains.set(key, [...(gains.get(key) ?? []), c]);
+      continue;
+    }
+    const open = gains.get(key);
+    const gain = open?.at(-1);
+    if (open && gain && gain.at > c.at) {
+      open.pop();
+      dropped.add(gain).add(c);
+    }
+  }
+  return dropped.size === 0 ? [...changes] : changes.filter((c) => !dropped.has(c));
 }
 
 function applyChanges(doc: UsageDoc, changes: readonly Change[]): UsageDoc {
