@@ -1,3 +1,5 @@
+import type { UpstreamReport } from '../../src/observe/describe.js';
+
 /** Reads the documents every client reads; a failure becomes a sentence a person can act on. */
 export class ApiError extends Error {}
 
@@ -46,15 +48,8 @@ export interface Discovery {
 
 export type Counters = Record<string, number>;
 
-export interface UpstreamStatus {
-  url: string;
-  state: 'online' | 'backing_off' | 'rate_limited';
-  online: boolean;
-  retry_at: string | null;
-  last_error: { kind: string; message: string; at: string } | null;
-  rate_limited_total: number;
-  rate_limit: { limit: number | null; remaining: number | null; window_secs: number | null; observed_at: string } | null;
-}
+/** One upstream of a cached index in `/+status`: the server's own type (types only: nothing of the server is bundled). */
+export type UpstreamStatus = UpstreamReport;
 
 export interface StatusIndex {
   name: string;
