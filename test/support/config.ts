@@ -127,17 +127,24 @@ export function cached(name: string, upstream: string, o: CachedOptions = {}): C
     name,
     {
       cached: upstream,
-      cache_ttl_secs: o.ttlSecs,
-      upstream_concurrency: o.upstreamConcurrency,
       upstream_hosts: o.upstreamHosts,
-      max_bytes: o.maxBytes,
-      evict_unused_after: o.evictUnusedAfter,
-      upstream_deletions: o.upstreamDeletions,
+      ...cacheKeys(o),
       ...secret('upstream_username', o.credentials?.username),
       ...secret('upstream_password', o.credentials?.password),
     },
     o,
   );
+}
+
+/** The keys of a cached index besides its upstreams: what `cached` and `cachedFrom` share. */
+function cacheKeys(o: Omit<CachedOptions, 'upstreamHosts' | 'credentials'>): Record<string, unknown> {
+  return {
+    cache_ttl_secs: o.ttlSecs,
+    upstream_concurrency: o.upstreamConcurrency,
+    max_bytes: o.maxBytes,
+    evict_unused_after: o.evictUnusedAfter,
+    upstream_deletions: o.upstreamDeletions,
+  };
 }
 
 /** One upstream of `cachedFrom` (an entry of `upstreams = [...]`). */
@@ -163,11 +170,7 @@ export function cachedFrom(name: string, upstreams: UpstreamOptions[], o: Omit<C
         ...secret('username', u.credentials?.username),
         ...secret('password', u.credentials?.password),
       })),
-      cache_ttl_secs: o.ttlSecs,
-      upstream_concurrency: o.upstreamConcurrency,
-      max_bytes: o.maxBytes,
-      evict_unused_after: o.evictUnusedAfter,
-      upstream_deletions: o.upstreamDeletions,
+      ...cacheKeys(o),
     },
     o,
   );
