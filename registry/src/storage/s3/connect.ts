@@ -128,13 +128,14 @@ export function presigningClient(cfg: StorageConfig, endpoint: string): Client {
  *   is never cut: it is the reader, not the store, that is slow.
  */
 function answeringWithin(transport: typeof http | typeof https, responseMs: number, idleMs: number): Pick<typeof http, 'request'> {
+  const idle = new IdleWatch(idleMs);
   const request = ((options: http.RequestOptions, callback?: (res: http.IncomingMessage) => void) => {
     const req = transport.request(options, callback);
     const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no response within ${responseMs} ms`), { code: 'ETIMEDOUT' })), responseMs);
     const clear = () => clearTimeout(timer);
     req.once('response', (res: http.IncomingMessage) => {
       clear();
-      watchIdle(res, idleMs);
+      idle.watch(res);
     });
     req.once('close', clear);
     return req;
@@ -142,25 +143,56 @@ function answeringWithin(transport: typeof http | typeof https, responseMs: numb
   return { request };
 }
 
-/** Destroys `res` once it has neither received a byte nor held an unread one for `idleMs`. */
-function watchIdle(res: http.IncomingMessage, idleMs: number): void {
-  let seen = res.socket.bytesRead;
-  const check = () => {
-    // Everything arrived: whatever happens next is the reader's business.
-    if (res.complete) return stop();
-    const now = res.socket?.bytesRead ?? seen;
-    if (now !== seen || res.readableLength > 0) {
-      seen = now;
-      return;
+/**
+ * Destroys a response body once it has neither received a byte nor held an unread one for
+ * `idleMs`. One timer for every body in flight (a warm read makes several small ones: a timer
+ * each would be work on the hot path), ticking every half limit while any is watched, so a stall
+ * ends between 1 and 1.5 times the limit.
+ */
+class IdleWatch {
+  readonly #bodies = new Map<http.IncomingMessage, { bytesRead: number; since: number }>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly idleMs: number) {}
+
+  watch(res: http.IncomingMessage): void {
+    this.#bodies.set(res, { bytesRead: res.socket?.bytesRead ?? 0, since: Date.now() });
+    const forget = () => this.#forget(res);
+    res.once('end', forget);
+    res.once('close', forget);
+    res.once('error', forget);
+    if (!this.#timer) {
+      this.#timer = setInterval(() => this.#check(), Math.max(1, Math.floor(this.idleMs / 2)));
+      this.#timer.unref();
     }
-    res.destroy(Object.assign(new Error(`the object store sent nothing for ${idleMs} ms`), { code: 'ETIMEDOUT' }));
-  };
-  const timer = setInterval(check, idleMs);
-  timer.unref();
-  const stop = () => clearInterval(timer);
-  res.once('end', stop);
-  res.once('close', stop);
-  res.once('error', stop);
+  }
+
+  #forget(res: http.IncomingMessage): void {
+    this.#bodies.delete(res);
+    if (this.#bodies.size === 0 && this.#timer) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  #check(): void {
+    const now = Date.now();
+    for (const [res, seen] of this.#bodies) {
+      // Everything arrived: whatever happens next is the reader's business.
+      if (res.complete) {
+        this.#forget(res);
+        continue;
+      }
+      const bytesRead = res.socket?.bytesRead ?? seen.bytesRead;
+      if (bytesRead !== seen.bytesRead || res.readableLength > 0) {
+        seen.bytesRead = bytesRead;
+        seen.since = now;
+      } else if (now - seen.since >= this.idleMs) {
+        this.#forget(res);
+        res.destroy(Object.assign(new Error(`the object store sent nothing for ${this.idleMs} ms`), { code: 'ETIMEDOUT' }));
+      }
+    }
+  }
 }
 
 /** `s3Location`, then the start-up checks; resolves only when the bucket is usable. */
