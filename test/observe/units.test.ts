@@ -12,7 +12,7 @@ import { ProjectCounters } from '../../registry/src/observe/project-counters.js'
 import { secretInfo } from '../../registry/src/observe/redact.js';
 import { parseStatsQuery } from '../../registry/src/app/observe/stats-query.js';
 import { parseStatusQuery } from '../../registry/src/app/observe/status.js';
-import { IndexSummaries, MAX_RECENT } from '../../registry/src/observe/summary.js';
+import { IndexSummaries, MAX_RECENT, PER_SHARD, SHARD_AT } from '../../registry/src/observe/summary.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import type { MetaStore } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/velodex.js';
@@ -193,4 +193,67 @@ describe('index summaries', () => {
     await expect(Promise.all([failing.record('x'), failing.record('x')])).rejects.toThrow('store down');
     await expect(summaries.record('x')).resolves.toBeUndefined();
   });
+
+  it('move their project counts into shards past SHARD_AT projects: a write then rewrites the small summary and one shard, never the whole map', async () => {
+    const store = new FsMetaStore(tempDir('velodex-summary-'));
+    await store.init();
+    const many = Object.fromEntries(Array.from({ length: SHARD_AT }, (_, i) => [`p${i}`, 1 + (i % 3)]));
+    await store.put(IndexSummaries.key('h'), { serial: 7, projects: many, recent: [], kept: { gone: 1 } });
+    const puts: Array<{ key: string; bytes: number }> = [];
+    const counted: MetaStore = {
+      get: (key) => store.get(key),
+      put: (key, doc, ifVersion) => {
+        puts.push({ key, bytes: JSON.stringify(doc).length });
+        return store.put(key, doc, ifVersion);
+      },
+      delete: (key, ifVersion) => store.delete(key, ifVersion),
+      list: (prefix) => store.list(prefix),
+    };
+    // Two processes: one writes the project past the threshold (and moves), the other writes meanwhile.
+    const one = new IndexSummaries(counted);
+    const two = new IndexSummaries(store);
+    await Promise.all([one.record('h', { projects: { fresh: 2 } }), ...Array.from({ length: 10 }, (_, i) => two.record('h', { projects: { [`late${i}`]: 1, p0: 9 } }))]);
+    // The move runs after the write that found it due, off its answer.
+    await one.moved();
+    await two.moved();
+    const doc = (await one.read('h'))!;
+    expect(doc.projectShards).toEqual({ generation: expect.stringMatching(/^[0-9a-f]{12}$/), count: 16 });
+    expect(doc.projects).toEqual({});
+    expect(doc).toMatchObject({ serial: 18, kept: { gone: 1 } });
+    const all = await two.projects('h', doc);
+    expect(Object.keys(all)).toHaveLength(SHARD_AT + 11);
+    expect(all).toMatchObject({ fresh: 2, p0: 9, late9: 1, p1999: 1 + (1999 % 3) });
+
+    // Sharded: a write is the summary (serial, recent) and its project's shard, each small.
+    puts.length = 0;
+    await one.record('h', { projects: { ['__proto__']: 4, p1: 0 } });
+    expect(new Set(puts.map((p) => p.key.split('/').slice(0, 3).join('/')))).toEqual(new Set(['observe/summary/h', 'observe/summary-projects/h']));
+    expect(puts.length).toBeLessThanOrEqual(3);
+    for (const p of puts) expect(p.bytes, p.key).toBeLessThan(8_000);
+    const after = await one.projects('h', (await one.read('h'))!);
+    expect(Object.hasOwn(after, '__proto__') && after['__proto__']).toBe(4);
+    expect(after.p1).toBeUndefined();
+
+    // A repair replaces the counts with a new generation of shards and deletes the old one.
+    const before = doc.projectShards!;
+    const repaired = await one.repair('h', { projects: Object.fromEntries(Array.from({ length: SHARD_AT + 1 }, (_, i) => [`r${i}`, 1])), recent: [] });
+    expect(repaired.projectShards!.generation).not.toBe(before.generation);
+    expect(repaired).toMatchObject({ serial: 19, projects: {}, kept: { gone: 1 } });
+    expect(Object.keys(await one.projects('h', repaired))).toHaveLength(SHARD_AT + 1);
+    const shardKeys = async () => {
+      const keys: string[] = [];
+      for await (const key of store.list('observe/summary-projects/h')) keys.push(key);
+      return keys;
+    };
+    expect((await shardKeys()).every((k) => k.startsWith(`observe/summary-projects/h/${repaired.projectShards!.generation}/`))).toBe(true);
+
+    // Growing: a shard past four times its aim moves every project into more shards.
+    const grown = Object.fromEntries(Array.from({ length: 16 * PER_SHARD * 4 }, (_, i) => [`g${i}`, 1]));
+    await one.record('h', { projects: grown });
+    await one.moved();
+    const big = (await one.read('h'))!;
+    expect(big.projectShards!.count).toBeGreaterThanOrEqual(64);
+    expect(Object.keys(await two.projects('h', big))).toHaveLength(SHARD_AT + 1 + 16 * PER_SHARD * 4);
+    expect((await shardKeys()).every((k) => k.startsWith(`observe/summary-projects/h/${big.projectShards!.generation}/`))).toBe(true);
+  }, 60_000);
 });

@@ -212,7 +212,7 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     const entry = describeIndex(ix, src.ecosystems.get(ix.ecosystem), summaries[i] ?? null, src.usage.usage(ix.name));
     if (query.details && ix.role === 'hosted') {
       const { doc, scanned } = await adminSummary(src, ix, summaries[i] ?? null);
-      const counts = Object.values(doc?.projects ?? {});
+      const counts = Object.values(await src.summaries.projects(ix.name, doc));
       entry.details = {
         projects: counts.length,
         files: counts.reduce((a, b) => a + b, 0),
