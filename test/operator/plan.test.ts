@@ -119,6 +119,12 @@ describe('planNamespace', () => {
     const served = plan({ 'tls.crt': 'c', 'tls.key': 'k' });
     expect(served?.refusal).toBeUndefined();
     expect(served?.config?.toml).toContain('cert_file = "/etc/velodex/tls/tls.crt"');
+    // With a Certificate the operator requests, the wait names who fills the Secret.
+    const issued = { ...secure, spec: { ...secure.spec, tls: { secretName: 'cert', certManager: { issuerRef: { name: 'corp-ca' } } } } };
+    expect(planNamespace([issued], [hosted], input()).registries.get('default')?.refusal).toEqual({
+      reason: 'SecretNotFound',
+      message: 'PackageRegistry "default" spec.tls.secretName (filled by cert-manager from Certificate "default"; see the Certificate condition): Secret "cert" does not exist in this namespace',
+    });
   });
 
   it("runs only the platform's images: the default, or one matching an allowed pattern", () => {

@@ -38,8 +38,13 @@ export interface Kube {
   secretExists(namespace: string, name: string): Promise<boolean>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
   apply(obj: ApplyObject): Promise<void>;
-  /** Deletes an object the operator applied earlier and no longer wants; nothing when it is gone already. */
+  /**
+   * Deletes an object the operator applied earlier and no longer wants; nothing when it is gone
+   * already, or when the API server does not serve its kind (a CRD never installed, or removed).
+   */
   remove(ref: { apiVersion: string; kind: string; namespace: string; name: string }): Promise<void>;
+  /** Whether the API server serves this kind (its discovery lists it): a CRD's kind only once the CRD is installed. */
+  serves(apiVersion: string, kind: string): Promise<boolean>;
   patchStatus(kind: keyof typeof PLURAL, namespace: string, name: string, status: PackageIndexStatus | PackageRegistryStatus): Promise<void>;
 }
 
@@ -53,6 +58,17 @@ export function kubeClient(kc: KubeConfig): Kube {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const apps = kc.makeApiClient(AppsV1Api);
   const objects = KubernetesObjectApi.makeApiClient(kc);
+  const serves = async (apiVersion: string, kind: string): Promise<boolean> => {
+    const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    try {
+      const list = (await getJson(kc, path, 'application/json')) as { resources?: { kind?: string; name?: string }[] };
+      // Subresources (`httproutes/status`) carry their parent's kind: only the resource itself counts.
+      return (list.resources ?? []).some((r) => r.kind === kind && !(r.name ?? '').includes('/'));
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  };
   return {
     config: kc,
     listAll: async (plural) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: KubernetesObject[] },
@@ -78,12 +94,16 @@ export function kubeClient(kc: KubeConfig): Kube {
       await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
     },
     async remove({ apiVersion, kind, namespace, name }) {
+      // Asked first: the library's delete of a kind it cannot find in discovery throws a plain
+      // Error (no 404 code) when the group is served but not that kind.
+      if (!(await serves(apiVersion, kind))) return;
       try {
         await objects.delete({ apiVersion, kind, metadata: { namespace, name } });
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     },
+    serves,
     async patchStatus(kind, namespace, name, status) {
       await custom.patchNamespacedCustomObjectStatus(
         { group: GROUP, version: VERSION, namespace, plural: PLURAL[kind], name, body: { status }, fieldManager: FIELD_MANAGER },

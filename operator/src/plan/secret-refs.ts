@@ -58,7 +58,9 @@ export function registrySecretUses(registry: PackageRegistry): SecretUse[] {
 function tlsSecretUses(registry: PackageRegistry): SecretUse[] {
   const tls = registry.spec.tls;
   if (!tls) return [];
-  const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName`;
+  // Until cert-manager has issued the certificate the Secret is missing: the message says who fills it.
+  const filler = tls.certManager ? ` (filled by cert-manager from Certificate "${registry.metadata.name}"; see the Certificate condition)` : '';
+  const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName${filler}`;
   return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field }));
 }
 

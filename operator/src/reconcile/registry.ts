@@ -3,11 +3,13 @@
  * PackageRegistry serves of the PackageIndexes that name it, apply its objects, ask its ready pods
  * for `/+status`, and write the status of the registry and of each of those indexes where it
  * changed. Everything is read from the informers' caches (kube/informers.ts); the API server is
- * asked only whether an unlabelled Secret exists and for the Deployment just applied. Idempotent:
- * running it twice in a row writes nothing the second time.
+ * asked only whether an unlabelled Secret exists, for the Deployment just applied, and whether it
+ * serves the kinds of the registry's HTTPRoute or Certificate (reconcile/extension-objects.ts).
+ * Idempotent: running it twice in a row writes nothing the second time.
  *
  * A registry whose config cannot be built (its storage Secret missing, say) keeps its objects as
- * they are: pods already serving go on serving the last good config. A key whose registry does
+ * they are: pods already serving go on serving the last good config; only its Certificate is
+ * applied, since the Secret it waits for may be the one cert-manager fills. A key whose registry does
  * not exist tells each index naming it so (`RegistryNotFound`).
  */
 import type { V1Pod } from '@kubernetes/client-node';
@@ -24,6 +26,7 @@ import { refusedState, servedState } from '../status/merge.js';
 import { getPodStatus } from '../status/pod-fetch.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../status/pod-status.js';
 import { overPrevious, registryStored } from '../status/stored.js';
+import { applyExtensionObjects } from './extension-objects.js';
 import { splitKey } from './keys.js';
 import { UnwantedObjects } from './unwanted-objects.js';
 
@@ -56,10 +59,9 @@ export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promi
   const plan = planNamespace(registries, indexes, { secrets, notOptedIn, images: { defaultImage: deps.render.defaultImage, allowed: deps.allowedImages ?? [] } });
 
   const rp = plan.registries.get(name);
-  if (rp?.config) {
-    for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
-    await unwanted.remove(kube, rp.registry);
-  }
+  if (rp?.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+  const extensions = rp ? await applyExtensionObjects(kube, rp.registry, rp.config !== null) : [];
+  if (rp?.config) await unwanted.remove(kube, rp.registry);
   const reports = rp ? await podReports(rp, namespace, deps) : [];
 
   // The plan serves each index or refuses it, its refusal keyed by the index it is about.
@@ -69,7 +71,7 @@ export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promi
   }
   if (!rp) return true;
   for (const ix of rp.served) await writeStatus(deps, 'PackageIndex', ix, servedState(ix, name, indexUrl(ix, rp.registry), reports), now());
-  await writeRegistryStatus(deps, rp, reports, secrets, now());
+  await writeRegistryStatus(deps, rp, reports, secrets, extensions, now());
   return true;
 }
 
@@ -85,7 +87,7 @@ async function secretsNotOptedIn(kube: Kube, namespace: string, referenced: Set<
 
 /** The Service's in-cluster base URL: https with `spec.tls`. */
 export function registryUrl(registry: PackageRegistry): string {
-  // Declared for clients outside: the address every client is told (the Ingress reaches the Service).
+  // Declared for clients outside: the address every client is told (the Ingress or HTTPRoute reaches the Service).
   const external = externalUrl(registry);
   if (external) return external;
   const port = servicePort(registry);
@@ -127,7 +129,14 @@ async function fetchPodStatus(pod: V1Pod, tls: boolean): Promise<PodStatusDoc> {
   return (await getPodStatus(ip, REGISTRY_PORT, tls, POD_STATUS_TIMEOUT_MS)) as PodStatusDoc;
 }
 
-async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, reports: PodReport[], secrets: ReadonlyMap<string, Record<string, string>>, now: Date): Promise<void> {
+async function writeRegistryStatus(
+  deps: ReconcileDeps,
+  rp: RegistryPlan,
+  reports: PodReport[],
+  secrets: ReadonlyMap<string, Record<string, string>>,
+  extensions: ConditionInput[],
+  now: Date,
+): Promise<void> {
   const registry = rp.registry;
   const deployment = await deps.kube.deployment(registry.metadata.namespace, registry.metadata.name);
   const ready = deployment?.status?.readyReplicas ?? 0;
@@ -161,6 +170,7 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
     ];
   }
   if (rp.mirror && !rp.refusal) conditions.push(nodeMirrorCondition(rp.mirror));
+  conditions.push(...extensions);
   const status: PackageRegistryStatus = {
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: ready,
