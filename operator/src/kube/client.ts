@@ -1,8 +1,9 @@
 /**
  * The API calls the operator makes besides its informers' lists and watches (kube/informers.ts),
  * in one place: the list an informer of its custom resources starts from; whether a Secret exists,
- * asked as a table row, never its data; the Deployment just applied; server-side apply of rendered
- * objects under the operator's field manager; merge patches of the status subresource.
+ * asked as a table row, never its data; the Deployment just applied; whether a kind is served
+ * (discovery); server-side apply of rendered objects under the operator's field manager; merge
+ * patches of the status subresource.
  * @kubernetes/client-node 1.4 (2.x needs Node 22): methods take one object, and a patch needs its
  * content type set explicitly.
  */
