@@ -450,15 +450,26 @@ describe('the operator', () => {
       issuerRef: { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' },
       dnsNames: ['issued', 'issued.team', 'issued.team.svc', 'issued.team.svc.cluster.local'],
     });
-    expect((await untilReason('issued', 'Certificate', 'Requested'))?.status).toBe('True');
+    expect((await untilReason('issued', 'Certificate', 'Requested'))?.status).toBe('Unknown');
 
-    // What cert-manager writes once its issuer has signed (no cert-manager runs here): the
-    // Secret, with the template's label. The registry then runs on it, over HTTPS on 443.
+    // No cert-manager runs here: the suite writes what it would. First its verdict on an issuer
+    // that does not exist, which the registry passes on.
+    const certStatus = (status: object) => kubectl(['patch', 'certificate', 'issued', '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    await certStatus({ conditions: [{ type: 'Ready', status: 'False', reason: 'DoesNotExist', message: 'Referenced "ClusterIssuer" not found: clusterissuer.cert-manager.io "corp-ca" not found' }] });
+    expect((await untilReason('issued', 'Certificate', 'NotIssued'))?.message).toBe(
+      'Certificate "issued" from ClusterIssuer "corp-ca" is not issued: DoesNotExist: Referenced "ClusterIssuer" not found: clusterissuer.cert-manager.io "corp-ca" not found (kubectl describe certificate issued -n team)',
+    );
+    // Then, issued: the Secret with the template's label, and Ready. The registry runs on the
+    // Secret, over HTTPS on 443.
     await kubectl(
       ['apply', '-f', '-'],
       `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: issued-cert\n  namespace: ${NS}\n  labels: { ${OPT_IN}: "true" }\nstringData: { tls.crt: "certificate", tls.key: "key" }\n`,
     );
+    await certStatus({ conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'Certificate is up to date and has not expired' }], notAfter: '2027-03-01T00:00:00Z' });
     expect(await untilReason('issued', 'Ready', 'NoReadyPods')).toMatchObject({ status: 'False' });
+    expect((await untilReason('issued', 'Certificate', 'Issued'))?.message).toBe(
+      'Certificate "issued" from ClusterIssuer "corp-ca" is issued into Secret "issued-cert", valid until 2027-03-01T00:00:00Z; cert-manager renews it, and the pods serve each renewal without a roll',
+    );
     const pod = (await json<{ spec: { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } }>(['get', 'deployment', 'issued', '-n', NS])).spec.template.spec;
     expect(pod.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('issued-cert');
     expect((await kubectl(['get', 'service', 'issued', '-n', NS, '-o', 'jsonpath={.spec.ports[0].port}'])).stdout).toBe('443');

@@ -38,7 +38,8 @@ export interface Kube {
   /** Whether a Secret of that name exists, asked for its metadata only: its data is never read. */
   secretExists(namespace: string, name: string): Promise<boolean>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
-  apply(obj: ApplyObject): Promise<void>;
+  /** Server-side apply; the object as the API server now has it, status included. */
+  apply(obj: ApplyObject): Promise<KubernetesObject & { status?: unknown }>;
   /**
    * Deletes an object the operator applied earlier and no longer wants; nothing when it is gone
    * already, or when the API server does not serve its kind (a CRD never installed, or removed).
@@ -92,7 +93,7 @@ export function kubeClient(kc: KubeConfig): Kube {
       }
     },
     async apply(obj) {
-      await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      return (await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as KubernetesObject & { status?: unknown };
     },
     async remove({ apiVersion, kind, namespace, name }) {
       // Asked first: the library's delete of a kind it cannot find in discovery throws a plain
