@@ -394,10 +394,14 @@ describe('the operator', () => {
     const url = async (name: string) => (await kubectl(['get', 'packageregistry', name, '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout;
     const route = '  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: shared, namespace: infra, sectionName: https }] }\n';
     const issued = '  tls: { secretName: issued-cert, certManager: { issuerRef: { name: corp-ca, kind: ClusterIssuer } } }\n';
+    // A cluster with a part of the Gateway API (its GatewayClass, no HTTPRoute): the group is
+    // served, the kind is not, which is where a delete through discovery would throw.
+    await kubectl(['apply', '--server-side', '-f', join(tool('gateway-api-crds'), 'gateway.networking.k8s.io_gatewayclasses.yaml')]);
+    await kubectl(['wait', '--for=condition=Established', 'crd/gatewayclasses.gateway.networking.k8s.io', '--timeout=60s']);
     await kubectl(['apply', '-f', '-'], [registryYaml('routed', route), registryYaml('issued', issued)].join('---\n'));
 
-    // No Gateway API CRDs yet: the GatewayRoute condition says what to install, and the rest of
-    // the registry is reconciled, its clients told the external address all the same.
+    // No HTTPRoute yet: the GatewayRoute condition says what to install, and the rest of the
+    // registry is reconciled, its clients told the external address all the same.
     const noRoute = await untilReason('routed', 'GatewayRoute', 'GatewayAPIMissing');
     expect(noRoute?.status).toBe('False');
     expect(noRoute?.message).toContain('this cluster does not serve HTTPRoute (gateway.networking.k8s.io/v1), so registry.example.com does not reach the registry');
@@ -421,6 +425,7 @@ describe('the operator', () => {
 
     // The route dropped while the API server knows no HTTPRoute: nothing to delete, and the
     // reconcile goes on to the end (the address is the Service's again, the condition gone).
+    // cert-manager's group is not served at all: its Certificate, never wanted, is not deleted either.
     await kubectl(['patch', 'packageregistry', 'routed', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/gatewayRoute"}]']);
     expect(await until('the in-cluster address', async () => ((await url('routed')) === 'http://routed.team.svc' ? true : undefined))).toBe(true);
     const afterDrop = await json<Obj>(['get', 'packageregistry', 'routed', '-n', NS]);
