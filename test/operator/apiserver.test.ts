@@ -475,10 +475,21 @@ describe('the operator', () => {
     expect((await untilReason('issued', 'Certificate', 'Issued'))?.message).toBe(
       'Certificate "issued" from ClusterIssuer "corp-ca" is issued into Secret "issued-cert", valid until 2027-03-01T00:00:00Z; cert-manager renews it, and the pods serve each renewal without a roll',
     );
-    const pod = (await json<{ spec: { template: { spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } }>(['get', 'deployment', 'issued', '-n', NS])).spec.template.spec;
-    expect(pod.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('issued-cert');
+    type Deployment = { spec: { template: { metadata: { annotations: Record<string, string> }; spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } };
+    const template = async () => (await json<Deployment>(['get', 'deployment', 'issued', '-n', NS])).spec.template;
+    const before = await template();
+    expect(before.spec.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('issued-cert');
     expect((await kubectl(['get', 'service', 'issued', '-n', NS, '-o', 'jsonpath={.spec.ports[0].port}'])).stdout).toBe('443');
     expect(await url('issued')).toBe('https://issued.team.svc');
+    // A renewal as cert-manager makes it (the Secret rewritten, then the Certificate's new expiry):
+    // once the registry reports the new expiry, the pod template is unchanged (the pods re-read the files).
+    await kubectl(
+      ['apply', '-f', '-'],
+      `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: issued-cert\n  namespace: ${NS}\n  labels: { ${OPT_IN}: "true" }\nstringData: { tls.crt: "renewed certificate", tls.key: "renewed key" }\n`,
+    );
+    await certStatus({ notAfter: '2027-06-01T00:00:00Z' });
+    await until('the renewal reported', async () => ((await condition('issued', 'Certificate'))?.message.includes('valid until 2027-06-01T00:00:00Z') ? true : undefined));
+    expect((await template()).metadata.annotations).toEqual(before.metadata.annotations);
 
     // Both fields dropped: both objects deleted; the Secret stays, and the pods keep serving it.
     await kubectl(['patch', 'packageregistry', 'routed', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/gatewayRoute"}]']);
