@@ -411,7 +411,8 @@ describe('the operator', () => {
     expect(await url('routed')).toBe('https://registry.example.com');
     expect((await kubectl(['get', 'configmap', 'routed-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout).toContain('external_urls = [ "https://registry.example.com" ]');
 
-    // No cert-manager CRDs: no Certificate; the registry waits for its Secret and says who fills it.
+    // No cert-manager CRDs: no Certificate; the registry waits for its Secret, says who would fill
+    // it, and is Stalled: nothing will, until a person installs cert-manager.
     const noCert = await untilReason('issued', 'Certificate', 'CertManagerMissing');
     expect(noCert?.status).toBe('False');
     expect(noCert?.message).toBe(
@@ -419,9 +420,10 @@ describe('the operator', () => {
     );
     expect(await condition('issued', 'Ready')).toMatchObject({
       status: 'False',
-      reason: 'SecretNotFound',
-      message: 'PackageRegistry "issued" spec.tls.secretName (filled by cert-manager from Certificate "issued"; see the Certificate condition): Secret "issued-cert" does not exist in this namespace',
+      reason: 'CertificatePending',
+      message: `PackageRegistry "issued" spec.tls.secretName: Secret "issued-cert" does not exist yet; cert-manager writes it once it has issued Certificate "issued" (the registry's Certificate condition says how that goes)`,
     });
+    expect((await condition('issued', 'Stalled'))?.status).toBe('True');
 
     // The route dropped while the API server knows no HTTPRoute: nothing to delete, and the
     // reconcile goes on to the end (the address is the Service's again, the condition gone).
@@ -456,6 +458,10 @@ describe('the operator', () => {
       dnsNames: ['issued', 'issued.team', 'issued.team.svc', 'issued.team.svc.cluster.local'],
     });
     expect((await untilReason('issued', 'Certificate', 'Requested'))?.status).toBe('Unknown');
+    // Now the wait ends by itself: Reconciling, not Stalled (Argo CD: Progressing, not Degraded).
+    expect(await condition('issued', 'Reconciling')).toMatchObject({ status: 'True', reason: 'CertificatePending' });
+    expect((await condition('issued', 'Stalled'))?.status).toBe('False');
+    expect((await argoHealth('PackageRegistry', await json(['get', 'packageregistry', 'issued', '-n', NS]))).status).toBe('Progressing');
 
     // No cert-manager runs here: the suite writes what it would. First its verdict on an issuer
     // that does not exist, which the registry passes on.

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { nextConditions } from '../../operator/src/status/conditions.js';
 import { certificateCondition } from '../../operator/src/status/extension-conditions.js';
 import { nodeMirrorCondition } from '../../operator/src/status/node-mirror.js';
-import { servedState } from '../../operator/src/status/merge.js';
+import { refusedState, servedState } from '../../operator/src/status/merge.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../../operator/src/status/pod-status.js';
 import { humanSize, registryStored } from '../../operator/src/status/stored.js';
 import { API_VERSION, type PackageIndex, type PackageRegistry } from '../../operator/src/resources/types.js';
@@ -189,5 +189,17 @@ describe('the Certificate condition of a registry with spec.tls.certManager', ()
       reason: 'NotIssued',
       message: 'Certificate "default" from Issuer "ca" is not issued: DoesNotExist: Issuer "ca" not found (kubectl describe certificate default -n team)',
     });
+  });
+});
+
+describe('an index its registry cannot serve yet', () => {
+  const kstatus = (s: ReturnType<typeof refusedState>) => Object.fromEntries(s.conditions.map((c) => [c.type, c.status]));
+  it('is Stalled when a person must change something, Reconciling while its certificate is being issued', () => {
+    expect(kstatus(refusedState('default', { reason: 'SecretNotFound', message: 'm' }))).toEqual({ Ready: 'False', Degraded: 'False', Reconciling: 'False', Stalled: 'True' });
+    const pending = refusedState('default', { reason: 'CertificatePending', message: 'waiting for Certificate "default"' });
+    expect(kstatus(pending)).toEqual({ Ready: 'False', Degraded: 'False', Reconciling: 'True', Stalled: 'False' });
+    expect(pending.conditions.find((c) => c.type === 'Reconciling')?.message).toBe('waiting for Certificate "default"');
+    // Unless nothing will issue it (cert-manager not installed): the caller says so.
+    expect(kstatus(refusedState('default', { reason: 'CertificatePending', message: 'm' }, false))).toMatchObject({ Reconciling: 'False', Stalled: 'True' });
   });
 });

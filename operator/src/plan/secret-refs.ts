@@ -18,6 +18,8 @@ export const SECRET_OPT_IN_SELECTOR = `${SECRET_OPT_IN_LABEL}=${SECRET_OPT_IN_VA
 export interface SecretUse {
   ref: SecretKeyRef;
   field: string;
+  /** The Certificate the operator requests that fills this Secret (`spec.tls.certManager`): its absence is a wait, not a mistake. */
+  filledByCertificate?: string;
 }
 
 export function indexSecretUses(ix: PackageIndex): SecretUse[] {
@@ -58,10 +60,9 @@ export function registrySecretUses(registry: PackageRegistry): SecretUse[] {
 function tlsSecretUses(registry: PackageRegistry): SecretUse[] {
   const tls = registry.spec.tls;
   if (!tls) return [];
-  // Until cert-manager has issued the certificate the Secret is missing: the message says who fills it.
-  const filler = tls.certManager ? ` (filled by cert-manager from Certificate "${registry.metadata.name}"; see the Certificate condition)` : '';
-  const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName${filler}`;
-  return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field }));
+  const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName`;
+  const filledBy = tls.certManager ? { filledByCertificate: registry.metadata.name } : {};
+  return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field, ...filledBy }));
 }
 
 /** Every Secret name the resources of a namespace reference. */

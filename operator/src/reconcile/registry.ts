@@ -15,7 +15,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Kube } from '../kube/client.js';
 import type { ClusterView } from '../kube/informers.js';
-import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
+import { isPending, planNamespace, registryOf, type Refusal, type RegistryPlan } from '../plan/plan.js';
 import { referencedSecretNames } from '../plan/secret-refs.js';
 import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, DEFAULT_TLS_SERVICE_PORT, renderObjects, selectorOf, servicePort, type RenderOptions } from '../render/objects.js';
 import { externalUrl, REGISTRY_PORT } from '../render/registry-config.js';
@@ -61,17 +61,19 @@ export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promi
   const rp = plan.registries.get(name);
   if (rp?.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
   const extensions = rp ? await applyExtensionObjects(kube, rp.registry, rp.config !== null) : [];
+  // A wait for a certificate ends by itself, unless what would end it is missing (cert-manager not installed).
+  const waitEnds = (refusal: Refusal) => isPending(refusal) && !extensions.some((c) => c.status === 'False' && c.reason === 'CertManagerMissing');
   if (rp?.config) await unwanted.remove(kube, rp.registry);
   const reports = rp ? await podReports(rp, namespace, deps) : [];
 
   // The plan serves each index or refuses it, its refusal keyed by the index it is about.
   for (const ix of indexes) {
     const refusal = plan.refused.get(ix.metadata.name);
-    if (refusal) await writeStatus(deps, 'PackageIndex', ix, refusedState(name, refusal), now());
+    if (refusal) await writeStatus(deps, 'PackageIndex', ix, refusedState(name, refusal, waitEnds(refusal)), now());
   }
   if (!rp) return true;
   for (const ix of rp.served) await writeStatus(deps, 'PackageIndex', ix, servedState(ix, name, indexUrl(ix, rp.registry), reports), now());
-  await writeRegistryStatus(deps, rp, reports, secrets, extensions, now());
+  await writeRegistryStatus(deps, rp, reports, secrets, extensions, rp.refusal !== undefined && waitEnds(rp.refusal), now());
   return true;
 }
 
@@ -135,6 +137,8 @@ async function writeRegistryStatus(
   reports: PodReport[],
   secrets: ReadonlyMap<string, Record<string, string>>,
   extensions: ConditionInput[],
+  /** `rp.refusal` is a wait that ends by itself. */
+  pending: boolean,
   now: Date,
 ): Promise<void> {
   const registry = rp.registry;
@@ -143,7 +147,13 @@ async function writeRegistryStatus(
   const checksum = rp.config ? configChecksum(rp.config, secrets) : registry.status?.configChecksum;
   const rolledOut = deployment?.spec?.template?.metadata?.annotations?.[CHECKSUM_ANNOTATION] === checksum && (deployment?.status?.updatedReplicas ?? 0) === (deployment?.spec?.replicas ?? 0);
   let conditions: ConditionInput[];
-  if (rp.refusal) {
+  if (rp.refusal && pending) {
+    conditions = [
+      { type: 'Ready', status: 'False', reason: rp.refusal.reason, message: rp.refusal.message },
+      { type: 'Reconciling', status: 'True', reason: rp.refusal.reason, message: rp.refusal.message },
+      { type: 'Stalled', status: 'False', reason: rp.refusal.reason, message: 'waiting for it' },
+    ];
+  } else if (rp.refusal) {
     conditions = [
       { type: 'Ready', status: 'False', reason: rp.refusal.reason, message: rp.refusal.message },
       { type: 'Reconciling', status: 'False', reason: rp.refusal.reason, message: 'waiting for a change to the resources' },
