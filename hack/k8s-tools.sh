@@ -7,6 +7,7 @@
 #   etcd                                                                              v3.6.6
 #   helm                                                                              $HELM_VERSION
 #   coredns (install_k8s_node_tools)                                                  $COREDNS_VERSION
+#   Gateway API and cert-manager CRDs (install_k8s_crds, into another DIR)            $GATEWAY_API_VERSION, $CERT_MANAGER_VERSION
 #
 # k8s.io/kubernetes is not meant to be required as a module: its go.mod replaces every k8s.io/*
 # staging module with ./staging/src/k8s.io/<name>. A scratch module that requires it and replaces
@@ -106,6 +107,37 @@ install_k8s_tools() {
   install_k8s_clients "$dir"
 }
 
+# The CRDs of other projects whose kinds a PackageRegistry may ask for (spec.gatewayRoute: the
+# Gateway API's HTTPRoute, standard channel; spec.tls.certManager: cert-manager's Certificate),
+# which the API-server suite installs. Copied from each project's Go module, pinned, into
+# DIR/<name>/*.yaml with a stamp (DIR/<name>/.version): not fetched again when it matches.
+GATEWAY_API_VERSION=v1.6.3
+CERT_MANAGER_VERSION=v1.21.2
+
+k8s_module_crds() { # DIR NAME MODULE VERSION FOLDER
+  local dir=$1/$2 module=$3 version=$4 folder=$5 src
+  [ "$(cat "$dir/.version" 2>/dev/null)" = "$version" ] && return 0
+  k8s_log "CRDs: $module@$version $folder -> $dir"
+  # Outside any module: the repository has no go.mod of its own.
+  src=$(cd / && GOFLAGS=-mod=mod go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  if [ -z "$src" ] || ! ls "$src/$folder"/*.yaml >/dev/null 2>&1; then
+    echo "cannot get the CRDs of $module@$version ($folder/*.yaml) from the Go module proxy" >&2
+    return 1
+  fi
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$src/$folder"/*.yaml "$dir/"
+  # The module cache's files are read-only.
+  chmod u+w "$dir"/*.yaml
+  echo "$version" > "$dir/.version"
+}
+
+install_k8s_crds() { # DIR
+  command -v go >/dev/null || { echo "go is required to download the Gateway API and cert-manager CRDs" >&2; return 1; }
+  k8s_module_crds "$1" gateway-api sigs.k8s.io/gateway-api "$GATEWAY_API_VERSION" config/crd/standard || return 1
+  k8s_module_crds "$1" cert-manager github.com/cert-manager/cert-manager "$CERT_MANAGER_VERSION" deploy/crds || return 1
+}
+
 # The clients alone (make kind-e2e): kubectl and helm.
 install_k8s_clients() {
   local dir=$1
@@ -138,5 +170,6 @@ install_k8s_node_tools() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   install_k8s_tools "${1:?usage: k8s-tools.sh DIR [node]}"
+  install_k8s_crds "$1/../crds"
   if [ "${2:-}" = node ]; then install_k8s_node_tools "$1"; fi
 fi

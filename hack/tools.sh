@@ -7,6 +7,7 @@
 #   lua5.4, cjson    Debian packages (the Argo CD health checks of docs/gitops.md run on them)
 #   .tools/bin       etcd, kube-apiserver and the other cluster binaries, kubectl, helm, CoreDNS
 #                    (Go module proxy, hack/k8s-tools.sh; 15-25 min cold, seconds warm)
+#   .tools/crds      the Gateway API's and cert-manager's CRDs (their Go modules, hack/k8s-tools.sh)
 #   curl, strace, wrk  Debian packages (make bench: its large-download clients, file system call
 #                    counts, the C load generator of the worker rows)
 #   CNI plugins, iptables, iproute2, openssl, gcc
@@ -51,6 +52,7 @@ install_go_tools "$TOOLS/bin"
 # shellcheck source=hack/k8s-tools.sh
 source hack/k8s-tools.sh
 install_k8s_tools "$TOOLS/bin"
+install_k8s_crds "$TOOLS/crds"
 install_k8s_node_tools "$TOOLS/bin"
 
 # --- Images of the end-to-end cluster (pause, MinIO, CoreDNS), packed without a registry --------

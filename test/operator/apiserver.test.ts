@@ -222,10 +222,35 @@ describe('the CRDs at kubectl apply time', () => {
     ['an eviction interval of zero', '  gc: { evictEvery: "0m" }\n', 'spec.gc.evictEvery must be at least 1s'],
     ['a cpu share of zero', '  gc: { cpuShare: 0 }\n', 'spec.gc.cpuShare'],
     ['a cpu share above a whole core', '  gc: { cpuShare: 1.5 }\n', 'spec.gc.cpuShare'],
+    ['both an Ingress and a gatewayRoute', '  ingress: { host: registry.example.com }\n  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge }] }\n', 'give spec.ingress or spec.gatewayRoute, not both'],
+    ['a gatewayRoute host in upper case', '  gatewayRoute: { host: Registry.Example.com, parentRefs: [{ name: edge }] }\n', 'spec.gatewayRoute.host'],
+    ['a gatewayRoute host with a scheme', '  gatewayRoute: { host: "https://registry.example.com", parentRefs: [{ name: edge }] }\n', 'spec.gatewayRoute.host'],
+    ['a gatewayRoute host of one label', '  gatewayRoute: { host: registry, parentRefs: [{ name: edge }] }\n', 'spec.gatewayRoute.host'],
+    ['a gatewayRoute without parentRefs', '  gatewayRoute: { host: registry.example.com }\n', 'spec.gatewayRoute.parentRefs: Required value'],
+    ['a gatewayRoute with no Gateway', '  gatewayRoute: { host: registry.example.com, parentRefs: [] }\n', 'spec.gatewayRoute.parentRefs'],
+    ['a Gateway namespace that is no namespace name', '  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge, namespace: Infra/Edge }] }\n', 'spec.gatewayRoute.parentRefs[0].namespace'],
+    ['a Gateway listener port out of range', '  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge, port: 70000 }] }\n', 'spec.gatewayRoute.parentRefs[0].port'],
+    ['a gatewayRoute scheme other than https or http', '  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge }], scheme: ftp }\n', 'Unsupported value: "ftp"'],
+    ['a certManager without its issuer', '  tls: { secretName: registry-cert, certManager: { dnsNames: [registry.example.com] } }\n', 'spec.tls.certManager.issuerRef: Required value'],
+    ['a certManager issuer of another kind', '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca, kind: VaultIssuer } } }\n', 'Unsupported value: "VaultIssuer"'],
+    ['a certManager dnsName in upper case', '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca }, dnsNames: [Registry.Example.com] } }\n', 'spec.tls.certManager.dnsNames[0]'],
+    ['a certManager with an empty dnsNames', '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca }, dnsNames: [] } }\n', 'spec.tls.certManager.dnsNames'],
   ])('refuses a registry with %s', async (_what, extra, message) => {
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', extra), true);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain(message);
+  });
+
+  it('accepts a gatewayRoute and a certManager with every field, or only the required ones', async () => {
+    await kubectl(
+      ['apply', '--dry-run=server', '-f', '-'],
+      registryYaml(
+        'exposed',
+        '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca, kind: ClusterIssuer }, dnsNames: [registry.example.com, "*.registry.example.com", exposed.team.svc] } }\n' +
+          '  gatewayRoute: { host: registry.example.com, scheme: http, parentRefs: [{ name: edge, namespace: infra, sectionName: https, port: 443 }, { name: inside }], annotations: { team: platform } }\n',
+      ),
+    );
+    await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('exposed', '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca } } }\n  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge }] }\n'));
   });
 
   it('accepts gc settings on a registry: every field, or only some, durations with units or in seconds', async () => {
@@ -358,6 +383,130 @@ describe('the operator', () => {
     const res = await kubectl(['apply', '-f', '-'], registryYaml('badscale', '  autoscaling: { minReplicas: 5, maxReplicas: 2 }\n'), true);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('spec.autoscaling.minReplicas must not exceed maxReplicas');
+  });
+
+  it("exposes a registry through an HTTPRoute and requests its certificate from cert-manager: says what to install while their CRDs are missing, applies both once they are, and deletes both with their fields", async () => {
+    const condition = async (name: string, type: string) => {
+      const o = await json<Obj>(['get', 'packageregistry', name, '-n', NS]);
+      return o.status?.observedGeneration === o.metadata.generation ? o.status?.conditions?.find((c) => c.type === type) : undefined;
+    };
+    const untilReason = (name: string, type: string, reason: string) => until(`${name} ${type} ${reason}`, async () => ((await condition(name, type))?.reason === reason ? condition(name, type) : undefined));
+    const url = async (name: string) => (await kubectl(['get', 'packageregistry', name, '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout;
+    const route = '  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: shared, namespace: infra, sectionName: https }] }\n';
+    const issued = '  tls: { secretName: issued-cert, certManager: { issuerRef: { name: corp-ca, kind: ClusterIssuer } } }\n';
+    // A cluster with a part of the Gateway API (its GatewayClass, no HTTPRoute): the group is
+    // served, the kind is not, which is where a delete through discovery would throw.
+    await kubectl(['apply', '--server-side', '-f', join(tool('gateway-api-crds'), 'gateway.networking.k8s.io_gatewayclasses.yaml')]);
+    await kubectl(['wait', '--for=condition=Established', 'crd/gatewayclasses.gateway.networking.k8s.io', '--timeout=60s']);
+    await kubectl(['apply', '-f', '-'], [registryYaml('routed', route), registryYaml('issued', issued)].join('---\n'));
+
+    // No HTTPRoute yet: the GatewayRoute condition says what to install, and the rest of the
+    // registry is reconciled, its clients told the external address all the same.
+    const noRoute = await untilReason('routed', 'GatewayRoute', 'GatewayAPIMissing');
+    expect(noRoute?.status).toBe('False');
+    expect(noRoute?.message).toContain('this cluster does not serve HTTPRoute (gateway.networking.k8s.io/v1), so registry.example.com does not reach the registry');
+    expect(noRoute?.message).toContain("install the Gateway API's CRDs (standard channel) and a Gateway controller, or expose the registry with spec.ingress instead");
+    expect(await condition('routed', 'Ready')).toMatchObject({ status: 'False', reason: 'NoReadyPods' });
+    for (const kind of ['deployment', 'service']) expect((await kubectl(['get', kind, 'routed', '-n', NS, '-o', 'name'])).stdout.trim()).toBe(`${kind === 'deployment' ? 'deployment.apps' : kind}/routed`);
+    expect(await url('routed')).toBe('https://registry.example.com');
+    expect((await kubectl(['get', 'configmap', 'routed-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout).toContain('external_urls = [ "https://registry.example.com" ]');
+
+    // No cert-manager CRDs: no Certificate; the registry waits for its Secret, says who would fill
+    // it, and is Stalled: nothing will, until a person installs cert-manager.
+    const noCert = await untilReason('issued', 'Certificate', 'CertManagerMissing');
+    expect(noCert?.status).toBe('False');
+    expect(noCert?.message).toBe(
+      'this cluster does not serve Certificate (cert-manager.io/v1), so no certificate is requested: install cert-manager, or drop spec.tls.certManager and create the kubernetes.io/tls Secret "issued-cert" yourself, labelled velodex.dev/allow-reference=true',
+    );
+    expect(await condition('issued', 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'CertificatePending',
+      message: `PackageRegistry "issued" spec.tls.secretName: Secret "issued-cert" does not exist yet; cert-manager writes it once it has issued Certificate "issued" (the registry's Certificate condition says how that goes)`,
+    });
+    expect((await condition('issued', 'Stalled'))?.status).toBe('True');
+
+    // The route dropped while the API server knows no HTTPRoute: nothing to delete, and the
+    // reconcile goes on to the end (the address is the Service's again, the condition gone).
+    // cert-manager's group is not served at all: its Certificate, never wanted, is not deleted either.
+    await kubectl(['patch', 'packageregistry', 'routed', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/gatewayRoute"}]']);
+    expect(await until('the in-cluster address', async () => ((await url('routed')) === 'http://routed.team.svc' ? true : undefined))).toBe(true);
+    const afterDrop = await json<Obj>(['get', 'packageregistry', 'routed', '-n', NS]);
+    expect(afterDrop.status?.conditions?.map((c) => c.type)).toEqual(['Ready', 'Reconciling', 'Stalled']);
+    await kubectl(['apply', '-f', '-'], registryYaml('routed', route));
+
+    // The CRDs installed part-way, as a platform team adds them to a running cluster: the next
+    // reconcile applies both objects, which the API server validates against the real schemas.
+    await kubectl(['apply', '--server-side', '-f', tool('gateway-api-crds'), '-f', tool('cert-manager-crds')]);
+    await kubectl(['wait', '--for=condition=Established', 'crd/httproutes.gateway.networking.k8s.io', 'crd/certificates.cert-manager.io', '--timeout=60s']);
+    type Extension = { metadata: { ownerReferences?: { kind: string; name: string }[] }; spec: Record<string, unknown> };
+    const httpRoute = await until('the HTTPRoute', () => json<Extension>(['get', 'httproute', 'routed', '-n', NS]).catch(() => undefined));
+    expect(httpRoute.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PackageRegistry', name: 'routed' });
+    expect(httpRoute.spec).toMatchObject({
+      parentRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'shared', namespace: 'infra', sectionName: 'https' }],
+      hostnames: ['registry.example.com'],
+      rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ group: '', kind: 'Service', name: 'routed', port: 80 }] }],
+    });
+    expect((await untilReason('routed', 'GatewayRoute', 'Applied'))?.message).toBe('HTTPRoute "routed" sends registry.example.com to Service "routed" port 80 through Gateway infra/shared/https');
+    expect(await url('routed')).toBe('https://registry.example.com');
+
+    const certificate = await until('the Certificate', () => json<Extension>(['get', 'certificate', 'issued', '-n', NS]).catch(() => undefined));
+    expect(certificate.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'PackageRegistry', name: 'issued' });
+    expect(certificate.spec).toEqual({
+      secretName: 'issued-cert',
+      secretTemplate: { labels: { [OPT_IN]: 'true' } },
+      issuerRef: { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' },
+      dnsNames: ['issued', 'issued.team', 'issued.team.svc', 'issued.team.svc.cluster.local'],
+    });
+    expect((await untilReason('issued', 'Certificate', 'Requested'))?.status).toBe('Unknown');
+    // Now the wait ends by itself: Reconciling, not Stalled (Argo CD: Progressing, not Degraded).
+    expect(await condition('issued', 'Reconciling')).toMatchObject({ status: 'True', reason: 'CertificatePending' });
+    expect((await condition('issued', 'Stalled'))?.status).toBe('False');
+    expect((await argoHealth('PackageRegistry', await json(['get', 'packageregistry', 'issued', '-n', NS]))).status).toBe('Progressing');
+
+    // No cert-manager runs here: the suite writes what it would. First its verdict on an issuer
+    // that does not exist, which the registry passes on.
+    const certStatus = (status: object) => kubectl(['patch', 'certificate', 'issued', '-n', NS, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    await certStatus({ conditions: [{ type: 'Ready', status: 'False', reason: 'DoesNotExist', message: 'Referenced "ClusterIssuer" not found: clusterissuer.cert-manager.io "corp-ca" not found' }] });
+    expect((await untilReason('issued', 'Certificate', 'NotIssued'))?.message).toBe(
+      'Certificate "issued" from ClusterIssuer "corp-ca" is not issued: DoesNotExist: Referenced "ClusterIssuer" not found: clusterissuer.cert-manager.io "corp-ca" not found (kubectl describe certificate issued -n team)',
+    );
+    // Then, issued: the Secret with the template's label, and Ready. The registry runs on the
+    // Secret, over HTTPS on 443.
+    await kubectl(
+      ['apply', '-f', '-'],
+      `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: issued-cert\n  namespace: ${NS}\n  labels: { ${OPT_IN}: "true" }\nstringData: { tls.crt: "certificate", tls.key: "key" }\n`,
+    );
+    await certStatus({ conditions: [{ type: 'Ready', status: 'True', reason: 'Ready', message: 'Certificate is up to date and has not expired' }], notAfter: '2027-03-01T00:00:00Z' });
+    expect(await untilReason('issued', 'Ready', 'NoReadyPods')).toMatchObject({ status: 'False' });
+    expect((await untilReason('issued', 'Certificate', 'Issued'))?.message).toBe(
+      'Certificate "issued" from ClusterIssuer "corp-ca" is issued into Secret "issued-cert", valid until 2027-03-01T00:00:00Z; cert-manager renews it, and the pods serve each renewal without a roll',
+    );
+    type Deployment = { spec: { template: { metadata: { annotations: Record<string, string> }; spec: { volumes: { name: string; secret?: { secretName: string } }[] } } } };
+    const template = async () => (await json<Deployment>(['get', 'deployment', 'issued', '-n', NS])).spec.template;
+    const before = await template();
+    expect(before.spec.volumes.find((v) => v.name === 'tls')?.secret?.secretName).toBe('issued-cert');
+    expect((await kubectl(['get', 'service', 'issued', '-n', NS, '-o', 'jsonpath={.spec.ports[0].port}'])).stdout).toBe('443');
+    expect(await url('issued')).toBe('https://issued.team.svc');
+    // A renewal as cert-manager makes it (the Secret rewritten, then the Certificate's new expiry):
+    // once the registry reports the new expiry, the pod template is unchanged (the pods re-read the files).
+    await kubectl(
+      ['apply', '-f', '-'],
+      `apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  name: issued-cert\n  namespace: ${NS}\n  labels: { ${OPT_IN}: "true" }\nstringData: { tls.crt: "renewed certificate", tls.key: "renewed key" }\n`,
+    );
+    await certStatus({ notAfter: '2027-06-01T00:00:00Z' });
+    await until('the renewal reported', async () => ((await condition('issued', 'Certificate'))?.message.includes('valid until 2027-06-01T00:00:00Z') ? true : undefined));
+    expect((await template()).metadata.annotations).toEqual(before.metadata.annotations);
+
+    // Both fields dropped: both objects deleted; the Secret stays, and the pods keep serving it.
+    await kubectl(['patch', 'packageregistry', 'routed', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/gatewayRoute"}]']);
+    await kubectl(['patch', 'packageregistry', 'issued', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/tls/certManager"}]']);
+    await until('the HTTPRoute and the Certificate gone', async () => ((await kubectl(['get', 'httproute,certificate', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
+    expect((await kubectl(['get', 'secret', 'issued-cert', '-n', NS, '-o', 'name'])).stdout.trim()).toBe('secret/issued-cert');
+    // Reconciled at the new generation: still served, without a Certificate condition.
+    expect(await untilReason('issued', 'Ready', 'NoReadyPods')).toBeDefined();
+    expect((await json<Obj>(['get', 'packageregistry', 'issued', '-n', NS])).status?.conditions?.map((c) => c.type)).toEqual(['Ready', 'Reconciling', 'Stalled']);
+    expect(await until('the in-cluster address again', async () => ((await url('routed')) === 'http://routed.team.svc' ? true : undefined))).toBe(true);
+    await kubectl(['delete', 'packageregistry', 'routed', 'issued', '-n', NS]);
   });
 
   it('says why each index is or is not served, in kubectl get', async () => {

@@ -125,11 +125,15 @@ describe('charts/velodex', () => {
       const args = ['auth', 'can-i', verb, kind!, '-n', ns, `--as=${sa}`, ...(sub ? [`--subresource=${sub}`] : [])];
       return (await kubectl(args, undefined, true)).stdout.trim();
     };
-    for (const [verb, resource] of [['list', 'packageindexes.velodex.dev'], ['patch', 'packageindexes.velodex.dev/status'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['patch', 'serviceaccounts'], ['watch', 'secrets'], ['list', 'pods']]) {
+    // The Gateway API's and cert-manager's CRDs: kubectl can-i names a resource only the API server serves.
+    await kubectl(['apply', '--server-side', '-f', tool('gateway-api-crds'), '-f', tool('cert-manager-crds')]);
+    await kubectl(['wait', '--for=condition=Established', 'crd/httproutes.gateway.networking.k8s.io', 'crd/gateways.gateway.networking.k8s.io', 'crd/certificates.cert-manager.io', 'crd/clusterissuers.cert-manager.io', '--timeout=60s']);
+    for (const [verb, resource] of [['list', 'packageindexes.velodex.dev'], ['patch', 'packageindexes.velodex.dev/status'], ['create', 'deployments.apps'], ['patch', 'configmaps'], ['patch', 'serviceaccounts'], ['watch', 'secrets'], ['list', 'pods'], ['patch', 'httproutes.gateway.networking.k8s.io'], ['delete', 'httproutes.gateway.networking.k8s.io'], ['patch', 'certificates.cert-manager.io'], ['delete', 'certificates.cert-manager.io']]) {
       expect(await can(verb!, resource!), `${verb} ${resource}`).toBe('yes');
     }
-    // Secrets: listed and watched (by the opt-in label), never read one by one nor written.
-    for (const [verb, resource] of [['delete', 'deployments.apps'], ['create', 'secrets'], ['get', 'secrets'], ['patch', 'packageindexes.velodex.dev'], ['create', 'pods'], ['delete', 'packageregistries.velodex.dev']]) {
+    // Secrets: listed and watched (by the opt-in label), never read one by one nor written. Of the
+    // Gateway API and cert-manager, only the registry's own HTTPRoute and Certificate.
+    for (const [verb, resource] of [['delete', 'deployments.apps'], ['create', 'secrets'], ['get', 'secrets'], ['patch', 'packageindexes.velodex.dev'], ['create', 'pods'], ['delete', 'packageregistries.velodex.dev'], ['create', 'gateways.gateway.networking.k8s.io'], ['create', 'issuers.cert-manager.io'], ['create', 'clusterissuers.cert-manager.io']]) {
       expect(await can(verb!, resource!), `${verb} ${resource}`).toBe('no');
     }
     expect(await can('update', 'leases.coordination.k8s.io', 'velodex-system')).toBe('yes');

@@ -1,7 +1,7 @@
 /** Which indexes a registry serves, and the reason each refused one shows in its status. */
 import { describe, expect, it } from 'vitest';
 import { checkConfigText, ConfigError } from '../../registry/src/app/config-check.js';
-import { planNamespace, type PlanInput, type SecretsByName } from '../../operator/src/plan/plan.js';
+import { isPending, planNamespace, type PlanInput, type SecretsByName } from '../../operator/src/plan/plan.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const registry = (name: string, credentials = 's3'): PackageRegistry => ({
@@ -119,6 +119,20 @@ describe('planNamespace', () => {
     const served = plan({ 'tls.crt': 'c', 'tls.key': 'k' });
     expect(served?.refusal).toBeUndefined();
     expect(served?.config?.toml).toContain('cert_file = "/etc/velodex/tls/tls.crt"');
+    // With a Certificate the operator requests, a missing Secret is a wait (kstatus Reconciling),
+    // naming who fills it; a Secret that exists but lacks a key or the label is still refused.
+    const issued = { ...secure, spec: { ...secure.spec, tls: { secretName: 'cert', certManager: { issuerRef: { name: 'corp-ca' } } } } };
+    const planIssued = (cert?: Record<string, string>, notOptedIn: string[] = []) =>
+      planNamespace([issued], [hosted], input({ secrets: new Map([...secrets, ...(cert ? [['cert', cert] as const] : [])]), notOptedIn: new Set(notOptedIn) }));
+    const waiting = planIssued();
+    expect(waiting.registries.get('default')?.refusal).toEqual({
+      reason: 'CertificatePending',
+      message: 'PackageRegistry "default" spec.tls.secretName: Secret "cert" does not exist yet; cert-manager writes it once it has issued Certificate "default" (the registry\'s Certificate condition says how that goes)',
+    });
+    expect(isPending(waiting.refused.get('h5') ?? { reason: 'InvalidSpec', message: '' })).toBe(true);
+    expect(planIssued({ 'tls.crt': 'c' }).registries.get('default')?.refusal?.reason).toBe('SecretNotFound');
+    expect(planIssued(undefined, ['cert']).registries.get('default')?.refusal?.reason).toBe('SecretNotOptedIn');
+    expect(planIssued({ 'tls.crt': 'c', 'tls.key': 'k' }).registries.get('default')?.refusal).toBeUndefined();
   });
 
   it("runs only the platform's images: the default, or one matching an allowed pattern", () => {

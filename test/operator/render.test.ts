@@ -7,7 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { checkConfigText } from '../../registry/src/app/config-check.js';
 import { DEFAULT_GC_EVERY_SECS, DEFAULT_GC_GRACE_SECS, DEFAULT_GC_LEASE_SECS, DEFAULT_EVICT_EVERY_SECS, DEFAULT_GC_CPU_SHARE } from '../../registry/src/config/gc.js';
 import { renderRegistryConfig } from '../../operator/src/render/registry-config.js';
-import { renderObjects } from '../../operator/src/render/objects.js';
+import { certificate } from '../../operator/src/render/certificate.js';
+import { httpRoute } from '../../operator/src/render/gateway-route.js';
+import { optionalObjects, renderObjects } from '../../operator/src/render/objects.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const registry: PackageRegistry = {
@@ -491,6 +493,62 @@ describe('registry config rendering', () => {
       const plain: PackageRegistry = { ...registry, spec: { ...registry.spec, ingress: { host: 'registry.example.com' } } };
       expect(parse(renderRegistryConfig(plain, indexes).toml).external_urls).toEqual(['http://registry.example.com']);
       expect(render({}).objects.some((o) => o.kind === 'Ingress')).toBe(false);
+    });
+
+    it('renders spec.gatewayRoute as an HTTPRoute to the Service port through the Gateways named, its host the external URL (https unless the spec says http)', () => {
+      const gatewayRoute = { host: 'registry.example.com', parentRefs: [{ name: 'edge', namespace: 'infra', sectionName: 'https' }, { name: 'local' }], annotations: { team: 'platform' } };
+      const r: PackageRegistry = { ...registry, metadata: { ...registry.metadata, uid: 'u' }, spec: { ...registry.spec, tls: { secretName: 'inside' }, gatewayRoute } };
+      expect(httpRoute(r, gatewayRoute)).toEqual({
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'HTTPRoute',
+        metadata: {
+          name: 'default',
+          namespace: 'team',
+          labels: expect.objectContaining({ 'app.kubernetes.io/instance': 'default' }) as Record<string, string>,
+          annotations: { team: 'platform' },
+          ownerReferences: [{ apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageRegistry', name: 'default', uid: 'u', controller: true, blockOwnerDeletion: true }],
+        },
+        spec: {
+          parentRefs: [
+            { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge', namespace: 'infra', sectionName: 'https' },
+            { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'local' },
+          ],
+          hostnames: ['registry.example.com'],
+          // The Service's port: 443 with spec.tls (the Gateway then needs a BackendTLSPolicy to speak HTTPS to it).
+          rules: [{ matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ group: '', kind: 'Service', name: 'default', port: 443 }] }],
+        },
+      });
+      expect(parse(renderRegistryConfig(r, indexes).toml).external_urls).toEqual(['https://registry.example.com']);
+      const plain: PackageRegistry = { ...registry, spec: { ...registry.spec, gatewayRoute: { ...gatewayRoute, scheme: 'http' } } };
+      expect(parse(renderRegistryConfig(plain, indexes).toml).external_urls).toEqual(['http://registry.example.com']);
+      expect(httpRoute(plain, { host: 'r.example', parentRefs: [{ name: 'g' }] }).spec).toMatchObject({ rules: [{ backendRefs: [{ port: 80 }] }] });
+      // Not among the objects every registry has: applied apart, where the cluster serves the kind.
+      expect(render({ gatewayRoute }).objects.some((o) => o.kind === 'HTTPRoute')).toBe(false);
+      const optional = (spec: Partial<PackageRegistry['spec']>) => optionalObjects({ ...registry, spec: { ...registry.spec, ...spec } }).filter((o) => o.wanted).map((o) => `${o.apiVersion} ${o.kind}`);
+      expect(optional({ gatewayRoute })).toEqual(['gateway.networking.k8s.io/v1 HTTPRoute']);
+      expect(optional({})).toEqual([]);
+    });
+
+    it('renders spec.tls.certManager as a Certificate for the Service names and the external host, whose Secret carries the opt-in label', () => {
+      const tls = { secretName: 'registry-cert', certManager: { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' as const } } };
+      const r: PackageRegistry = { ...registry, metadata: { ...registry.metadata, uid: 'u' }, spec: { ...registry.spec, tls, gatewayRoute: { host: 'registry.example.com', parentRefs: [{ name: 'edge' }] } } };
+      const cert = certificate(r, tls.secretName, tls.certManager);
+      expect(cert).toMatchObject({ apiVersion: 'cert-manager.io/v1', kind: 'Certificate', metadata: { name: 'default', namespace: 'team', ownerReferences: [{ kind: 'PackageRegistry', name: 'default', uid: 'u' }] } });
+      expect(cert.spec).toEqual({
+        secretName: 'registry-cert',
+        secretTemplate: { labels: { 'velodex.dev/allow-reference': 'true' } },
+        issuerRef: { group: 'cert-manager.io', kind: 'ClusterIssuer', name: 'corp-ca' },
+        dnsNames: ['default', 'default.team', 'default.team.svc', 'default.team.svc.cluster.local', 'registry.example.com'],
+      });
+      // An Issuer of the namespace unless the spec says ClusterIssuer; names as given replace the default.
+      const given = { issuerRef: { name: 'acme' }, dnsNames: ['registry.example.com'] };
+      expect(certificate(r, 'registry-cert', given).spec).toMatchObject({ issuerRef: { kind: 'Issuer', name: 'acme' }, dnsNames: ['registry.example.com'] });
+      // Without an external host, the in-cluster names only.
+      const inside: PackageRegistry = { ...registry, spec: { ...registry.spec, tls } };
+      expect(certificate(inside, 'registry-cert', tls.certManager).spec).toMatchObject({ dnsNames: ['default', 'default.team', 'default.team.svc', 'default.team.svc.cluster.local'] });
+      // The pods mount the Secret as with any spec.tls, and the Certificate is an optional object.
+      expect(render({ tls }).pod.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'registry-cert', defaultMode: 0o400 } });
+      expect(optionalObjects(inside).filter((o) => o.wanted).map((o) => o.kind)).toEqual(['Certificate']);
     });
   });
 });

@@ -9,11 +9,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { nextConditions } from '../../operator/src/status/conditions.js';
+import { certificateCondition } from '../../operator/src/status/extension-conditions.js';
 import { nodeMirrorCondition } from '../../operator/src/status/node-mirror.js';
-import { servedState } from '../../operator/src/status/merge.js';
+import { refusedState, servedState } from '../../operator/src/status/merge.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../../operator/src/status/pod-status.js';
 import { humanSize, registryStored } from '../../operator/src/status/stored.js';
-import { API_VERSION, type PackageIndex } from '../../operator/src/resources/types.js';
+import { API_VERSION, type PackageIndex, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const pypi: PackageIndex = {
   apiVersion: API_VERSION,
@@ -155,5 +156,50 @@ describe('the NodeMirror condition of a registry', () => {
       reason: 'EntriesLeftOut',
       message: 'not mirrored: ghcr.io (index nope): PackageIndex "nope" is not an index of this registry; mirrors docker.io by hub',
     });
+  });
+});
+
+describe('the Certificate condition of a registry with spec.tls.certManager', () => {
+  const registry: PackageRegistry = {
+    apiVersion: API_VERSION,
+    kind: 'PackageRegistry',
+    metadata: { name: 'default', namespace: 'team' },
+    spec: { storage: { endpoint: 'http://minio:9000', bucket: 'velodex', credentialsSecretRef: { name: 's3' } } },
+  };
+  const cm = { issuerRef: { name: 'corp-ca', kind: 'ClusterIssuer' as const } };
+  const ready = (status: string, extra: Record<string, string> = {}) => ({ conditions: [{ type: 'Issuing', status: 'True' }, { type: 'Ready', status, ...extra }], notAfter: '2027-03-01T00:00:00Z' });
+
+  it('is Unknown until cert-manager has said anything, True once it says Ready, False with its reason and message when it says not', () => {
+    expect(certificateCondition(registry, 'registry-cert', cm, undefined)).toEqual({
+      type: 'Certificate',
+      status: 'Unknown',
+      reason: 'Requested',
+      message:
+        'Certificate "default" asks ClusterIssuer "corp-ca" for Secret "registry-cert" (default, default.team, default.team.svc, default.team.svc.cluster.local); the pods serve it once cert-manager has filled it (kubectl describe certificate default -n team)',
+    });
+    expect(certificateCondition(registry, 'registry-cert', cm, ready('True'))).toEqual({
+      type: 'Certificate',
+      status: 'True',
+      reason: 'Issued',
+      message: 'Certificate "default" from ClusterIssuer "corp-ca" is issued into Secret "registry-cert", valid until 2027-03-01T00:00:00Z; cert-manager renews it, and the pods serve each renewal without a roll',
+    });
+    expect(certificateCondition(registry, 'registry-cert', { issuerRef: { name: 'ca' } }, ready('False', { reason: 'DoesNotExist', message: 'Issuer "ca" not found' }))).toEqual({
+      type: 'Certificate',
+      status: 'False',
+      reason: 'NotIssued',
+      message: 'Certificate "default" from Issuer "ca" is not issued: DoesNotExist: Issuer "ca" not found (kubectl describe certificate default -n team)',
+    });
+  });
+});
+
+describe('an index its registry cannot serve yet', () => {
+  const kstatus = (s: ReturnType<typeof refusedState>) => Object.fromEntries(s.conditions.map((c) => [c.type, c.status]));
+  it('is Stalled when a person must change something, Reconciling while its certificate is being issued', () => {
+    expect(kstatus(refusedState('default', { reason: 'SecretNotFound', message: 'm' }))).toEqual({ Ready: 'False', Degraded: 'False', Reconciling: 'False', Stalled: 'True' });
+    const pending = refusedState('default', { reason: 'CertificatePending', message: 'waiting for Certificate "default"' });
+    expect(kstatus(pending)).toEqual({ Ready: 'False', Degraded: 'False', Reconciling: 'True', Stalled: 'False' });
+    expect(pending.conditions.find((c) => c.type === 'Reconciling')?.message).toBe('waiting for Certificate "default"');
+    // Unless nothing will issue it (cert-manager not installed): the caller says so.
+    expect(kstatus(refusedState('default', { reason: 'CertificatePending', message: 'm' }, false))).toMatchObject({ Reconciling: 'False', Stalled: 'True' });
   });
 });

@@ -27,6 +27,9 @@ const TOOL_PATHS: Record<string, string> = {
   kubelet: join(TOOLS, 'bin', 'kubelet'),
   'kube-proxy': join(TOOLS, 'bin', 'kube-proxy'),
   coredns: join(TOOLS, 'bin', 'coredns'),
+  // Folders of CRD manifests other projects publish (hack/k8s-tools.sh install_k8s_crds).
+  'gateway-api-crds': join(TOOLS, 'crds', 'gateway-api'),
+  'cert-manager-crds': join(TOOLS, 'crds', 'cert-manager'),
   conformance: join(TOOLS, 'bin', 'oci-conformance'),
   distribution: join(TOOLS, 'bin', 'distribution'),
   'conformance-main': join(TOOLS, 'bin', 'oci-conformance-main'),

@@ -1,8 +1,9 @@
 /**
  * The API calls the operator makes besides its informers' lists and watches (kube/informers.ts),
  * in one place: the list an informer of its custom resources starts from; whether a Secret exists,
- * asked as a table row, never its data; the Deployment just applied; server-side apply of rendered
- * objects under the operator's field manager; merge patches of the status subresource.
+ * asked as a table row, never its data; the Deployment just applied; whether a kind is served
+ * (discovery); server-side apply of rendered objects under the operator's field manager; merge
+ * patches of the status subresource.
  * @kubernetes/client-node 1.4 (2.x needs Node 22): methods take one object, and a patch needs its
  * content type set explicitly.
  */
@@ -37,9 +38,15 @@ export interface Kube {
   /** Whether a Secret of that name exists, asked for its metadata only: its data is never read. */
   secretExists(namespace: string, name: string): Promise<boolean>;
   deployment(namespace: string, name: string): Promise<V1Deployment | null>;
-  apply(obj: ApplyObject): Promise<void>;
-  /** Deletes an object the operator applied earlier and no longer wants; nothing when it is gone already. */
+  /** Server-side apply; the object as the API server now has it, status included. */
+  apply(obj: ApplyObject): Promise<KubernetesObject & { status?: unknown }>;
+  /**
+   * Deletes an object the operator applied earlier and no longer wants; nothing when it is gone
+   * already, or when the API server does not serve its kind (a CRD never installed, or removed).
+   */
   remove(ref: { apiVersion: string; kind: string; namespace: string; name: string }): Promise<void>;
+  /** Whether the API server serves this kind (its discovery lists it): a CRD's kind only once the CRD is installed. */
+  serves(apiVersion: string, kind: string): Promise<boolean>;
   patchStatus(kind: keyof typeof PLURAL, namespace: string, name: string, status: PackageIndexStatus | PackageRegistryStatus): Promise<void>;
 }
 
@@ -53,6 +60,17 @@ export function kubeClient(kc: KubeConfig): Kube {
   const custom = kc.makeApiClient(CustomObjectsApi);
   const apps = kc.makeApiClient(AppsV1Api);
   const objects = KubernetesObjectApi.makeApiClient(kc);
+  const serves = async (apiVersion: string, kind: string): Promise<boolean> => {
+    const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    try {
+      const list = (await getJson(kc, path, 'application/json')) as { resources?: { kind?: string; name?: string }[] };
+      // Subresources (`httproutes/status`) carry their parent's kind: only the resource itself counts.
+      return (list.resources ?? []).some((r) => r.kind === kind && !(r.name ?? '').includes('/'));
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  };
   return {
     config: kc,
     listAll: async (plural) => (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural })) as { items: KubernetesObject[] },
@@ -75,15 +93,19 @@ export function kubeClient(kc: KubeConfig): Kube {
       }
     },
     async apply(obj) {
-      await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+      return (await objects.patch(asModel(obj), undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply)) as KubernetesObject & { status?: unknown };
     },
     async remove({ apiVersion, kind, namespace, name }) {
+      // Asked first: the library's delete of a kind it cannot find in discovery throws a plain
+      // Error (no 404 code) when the group is served but not that kind.
+      if (!(await serves(apiVersion, kind))) return;
       try {
         await objects.delete({ apiVersion, kind, metadata: { namespace, name } });
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
     },
+    serves,
     async patchStatus(kind, namespace, name, status) {
       await custom.patchNamespacedCustomObjectStatus(
         { group: GROUP, version: VERSION, namespace, plural: PLURAL[kind], name, body: { status }, fieldManager: FIELD_MANAGER },

@@ -8,6 +8,7 @@
  * has not opted in to being used by velodex (`SecretNotOptedIn`, secret-refs.ts), an older index
  * of its registry already has its route (`RouteConflict`: the older one keeps serving), or its
  * spec or the registry's own config check refuses it (`InvalidSpec`, with the registry's message).
+ * A registry whose certificate Secret cert-manager has yet to write waits (`CertificatePending`).
  * A registry whose image the platform does not allow (`ImageNotAllowed`, images.ts) or whose
  * storage Secret is missing serves nothing. What is left is rendered and checked again until the
  * registry accepts the whole config; the check names the index a problem is in as data
@@ -22,7 +23,15 @@ import type { NodeMirrorRegistry, PackageIndex, PackageRegistry } from '../resou
 import { imageRefusal, type ImagePolicy } from './images.js';
 import { indexSecretUses, registrySecretUses, SECRET_OPT_IN_SELECTOR, type SecretUse } from './secret-refs.js';
 
-export type Reason = 'RegistryNotFound' | 'SecretNotFound' | 'SecretNotOptedIn' | 'RouteConflict' | 'InvalidSpec' | 'ImageNotAllowed';
+export type Reason = 'RegistryNotFound' | 'SecretNotFound' | 'SecretNotOptedIn' | 'RouteConflict' | 'InvalidSpec' | 'ImageNotAllowed' | 'CertificatePending';
+
+/**
+ * Refusals that end by themselves, without a person changing anything (kstatus `Reconciling`, not
+ * `Stalled`): the certificate Secret cert-manager has not filled yet.
+ */
+export function isPending(refusal: Refusal): boolean {
+  return refusal.reason === 'CertificatePending';
+}
 
 /** A Secret's keys and decoded values, by Secret name. */
 export type SecretsByName = ReadonlyMap<string, Readonly<Record<string, string>>>;
@@ -93,9 +102,15 @@ function byAge(a: PackageIndex, b: PackageIndex): number {
 }
 
 function secretRefusal(uses: readonly SecretUse[], namespace: string, input: PlanInput): Refusal | null {
-  for (const { ref, field } of uses) {
+  for (const { ref, field, filledByCertificate } of uses) {
     const secret = input.secrets.get(ref.name);
     if (secret?.[ref.key] !== undefined) continue;
+    if (!secret && filledByCertificate !== undefined && !input.notOptedIn.has(ref.name)) {
+      return {
+        reason: 'CertificatePending',
+        message: `${field}: Secret "${ref.name}" does not exist yet; cert-manager writes it once it has issued Certificate "${filledByCertificate}" (the registry's Certificate condition says how that goes)`,
+      };
+    }
     if (secret) return { reason: 'SecretNotFound', message: `${field}: Secret "${ref.name}" has no key "${ref.key}"` };
     if (input.notOptedIn.has(ref.name)) {
       return {

@@ -18,6 +18,8 @@ export const SECRET_OPT_IN_SELECTOR = `${SECRET_OPT_IN_LABEL}=${SECRET_OPT_IN_VA
 export interface SecretUse {
   ref: SecretKeyRef;
   field: string;
+  /** The Certificate the operator requests that fills this Secret (`spec.tls.certManager`): its absence is a wait, not a mistake. */
+  filledByCertificate?: string;
 }
 
 export function indexSecretUses(ix: PackageIndex): SecretUse[] {
@@ -59,7 +61,8 @@ function tlsSecretUses(registry: PackageRegistry): SecretUse[] {
   const tls = registry.spec.tls;
   if (!tls) return [];
   const field = `PackageRegistry "${registry.metadata.name}" spec.tls.secretName`;
-  return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field }));
+  const filledBy = tls.certManager ? { filledByCertificate: registry.metadata.name } : {};
+  return [TLS_CERT_KEY, TLS_KEY_KEY].map((key) => ({ ref: { name: tls.secretName, key }, field, ...filledBy }));
 }
 
 /** Every Secret name the resources of a namespace reference. */

@@ -3,17 +3,19 @@
  * PackageRegistry serves of the PackageIndexes that name it, apply its objects, ask its ready pods
  * for `/+status`, and write the status of the registry and of each of those indexes where it
  * changed. Everything is read from the informers' caches (kube/informers.ts); the API server is
- * asked only whether an unlabelled Secret exists and for the Deployment just applied. Idempotent:
- * running it twice in a row writes nothing the second time.
+ * asked only whether an unlabelled Secret exists, for the Deployment just applied, and whether it
+ * serves the kinds of the registry's HTTPRoute or Certificate (reconcile/extension-objects.ts).
+ * Idempotent: running it twice in a row writes nothing the second time.
  *
  * A registry whose config cannot be built (its storage Secret missing, say) keeps its objects as
- * they are: pods already serving go on serving the last good config. A key whose registry does
+ * they are: pods already serving go on serving the last good config; only its Certificate is
+ * applied, since the Secret it waits for may be the one cert-manager fills. A key whose registry does
  * not exist tells each index naming it so (`RegistryNotFound`).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Kube } from '../kube/client.js';
 import type { ClusterView } from '../kube/informers.js';
-import { planNamespace, registryOf, type RegistryPlan } from '../plan/plan.js';
+import { isPending, planNamespace, registryOf, type Refusal, type RegistryPlan } from '../plan/plan.js';
 import { referencedSecretNames } from '../plan/secret-refs.js';
 import { CHECKSUM_ANNOTATION, configChecksum, DEFAULT_SERVICE_PORT, DEFAULT_TLS_SERVICE_PORT, renderObjects, selectorOf, servicePort, type RenderOptions } from '../render/objects.js';
 import { externalUrl, REGISTRY_PORT } from '../render/registry-config.js';
@@ -24,6 +26,7 @@ import { refusedState, servedState } from '../status/merge.js';
 import { getPodStatus } from '../status/pod-fetch.js';
 import { runningVersions, type PodReport, type PodStatusDoc } from '../status/pod-status.js';
 import { overPrevious, registryStored } from '../status/stored.js';
+import { applyExtensionObjects } from './extension-objects.js';
 import { splitKey } from './keys.js';
 import { UnwantedObjects } from './unwanted-objects.js';
 
@@ -56,20 +59,21 @@ export async function reconcileRegistry(key: string, deps: ReconcileDeps): Promi
   const plan = planNamespace(registries, indexes, { secrets, notOptedIn, images: { defaultImage: deps.render.defaultImage, allowed: deps.allowedImages ?? [] } });
 
   const rp = plan.registries.get(name);
-  if (rp?.config) {
-    for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
-    await unwanted.remove(kube, rp.registry);
-  }
+  if (rp?.config) for (const obj of renderObjects(rp.registry, rp.config, secrets, deps.render)) await kube.apply(obj);
+  const extensions = rp ? await applyExtensionObjects(kube, rp.registry, rp.config !== null) : [];
+  // A wait for a certificate ends by itself, unless what would end it is missing (cert-manager not installed).
+  const waitEnds = (refusal: Refusal) => isPending(refusal) && !extensions.some((c) => c.status === 'False' && c.reason === 'CertManagerMissing');
+  if (rp?.config) await unwanted.remove(kube, rp.registry);
   const reports = rp ? await podReports(rp, namespace, deps) : [];
 
   // The plan serves each index or refuses it, its refusal keyed by the index it is about.
   for (const ix of indexes) {
     const refusal = plan.refused.get(ix.metadata.name);
-    if (refusal) await writeStatus(deps, 'PackageIndex', ix, refusedState(name, refusal), now());
+    if (refusal) await writeStatus(deps, 'PackageIndex', ix, refusedState(name, refusal, waitEnds(refusal)), now());
   }
   if (!rp) return true;
   for (const ix of rp.served) await writeStatus(deps, 'PackageIndex', ix, servedState(ix, name, indexUrl(ix, rp.registry), reports), now());
-  await writeRegistryStatus(deps, rp, reports, secrets, now());
+  await writeRegistryStatus(deps, rp, reports, secrets, extensions, rp.refusal !== undefined && waitEnds(rp.refusal), now());
   return true;
 }
 
@@ -85,7 +89,7 @@ async function secretsNotOptedIn(kube: Kube, namespace: string, referenced: Set<
 
 /** The Service's in-cluster base URL: https with `spec.tls`. */
 export function registryUrl(registry: PackageRegistry): string {
-  // Declared for clients outside: the address every client is told (the Ingress reaches the Service).
+  // Declared for clients outside: the address every client is told (the Ingress or HTTPRoute reaches the Service).
   const external = externalUrl(registry);
   if (external) return external;
   const port = servicePort(registry);
@@ -127,14 +131,29 @@ async function fetchPodStatus(pod: V1Pod, tls: boolean): Promise<PodStatusDoc> {
   return (await getPodStatus(ip, REGISTRY_PORT, tls, POD_STATUS_TIMEOUT_MS)) as PodStatusDoc;
 }
 
-async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, reports: PodReport[], secrets: ReadonlyMap<string, Record<string, string>>, now: Date): Promise<void> {
+async function writeRegistryStatus(
+  deps: ReconcileDeps,
+  rp: RegistryPlan,
+  reports: PodReport[],
+  secrets: ReadonlyMap<string, Record<string, string>>,
+  extensions: ConditionInput[],
+  /** `rp.refusal` is a wait that ends by itself. */
+  pending: boolean,
+  now: Date,
+): Promise<void> {
   const registry = rp.registry;
   const deployment = await deps.kube.deployment(registry.metadata.namespace, registry.metadata.name);
   const ready = deployment?.status?.readyReplicas ?? 0;
   const checksum = rp.config ? configChecksum(rp.config, secrets) : registry.status?.configChecksum;
   const rolledOut = deployment?.spec?.template?.metadata?.annotations?.[CHECKSUM_ANNOTATION] === checksum && (deployment?.status?.updatedReplicas ?? 0) === (deployment?.spec?.replicas ?? 0);
   let conditions: ConditionInput[];
-  if (rp.refusal) {
+  if (rp.refusal && pending) {
+    conditions = [
+      { type: 'Ready', status: 'False', reason: rp.refusal.reason, message: rp.refusal.message },
+      { type: 'Reconciling', status: 'True', reason: rp.refusal.reason, message: rp.refusal.message },
+      { type: 'Stalled', status: 'False', reason: rp.refusal.reason, message: 'waiting for it' },
+    ];
+  } else if (rp.refusal) {
     conditions = [
       { type: 'Ready', status: 'False', reason: rp.refusal.reason, message: rp.refusal.message },
       { type: 'Reconciling', status: 'False', reason: rp.refusal.reason, message: 'waiting for a change to the resources' },
@@ -161,6 +180,7 @@ async function writeRegistryStatus(deps: ReconcileDeps, rp: RegistryPlan, report
     ];
   }
   if (rp.mirror && !rp.refusal) conditions.push(nodeMirrorCondition(rp.mirror));
+  conditions.push(...extensions);
   const status: PackageRegistryStatus = {
     replicas: deployment?.status?.replicas ?? 0,
     readyReplicas: ready,

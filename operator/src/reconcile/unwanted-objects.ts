@@ -1,8 +1,10 @@
 /**
- * The optional objects of a registry (its autoscaler, its NetworkPolicy) that its spec no longer
- * asks for: applying never deletes anything, so they are deleted here. Each absence is confirmed
- * once per operator process (a DELETE, or its 404) and remembered until the spec asks for the
- * object again, so a registry that never had one costs no request per reconcile.
+ * The optional objects of a registry (its autoscaler, NetworkPolicy, Ingress, HTTPRoute and
+ * Certificate: render/objects.ts `optionalObjects`) that its spec no longer asks for: applying
+ * never deletes anything, so they are deleted here. Each absence is confirmed once per operator
+ * process (a DELETE, or its 404, or the API server not serving the kind at all: a CRD never
+ * installed) and remembered until the spec asks for the object again, so a registry that never
+ * had one costs no request per reconcile.
  */
 import type { Kube } from '../kube/client.js';
 import { optionalObjects } from '../render/objects.js';

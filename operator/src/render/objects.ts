@@ -24,6 +24,7 @@ import type { RenderedConfig } from './registry-config.js';
 import { DATA_DIR, REGISTRY_PORT, SECRETS_DIR, TLS_DIR } from './registry-config.js';
 import { API_VERSION, type PackageRegistry, type RegistryAutoscaling, type RegistryIngress, type RegistryNetworkPolicy } from '../resources/types.js';
 import type { SecretsByName } from '../plan/plan.js';
+import { CERTIFICATE, HTTP_ROUTE } from './extension-kinds.js';
 
 export const FIELD_MANAGER = 'velodex-operator';
 export const CHECKSUM_ANNOTATION = 'velodex.dev/config-checksum';
@@ -86,7 +87,8 @@ export function configChecksum(config: RenderedConfig, secrets: SecretsByName): 
   return hash.digest('hex');
 }
 
-function owned(registry: PackageRegistry, kind: string, apiVersion: string, name: string): ApplyObject {
+/** An object of the registry: in its namespace, with its labels, owned by it (deleted with it). */
+export function owned(registry: PackageRegistry, kind: string, apiVersion: string, name: string): ApplyObject {
   return {
     apiVersion,
     kind,
@@ -136,6 +138,9 @@ export function optionalObjects(registry: PackageRegistry): { kind: string; apiV
     { kind: 'HorizontalPodAutoscaler', apiVersion: 'autoscaling/v2', name: registry.metadata.name, wanted: registry.spec.autoscaling !== undefined },
     { kind: 'NetworkPolicy', apiVersion: 'networking.k8s.io/v1', name: registry.metadata.name, wanted: registry.spec.networkPolicy !== undefined },
     { kind: 'Ingress', apiVersion: 'networking.k8s.io/v1', name: registry.metadata.name, wanted: registry.spec.ingress !== undefined },
+    // Kinds of other projects, which the cluster may not serve (kube/client.ts `remove`).
+    { ...HTTP_ROUTE, name: registry.metadata.name, wanted: registry.spec.gatewayRoute !== undefined },
+    { ...CERTIFICATE, name: registry.metadata.name, wanted: registry.spec.tls?.certManager !== undefined },
   ];
 }
 

@@ -70,10 +70,21 @@ export const SERVICE_ACCOUNT_AUDIENCE = 'velodex';
  * node mirror of `mirrors` (entries of its `spec.nodeMirror` whose index is among `indexes`; the
  * plan picks them).
  */
-/** Where clients outside the cluster reach the registry, when its spec declares an Ingress. */
+/**
+ * Where clients outside the cluster reach the registry, when its spec declares an Ingress or an
+ * HTTPRoute (the CRD allows one of the two): https when the Ingress has a certificate or the
+ * route says its Gateway terminates TLS.
+ */
 export function externalUrl(registry: PackageRegistry): string | undefined {
-  const i = registry.spec.ingress;
-  return i && `${i.tlsSecretName ? 'https' : 'http'}://${i.host}`;
+  const { ingress, gatewayRoute } = registry.spec;
+  if (ingress) return `${ingress.tlsSecretName ? 'https' : 'http'}://${ingress.host}`;
+  if (gatewayRoute) return `${gatewayRoute.scheme ?? 'https'}://${gatewayRoute.host}`;
+  return undefined;
+}
+
+/** The host of `externalUrl`, when there is one. */
+export function externalHost(registry: PackageRegistry): string | undefined {
+  return registry.spec.ingress?.host ?? registry.spec.gatewayRoute?.host;
 }
 
 export function renderRegistryConfig(registry: PackageRegistry, indexes: readonly PackageIndex[], mirrors: readonly NodeMirrorRegistry[] = []): RenderedConfig {

@@ -309,6 +309,35 @@ export interface PackageRegistrySpec {
    * registry's address in `status.url`, the indexes' URLs and `/+api` (rendered as `external_urls`).
    */
   ingress?: RegistryIngress;
+  /**
+   * A Gateway API HTTPRoute to the registry's Service, attached to the Gateways named: its host is
+   * the registry's external address as with `ingress` (one of the two, never both).
+   */
+  gatewayRoute?: RegistryGatewayRoute;
+}
+
+/** Where the HTTPRoute attaches: a Gateway, and optionally one of its listeners. */
+export interface GatewayParentRef {
+  name: string;
+  /** Default: the registry's namespace. */
+  namespace?: string;
+  /** The Gateway's listener by name. */
+  sectionName?: string;
+  /** The Gateway's listener by port. */
+  port?: number;
+}
+
+export interface RegistryGatewayRoute {
+  /** The name clients outside use, e.g. "registry.example.com". */
+  host: string;
+  parentRefs: GatewayParentRef[];
+  /**
+   * How clients reach `host`: `https` (the default) when the Gateway's listener terminates TLS for
+   * it, `http` when it does not. The route cannot see the listener, so the spec says it.
+   */
+  scheme?: 'https' | 'http';
+  /** Annotations of the HTTPRoute, for its Gateway's controller. */
+  annotations?: Record<string, string>;
 }
 
 export interface RegistryIngress {
@@ -356,6 +385,17 @@ export interface RegistryNetworkPolicy {
 
 export interface RegistryTls {
   secretName: string;
+  /** A cert-manager Certificate the operator requests, which fills `secretName`. */
+  certManager?: RegistryCertManager;
+}
+
+/**
+ * The Certificate the operator renders: its issuer, and the names it is for (absent: the
+ * Service's in-cluster names and the external host of `ingress` or `gatewayRoute`).
+ */
+export interface RegistryCertManager {
+  issuerRef: { name: string; kind?: 'Issuer' | 'ClusterIssuer' };
+  dnsNames?: string[];
 }
 
 /** The keys of a `kubernetes.io/tls` Secret. */

@@ -3,7 +3,7 @@
  * into each PackageIndex's status. A pod still on an older config may not list a new index: the
  * index is Ready only once every ready pod serves it (until then it is Reconciling).
  */
-import type { Refusal } from '../plan/plan.js';
+import { isPending, type Refusal } from '../plan/plan.js';
 import type { PackageIndex, PackageIndexStatus } from '../resources/types.js';
 import type { ConditionInput } from './conditions.js';
 import type { PodReport } from './pod-status.js';
@@ -17,14 +17,15 @@ export interface IndexState {
 const TRUE = 'True' as const;
 const FALSE = 'False' as const;
 
-export function refusedState(registry: string, refusal: Refusal): IndexState {
+/** `pending`: the refusal ends by itself (kstatus Reconciling); by default as the plan says (`isPending`). */
+export function refusedState(registry: string, refusal: Refusal, pending = isPending(refusal)): IndexState {
   return {
     status: { registry },
     conditions: [
       { type: 'Ready', status: FALSE, reason: refusal.reason, message: refusal.message },
       { type: 'Degraded', status: FALSE, reason: refusal.reason, message: 'not served' },
-      { type: 'Reconciling', status: FALSE, reason: refusal.reason, message: 'waiting for a change to the resources' },
-      { type: 'Stalled', status: TRUE, reason: refusal.reason, message: refusal.message },
+      { type: 'Reconciling', status: pending ? TRUE : FALSE, reason: refusal.reason, message: pending ? refusal.message : 'waiting for a change to the resources' },
+      { type: 'Stalled', status: pending ? FALSE : TRUE, reason: refusal.reason, message: pending ? 'waiting for it' : refusal.message },
     ],
   };
 }
