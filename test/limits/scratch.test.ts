@@ -1,0 +1,266 @@
+/**
+ * The scratch budget (`[storage] scratch_limit`, docs/configuration.md) with real clients, on the
+ * run's backend (fs: the store's staging folder; s3: the data dir's scratch folder): an upload
+ * larger than the whole limit is refused before it is staged, with a message naming the limit in
+ * twine's and crane's output; one that fits the limit but not what another upload in flight leaves
+ * free is refused for now (503, Retry-After), which crane retries by itself and twine reports, and
+ * both uploads end up stored once the other is done; a chunked upload without a declared length is
+ * cut as it passes the limit and leaves nothing visible. After every refusal no staged file is
+ * left and the budget holds nothing.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProject } from '../python/fixtures/projects.js';
+import { formBody, formType, uploadEntries } from '../python/fixtures/form.js';
+import { s3PrefixFor, sharedMinio, testBackend } from '../support/backend.js';
+import { hosted, oci, s3Storage, toml, type ConfigPart } from '../support/config.js';
+import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
+import { tool } from '../support/paths.js';
+import { RawConnection, rawRequest, requestHead } from '../support/raw-http.js';
+import { run, type RunResult } from '../support/run.js';
+import { until } from '../support/until.js';
+import { basicAuth, startVelodex, tempDir, type Velodex } from '../support/velodex.js';
+
+const TOKEN = 'scratch-token-5d1e';
+const MiB = 1024 * 1024;
+/** The whole budget: each upload of the test fits it alone, two of them together do not. */
+const LIMIT = 3 * MiB;
+
+let server: Velodex;
+let work: string;
+let env: Record<string, string>;
+
+interface Scratch {
+  limit_bytes: number | null;
+  used_bytes: number;
+  waiting: number;
+  refused: number;
+}
+
+/** `[storage]` with the budget: on s3 the run's MinIO under this server's prefix, as `startVelodex` would give it. */
+function storage(dataDir: string): ConfigPart {
+  const scratch = { scratch_limit: '3MiB', scratch_wait_secs: 1 };
+  if (testBackend() === 'fs') return { storage: scratch };
+  const { storage: s3 } = s3Storage(sharedMinio(), { prefix: s3PrefixFor(dataDir) }) as { storage: Record<string, unknown> };
+  return { storage: { ...s3, ...scratch } };
+}
+
+beforeAll(async () => {
+  const dataDir = tempDir('velodex-scratch-server-');
+  server = await startVelodex({
+    dataDir,
+    config: toml(hosted('py', { token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }), storage(dataDir)),
+  });
+  work = tempDir('velodex-scratch-');
+  env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
+  await crane(['auth', 'login', host(), '-u', '__token__', '--password-stdin'], TOKEN);
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const host = () => `127.0.0.1:${server.port}`;
+const ref = (tag: string) => `${host()}/team/images/app:${tag}`;
+
+function crane(args: string[], input?: string, allowFailure = false): Promise<RunResult> {
+  return run(tool('crane'), [...args, '--insecure'], { env, input, allowFailure, timeoutMs: 180_000 });
+}
+
+function twine(files: string[], allowFailure = false): Promise<RunResult> {
+  return run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${server.url}/root/py/`, '-u', '__token__', '-p', TOKEN, ...files], {
+    env: { NO_COLOR: '1', COLUMNS: '200' },
+    allowFailure,
+  });
+}
+
+async function scratch(): Promise<Scratch> {
+  const res = await fetch(`${server.url}/+status`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { storage: { scratch: Scratch } }).storage.scratch;
+}
+
+/**
+ * The sizes of the staged files of either backend that hold bytes: the fs store's staging folder,
+ * s3's scratch copies. (An upload session a client left open keeps its staged bytes until it is
+ * cancelled or expires: crane, refused one layer, exits without cancelling the sessions of the
+ * others, and on fs those hold what their PATCHes sent.)
+ */
+async function stagedFiles(): Promise<number[]> {
+  const sizes: number[] = [];
+  for (const dir of [join(server.dataDir, 'store', 'staging'), join(server.dataDir, 'scratch')]) {
+    const found = await readdir(dir).catch(() => [] as string[]);
+    for (const name of found.filter((n) => n.startsWith('stage-') || n.startsWith('chunk-'))) {
+      const size = await stat(join(dir, name)).then((s) => s.size, () => 0);
+      if (size > 0) sizes.push(size);
+    }
+  }
+  return sizes.sort((a, b) => a - b);
+}
+
+/**
+ * The budget holds what it held before (`before`: the staged files then), and the staged files
+ * are those: a refused write gave back everything on its way out and left no bytes behind.
+ */
+async function backTo(before: number[]): Promise<void> {
+  const held = before.reduce((a, b) => a + b, 0);
+  await until('the scratch budget to hold what it held before', async () => ((await scratch()).used_bytes === held ? true : undefined), {
+    timeoutMs: 30_000,
+    context: async () => `scratch: ${JSON.stringify(await scratch())}, staged: ${(await stagedFiles()).join(', ')}`,
+  });
+  expect(await stagedFiles()).toEqual(before);
+}
+
+/** Names of the files of `project` on the hosted index's Simple page (none when it has no page). */
+async function listed(project: string): Promise<string[]> {
+  const res = await fetch(`${server.url}/root/py/simple/${project}/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } });
+  if (res.status === 404) return [];
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { files: { filename: string }[] }).files.map((f) => f.filename);
+}
+
+/**
+ * A Python upload of `wheel` over a raw connection that sends its head (with the whole form's
+ * Content-Length) and the form's first bytes, and holds on: its declared length is what the
+ * budget holds while it does. `finish` sends the rest and reads the answer.
+ */
+async function heldUpload(wheel: string): Promise<{ declared: number; finish: () => Promise<number> }> {
+  const boundary = 'scratch-hold-boundary';
+  const { fields, file } = uploadEntries(wheel);
+  const body = formBody(boundary, [...fields, file]);
+  const conn = await RawConnection.open(server.url);
+  const head = requestHead('POST', '/root/py/', { authorization: basicAuth(TOKEN), 'content-type': formType(boundary), 'content-length': String(body.length) });
+  await conn.write(Buffer.concat([Buffer.from(head), body.subarray(0, 1024)]));
+  return {
+    declared: body.length,
+    finish: async () => {
+      await conn.write(body.subarray(1024));
+      const res = await conn.response();
+      conn.close();
+      return res.status;
+    },
+  };
+}
+
+describe('a Python upload and the scratch limit', () => {
+  it('refuses a wheel larger than the whole limit before it is staged: twine shows 413 and the limit', async () => {
+    const big = await buildProject('scratch-big', '1.0', { payloadBytes: 4 * MiB });
+    const staged = await stagedFiles();
+    const before = (await scratch()).refused;
+    const res = await twine([big.wheel], true);
+    expect(res.code).not.toBe(0);
+    const output = `${res.stdout}\n${res.stderr}`;
+    expect(output).toMatch(/413/);
+    expect(output).toMatch(/scratch space, more than its whole limit of 3\.0 MiB/);
+    expect(output).toMatch(/scratch_limit/);
+    expect(await listed('scratch-big')).toEqual([]);
+    expect((await scratch()).refused).toBeGreaterThan(before);
+    await backTo(staged);
+  });
+
+  it('refuses a wheel for now while another upload holds the room (503, retry), then stores both', async () => {
+    const held = await buildProject('scratch-held', '1.0', { payloadBytes: 2 * MiB });
+    const waiting = await buildProject('scratch-waits', '1.0', { payloadBytes: 1.5 * MiB });
+    const staged = await stagedFiles();
+    const holder = await heldUpload(held.wheel);
+    await until('the held upload to reserve its declared length', async () => ((await scratch()).used_bytes >= holder.declared ? true : undefined));
+
+    const refused = await twine([waiting.wheel], true);
+    expect(refused.code).not.toBe(0);
+    const output = `${refused.stdout}\n${refused.stderr}`;
+    expect(output).toMatch(/503/);
+    expect(output).toMatch(/scratch space is taken by other uploads in flight.*retry in \d+ s/);
+    expect(await listed('scratch-waits')).toEqual([]);
+
+    // The held upload is unaffected, and once it is in, the refused one goes through as it is.
+    expect(await holder.finish()).toBe(200);
+    await twine([waiting.wheel]);
+    expect(await listed('scratch-held')).toEqual([held.wheelFilename]);
+    expect(await listed('scratch-waits')).toEqual([waiting.wheelFilename]);
+    await backTo(staged);
+  });
+});
+
+describe('an OCI push and the scratch limit', () => {
+  it('refuses a layer larger than the whole limit: crane shows 413 with the limit, and nothing of the image is there', async () => {
+    const image = buildImage({ seed: 'scratch-big', layers: 2, bigFileSize: 4 * MiB });
+    const staged = await stagedFiles();
+    const before = (await scratch()).refused;
+    const res = await crane(['push', writeLayout(join(work, 'big'), [{ tag: 'big', item: image }]), ref('big')], undefined, true);
+    expect(res.code).not.toBe(0);
+    // crane prints the code and the message of the error body.
+    expect(res.stderr).toMatch(/SIZE_INVALID: this upload needs 4\.\d MiB of the server's scratch space, more than its whole limit of 3\.0 MiB/);
+    expect(res.stderr).toMatch(/raise \[storage\] scratch_limit/);
+    const big = image.layers.find((l) => l.bytes.length > LIMIT)!;
+    expect((await fetch(`${server.url}/v2/team/images/app/blobs/${big.descriptor.digest}`, { method: 'HEAD' })).status).toBe(404);
+    expect((await crane(['manifest', ref('big')], undefined, true)).code).not.toBe(0);
+    expect((await scratch()).refused).toBeGreaterThan(before);
+    // crane exits on the refusal without cancelling the sessions of its other blobs (on fs they hold
+    // what their PATCHes sent until they expire): whatever is staged now is theirs, never the refused layer's.
+    const others = image.layers.filter((l) => l !== big).reduce((n, l) => n + l.bytes.length, image.config.bytes.length);
+    await until('the budget to hold only what is staged', async () => {
+      const files = await stagedFiles();
+      return (await scratch()).used_bytes === files.reduce((a, b) => a + b, 0) ? files : undefined;
+    }).then((files) => {
+      expect(files.every((size) => size < big.bytes.length)).toBe(true);
+      expect(files.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(staged.reduce((a, b) => a + b, 0) + others);
+    });
+  });
+
+  it('cuts a chunked PATCH without a declared length as it passes the limit, and nothing of it is visible', async () => {
+    const auth = { authorization: basicAuth(TOKEN) };
+    const staged = await stagedFiles();
+    const opened = await rawRequest(server.url, '/v2/team/images/app/blobs/uploads/', 'POST', { ...auth, 'content-length': '0' });
+    expect(opened.status).toBe(202);
+    const location = String(opened.headers.location);
+    const bytes = pseudoRandom('scratch-chunked', 4 * MiB);
+    const conn = await RawConnection.open(server.url);
+    const head = requestHead('PATCH', location, { ...auth, 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' });
+    // Not awaited: the server stops reading once it refuses, and the rest stays in the socket's buffer.
+    void conn.write(head);
+    for (let at = 0; at < bytes.length; at += 64 * 1024) {
+      const chunk = bytes.subarray(at, at + 64 * 1024);
+      void conn.write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]));
+    }
+    void conn.write('0\r\n\r\n');
+    const res = await conn.response();
+    conn.close();
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toMatchObject({ errors: [{ code: 'SIZE_INVALID', message: expect.stringContaining('scratch_limit') }] });
+    // The session received nothing, the blob is not there, and the session can be cancelled.
+    const status = await rawRequest(server.url, location, 'GET', auth);
+    expect(status.status).toBe(204);
+    expect(status.headers.range).toBe('0-0');
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    expect((await fetch(`${server.url}/v2/team/images/app/blobs/${digest}`, { method: 'HEAD' })).status).toBe(404);
+    expect((await rawRequest(server.url, location, 'DELETE', auth)).status).toBe(204);
+    await backTo(staged);
+  });
+
+  it('refuses a push for now while another upload holds the room; crane retries by itself and the image is stored', async () => {
+    const held = await buildProject('scratch-held-oci', '1.0', { payloadBytes: 2 * MiB });
+    const staged = await stagedFiles();
+    const holder = await heldUpload(held.wheel);
+    await until('the held upload to reserve its declared length', async () => ((await scratch()).used_bytes >= holder.declared ? true : undefined));
+    const refusedBefore = (await scratch()).refused;
+
+    const image = buildImage({ seed: 'scratch-retried', layers: 2 });
+    const pushing = crane(['push', writeLayout(join(work, 'retried'), [{ tag: 'retried', item: image }]), ref('retried')], undefined, true);
+    // Once crane has been refused for now, the other upload completes, and crane's retry finds room.
+    await until('crane to be refused for now', async () => ((await scratch()).refused > refusedBefore ? true : undefined));
+    expect(await holder.finish()).toBe(200);
+    const pushed = await pushing;
+    expect(pushed.code, pushed.stderr).toBe(0);
+
+    const manifest = await crane(['manifest', ref('retried')]);
+    expect(JSON.parse(manifest.stdout)).toMatchObject({ layers: image.layers.map((l) => ({ digest: l.descriptor.digest })) });
+    for (const layer of image.layers) {
+      const blob = await fetch(`${server.url}/v2/team/images/app/blobs/${layer.descriptor.digest}`);
+      expect(Buffer.from(await blob.arrayBuffer()).equals(layer.bytes)).toBe(true);
+    }
+    expect(await listed('scratch-held-oci')).toEqual([held.wheelFilename]);
+    await backTo(staged);
+  });
+});
