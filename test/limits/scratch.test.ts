@@ -29,6 +29,11 @@ const MiB = 1024 * 1024;
 const LIMIT = 3 * MiB;
 
 let server: Velodex;
+/** The upstream of the cached OCI index `hub`: a velodex without a scratch limit. */
+let upstream: Velodex;
+/** Pushed to the upstream: an image with a layer larger than the whole limit, and one whose layer of 1.5 MiB fits it. */
+const upstreamImage = buildImage({ seed: 'scratch-upstream', layers: 2, bigFileSize: 4 * MiB });
+const upstreamFits = buildImage({ seed: 'scratch-upstream-fits', layers: 1, bigFileSize: 1.5 * MiB });
 let work: string;
 let env: Record<string, string>;
 
@@ -48,18 +53,28 @@ function storage(dataDir: string): ConfigPart {
 }
 
 beforeAll(async () => {
+  work = tempDir('velodex-scratch-');
+  env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
+  upstream = await startVelodex({ config: toml(oci.hosted('up', { route: 'up', token: TOKEN })) });
+  const upHost = `127.0.0.1:${upstream.port}`;
+  await crane(['auth', 'login', upHost, '-u', '__token__', '--password-stdin'], TOKEN);
+  await crane(['push', writeLayout(join(work, 'upstream'), [{ tag: 'v1', item: upstreamImage }]), `${upHost}/up/app:v1`]);
+  await crane(['push', writeLayout(join(work, 'upstream-fits'), [{ tag: 'v2', item: upstreamFits }]), `${upHost}/up/app:v2`]);
   const dataDir = tempDir('velodex-scratch-server-');
   server = await startVelodex({
     dataDir,
-    config: toml(hosted('py', { token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }), storage(dataDir)),
+    config: toml(
+      hosted('py', { token: TOKEN }),
+      oci.hosted('images', { route: 'team/images', token: TOKEN }),
+      oci.cached('hub', upstream.url, { route: 'hub' }),
+      storage(dataDir),
+    ),
   });
-  work = tempDir('velodex-scratch-');
-  env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
   await crane(['auth', 'login', host(), '-u', '__token__', '--password-stdin'], TOKEN);
-}, 120_000);
+}, 180_000);
 
 afterAll(async () => {
-  await server?.stop();
+  await Promise.all([server?.stop(), upstream?.stop()]);
 });
 
 const host = () => `127.0.0.1:${server.port}`;
@@ -261,6 +276,40 @@ describe('an OCI push and the scratch limit', () => {
       expect(Buffer.from(await blob.arrayBuffer()).equals(layer.bytes)).toBe(true);
     }
     expect(await listed('scratch-held-oci')).toEqual([held.wheelFilename]);
+    await backTo(staged);
+  });
+});
+
+describe('a pull-through fill and the scratch limit', () => {
+  const blobUrl = (digest: string) => `${server.url}/v2/hub/up/app/blobs/${digest}`;
+  const big = upstreamImage.layers.find((l) => l.bytes.length > LIMIT)!;
+  const fits = upstreamFits.layers[0]!;
+
+  it('answers 502 naming the limit for an upstream blob larger than the whole limit, and keeps nothing of it', async () => {
+    const staged = await stagedFiles();
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(blobUrl(big.descriptor.digest));
+      expect(res.status).toBe(502);
+      const body = (await res.json()) as { errors: { code: string; message: string }[] };
+      expect(body.errors[0]).toMatchObject({ code: 'UNKNOWN', message: expect.stringContaining("larger than this server's scratch limit of 3.0 MiB") });
+    }
+    await backTo(staged);
+  });
+
+  it('refuses a fill for now (503, Retry-After) while an upload holds the room, and serves it once there is room', async () => {
+    const held = await buildProject('scratch-held-fill', '1.0', { payloadBytes: 2 * MiB });
+    const staged = await stagedFiles();
+    const holder = await heldUpload(held.wheel);
+    await until('the held upload to reserve its declared length', async () => ((await scratch()).used_bytes >= holder.declared ? true : undefined));
+    const refused = await fetch(blobUrl(fits.descriptor.digest));
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(((await refused.json()) as { errors: { code: string }[] }).errors[0]?.code).toBe('UNAVAILABLE');
+
+    expect(await holder.finish()).toBe(200);
+    const served = await fetch(blobUrl(fits.descriptor.digest));
+    expect(served.status).toBe(200);
+    expect(Buffer.from(await served.arrayBuffer()).equals(fits.bytes)).toBe(true);
     await backTo(staged);
   });
 });
