@@ -9,6 +9,7 @@
  * left and the budget holds nothing.
  */
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +90,17 @@ function twine(files: string[], allowFailure = false): Promise<RunResult> {
     env: { NO_COLOR: '1', COLUMNS: '200' },
     allowFailure,
   });
+}
+
+function uvPublish(files: string[]): Promise<RunResult> {
+  return run(tool('uv'), ['publish', '--publish-url', `${server.url}/root/py/`, '--token', TOKEN, ...files], {
+    allowFailure: true,
+    env: { UV_CACHE_DIR: join(work, 'uv-cache'), NO_COLOR: '1' },
+  });
+}
+
+function oras(args: string[], cwd: string): Promise<RunResult> {
+  return run(tool('oras'), [...args, '--plain-http', '-u', '__token__', '-p', TOKEN], { cwd, env, allowFailure: true, timeoutMs: 180_000 });
 }
 
 async function scratch(): Promise<Scratch> {
@@ -175,6 +187,32 @@ describe('a Python upload and the scratch limit', () => {
     await backTo(staged);
   });
 
+  it('refuses the same wheel through uv publish, with the limit in its output', async () => {
+    const big = await buildProject('scratch-big', '1.0', { payloadBytes: 4 * MiB });
+    const staged = await stagedFiles();
+    const res = await uvPublish([big.wheel]);
+    expect(res.code).not.toBe(0);
+    expect(`${res.stdout}\n${res.stderr}`).toMatch(/413/);
+    expect(`${res.stdout}\n${res.stderr}`).toMatch(/scratch_limit/);
+    expect(await listed('scratch-big')).toEqual([]);
+    await backTo(staged);
+  });
+
+  it('takes two uploads at once that together pass the limit: each is stored, or refused for now and stored when sent again', async () => {
+    const a = await buildProject('scratch-pair-a', '1.0', { payloadBytes: 2 * MiB });
+    const b = await buildProject('scratch-pair-b', '1.0', { payloadBytes: 2 * MiB });
+    const staged = await stagedFiles();
+    const results = await Promise.all([twine([a.wheel], true), twine([b.wheel], true)]);
+    for (const [i, res] of results.entries()) {
+      // Whichever lost the race for the room either waited for it or was told to come back.
+      if (res.code !== 0) expect(`${res.stdout}\n${res.stderr}`, `upload ${i}`).toMatch(/503.*retry in \d+ s/s);
+    }
+    for (const [i, built] of [a, b].entries()) if (results[i]!.code !== 0) await twine([built.wheel]);
+    expect(await listed('scratch-pair-a')).toEqual([a.wheelFilename]);
+    expect(await listed('scratch-pair-b')).toEqual([b.wheelFilename]);
+    await backTo(staged);
+  });
+
   it('refuses a wheel for now while another upload holds the room (503, retry), then stores both', async () => {
     const held = await buildProject('scratch-held', '1.0', { payloadBytes: 2 * MiB });
     const waiting = await buildProject('scratch-waits', '1.0', { payloadBytes: 1.5 * MiB });
@@ -222,6 +260,23 @@ describe('an OCI push and the scratch limit', () => {
       expect(files.every((size) => size < big.bytes.length)).toBe(true);
       expect(files.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(staged.reduce((a, b) => a + b, 0) + others);
     });
+  });
+
+  it('refuses an oras push of a file larger than the whole limit, with the limit in its output', async () => {
+    const dir = tempDir('velodex-scratch-oras-');
+    writeFileSync(join(dir, 'big.bin'), pseudoRandom('scratch-oras', 4 * MiB));
+    const staged = await stagedFiles();
+    const res = await oras(['push', `${host()}/team/images/oras:big`, 'big.bin:application/octet-stream'], dir);
+    expect(res.code).not.toBe(0);
+    // oras prints the code (as words) and the message of the error body.
+    expect(`${res.stdout}\n${res.stderr}`).toMatch(/size invalid: this upload needs 4\.0 MiB of the server's scratch space, more than its whole limit of 3\.0 MiB/);
+    expect((await crane(['manifest', `${host()}/team/images/oras:big`], undefined, true)).code).not.toBe(0);
+    // oras, like crane, leaves the sessions of the blobs it did send (the config) to expire.
+    await until('the budget to hold only what is staged', async () => {
+      const files = await stagedFiles();
+      return (await scratch()).used_bytes === files.reduce((a, b) => a + b, 0) ? files : undefined;
+    }).then((files) => expect(files.every((size) => size < MiB)).toBe(true));
+    expect(staged.every((size) => size < MiB)).toBe(true);
   });
 
   it('cuts a chunked PATCH without a declared length as it passes the limit, and nothing of it is visible', async () => {

@@ -13,6 +13,10 @@ import { describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { ScratchBudget, ScratchBusyError, ScratchTooLargeError, type ScratchClaim } from '../../registry/src/storage/scratch-budget.js';
 import { tempDir } from '../support/temp-dirs.js';
+import { toml } from '../support/config.js';
+import { parseConfigText } from '../../registry/src/config/load.js';
+import { ecosystems } from '../../registry/src/app/ecosystems.js';
+import { scratchBudgetOf } from '../../registry/src/storage/index.js';
 
 const KiB = 1024;
 
@@ -114,6 +118,24 @@ describe('ScratchBudget', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('the scratch budget of a server', () => {
+  it('gives each worker process an equal share of [storage] scratch_limit, so together they never pass it', () => {
+    const cfg = parseConfigText(toml({ storage: { scratch_limit: '10GiB', scratch_wait_secs: 3 } }), 't', { ecosystems, env: {} }).storage;
+    expect(cfg.scratchLimitBytes).toBe(10 * 1024 ** 3);
+    expect(scratchBudgetOf(cfg).limitBytes).toBe(10 * 1024 ** 3);
+    expect(scratchBudgetOf(cfg).waitMs).toBe(3000);
+    for (const workers of [2, 3, 7]) expect(scratchBudgetOf(cfg, workers).limitBytes! * workers).toBeLessThanOrEqual(10 * 1024 ** 3);
+    expect(scratchBudgetOf(cfg, 4).limitBytes).toBe(2.5 * 1024 ** 3);
+    // No key: no limit, today's behaviour.
+    expect(scratchBudgetOf(parseConfigText(toml({}), 't', { ecosystems, env: {} }).storage).limitBytes).toBeUndefined();
+  });
+
+  it('refuses a scratch_limit that is not a size', () => {
+    expect(() => parseConfigText(toml({ storage: { scratch_limit: 'lots' } }), 't', { ecosystems, env: {} })).toThrow(/scratch_limit/);
+    expect(() => parseConfigText(toml({ storage: { scratch_limit: 0 } }), 't', { ecosystems, env: {} })).toThrow(/scratch_limit/);
   });
 });
 
