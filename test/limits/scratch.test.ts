@@ -368,3 +368,33 @@ describe('a pull-through fill and the scratch limit', () => {
     await backTo(staged);
   });
 });
+
+describe('the scratch limit of a server of several worker processes', () => {
+  let workers: Velodex;
+
+  beforeAll(async () => {
+    const dataDir = tempDir('velodex-scratch-workers-');
+    workers = await startVelodex({ dataDir, args: ['--workers', '2'], config: toml(hosted('py', { token: TOKEN }), storage(dataDir)) });
+  }, 120_000);
+
+  afterAll(async () => {
+    await workers?.stop();
+  });
+
+  it('gives each worker half of it: an upload above a half is refused with the share named, one below is stored', async () => {
+    const over = await buildProject('scratch-share-over', '1.0', { payloadBytes: 2 * MiB });
+    const under = await buildProject('scratch-share-under', '1.0', { payloadBytes: 1 * MiB });
+    const upload = (wheel: string) =>
+      run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${workers.url}/root/py/`, '-u', '__token__', '-p', TOKEN, wheel], {
+        env: { NO_COLOR: '1', COLUMNS: '200' },
+        allowFailure: true,
+      });
+    const refused = await upload(over.wheel);
+    expect(refused.code).not.toBe(0);
+    expect(`${refused.stdout}\n${refused.stderr}`).toMatch(/413.*more than its limit of 1\.5 MiB \(each of its 2 worker processes' share of 3\.0 MiB\)/s);
+    const stored = await upload(under.wheel);
+    expect(stored.code, stored.stderr).toBe(0);
+    const page = await fetch(`${workers.url}/root/py/simple/scratch-share-under/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } });
+    expect(((await page.json()) as { files: { filename: string }[] }).files.map((f) => f.filename)).toEqual([under.wheelFilename]);
+  });
+});

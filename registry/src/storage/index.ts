@@ -90,8 +90,10 @@ function withRecentReads(meta: MetaStore, cfg: StorageConfig): MetaStore {
  */
 export function scratchBudgetOf(cfg: StorageConfig, shares = 1): ScratchBudget {
   const waitMs = cfg.scratchWaitSecs === undefined ? undefined : cfg.scratchWaitSecs * 1000;
-  const limitBytes = cfg.scratchLimitBytes === undefined ? undefined : Math.max(1, Math.floor(cfg.scratchLimitBytes / Math.max(1, shares)));
-  return new ScratchBudget({ ...(limitBytes === undefined ? {} : { limitBytes }), ...(waitMs === undefined ? {} : { waitMs }) });
+  const total = cfg.scratchLimitBytes;
+  const processes = Math.max(1, shares);
+  const limit = total === undefined ? {} : { limitBytes: Math.max(1, Math.floor(total / processes)), share: { totalBytes: total, processes } };
+  return new ScratchBudget({ ...limit, ...(waitMs === undefined ? {} : { waitMs }) });
 }
 
 export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise<Stores> {

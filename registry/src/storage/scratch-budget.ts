@@ -28,6 +28,14 @@ export const DEFAULT_SCRATCH_WAIT_MS = 10_000;
 /** The `Retry-After` of a refusal for now. */
 export const SCRATCH_RETRY_AFTER_SECS = 10;
 
+/** How a process's limit came to be: its share of the server's, when several processes share it. */
+export interface ScratchShare {
+  /** `[storage] scratch_limit`, for all the server's processes together. */
+  totalBytes: number;
+  /** How many processes share it equally. */
+  processes: number;
+}
+
 /** More bytes than the whole limit: no retry helps. */
 export class ScratchTooLargeError extends NeutralError {
   readonly kind = 'scratch_too_large';
@@ -35,9 +43,14 @@ export class ScratchTooLargeError extends NeutralError {
   constructor(
     readonly bytes: number,
     readonly limitBytes: number,
+    share?: ScratchShare,
   ) {
+    const limit =
+      share && share.processes > 1
+        ? `its limit of ${formatSize(limitBytes)} (each of its ${share.processes} worker processes' share of ${formatSize(share.totalBytes)})`
+        : `its whole limit of ${formatSize(limitBytes)}`;
     super(
-      `this upload needs ${formatSize(bytes)} of the server's scratch space, more than its whole limit of ${formatSize(limitBytes)}: ` +
+      `this upload needs ${formatSize(bytes)} of the server's scratch space, more than ${limit}: ` +
         'send a smaller file, or ask the server\'s operator to raise [storage] scratch_limit (on Kubernetes, spec.scratch.sizeLimit)',
     );
     this.name = 'ScratchTooLargeError';
@@ -68,6 +81,8 @@ export interface ScratchBudgetOptions {
   /** How long `reserve` waits for room before `ScratchBusyError`. */
   waitMs?: number;
   retryAfterSecs?: number;
+  /** When `limitBytes` is this process's share of a server's limit: named in the refusals. */
+  share?: ScratchShare;
 }
 
 interface Waiter {
@@ -82,6 +97,7 @@ export class ScratchBudget {
   readonly limitBytes: number | undefined;
   readonly waitMs: number;
   readonly retryAfterSecs: number;
+  readonly #share: ScratchShare | undefined;
   #used = 0;
   #refused = 0;
   readonly #queue: Waiter[] = [];
@@ -93,6 +109,7 @@ export class ScratchBudget {
     this.limitBytes = opts.limitBytes;
     this.waitMs = opts.waitMs ?? DEFAULT_SCRATCH_WAIT_MS;
     this.retryAfterSecs = opts.retryAfterSecs ?? SCRATCH_RETRY_AFTER_SECS;
+    this.#share = opts.share;
   }
 
   /** Bytes held by every claim now. */
@@ -113,16 +130,6 @@ export class ScratchBudget {
   /** A claim holding nothing yet, for one staged write. */
   claim(): ScratchClaim {
     return new ScratchClaim(this);
-  }
-
-  /**
-   * Checks a declared length before anything is read or staged: throws `ScratchTooLargeError`
-   * when it is above the whole limit, `ScratchBusyError` when it does not fit what is free now.
-   * Holds nothing: the write's claim reserves its bytes when it begins.
-   */
-  admit(bytes: number): void {
-    const refusal = this.#refusal(bytes, bytes);
-    if (refusal) throw refusal;
   }
 
   /** Takes `extra` bytes more for a write that will then hold `total`, or says why not (null: taken). */
@@ -192,7 +199,7 @@ export class ScratchBudget {
 
   #tooLarge(total: number, limit: number): ScratchTooLargeError {
     this.#refused++;
-    return new ScratchTooLargeError(total, limit);
+    return new ScratchTooLargeError(total, limit, this.#share);
   }
 }
 
