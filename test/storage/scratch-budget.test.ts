@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { ScratchBudget, ScratchBusyError, ScratchTooLargeError, type ScratchClaim } from '../../registry/src/storage/scratch-budget.js';
+import type { BlobStage } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/temp-dirs.js';
 import { toml } from '../support/config.js';
 import { parseConfigText } from '../../registry/src/config/load.js';
@@ -190,5 +191,52 @@ describe('stages of the fs backend on a scratch budget', () => {
     expect(budget.used).toBe(40 * KiB);
     await stage.abort();
     expect(budget.used).toBe(0);
+  });
+
+  it('holds exactly what the open stages have written, whatever stages do, and nothing once they end', async () => {
+    const LIMIT = 64 * KiB;
+    const op = fc.oneof(
+      fc.record({ op: fc.constant('open' as const), declared: fc.option(fc.nat(80 * KiB), { nil: undefined }) }),
+      fc.record({ op: fc.constant('append' as const), stage: fc.nat(3), bytes: fc.nat(40 * KiB), declare: fc.boolean() }),
+      fc.record({ op: fc.constant('commit' as const), stage: fc.nat(3) }),
+      fc.record({ op: fc.constant('abort' as const), stage: fc.nat(3) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 12 }), async (ops) => {
+        const { blobs, budget, staged } = await store(LIMIT, 1);
+        const open: BlobStage[] = [];
+        // A stage's declared length is held from its start until its first append ends, then only its bytes.
+        const declared = new Map<BlobStage, number>();
+        for (const step of ops) {
+          try {
+            if (step.op === 'open') {
+              const stage = await blobs.stage(step.declared === undefined ? {} : { declared: step.declared });
+              open.push(stage);
+              if (step.declared !== undefined) declared.set(stage, step.declared);
+            } else if (open.length > 0) {
+              const stage = open[step.stage % open.length]!;
+              declared.delete(stage);
+              if (step.op === 'append') await stage.append(body(step.bytes), step.declare ? { declared: step.bytes } : {});
+              else if (step.op === 'commit') {
+                await stage.commit();
+                await stage.abort();
+                open.splice(open.indexOf(stage), 1);
+              } else {
+                await stage.abort();
+                open.splice(open.indexOf(stage), 1);
+              }
+            }
+          } catch (err) {
+            expect(err instanceof ScratchBusyError || err instanceof ScratchTooLargeError, String(err)).toBe(true);
+          }
+          expect(budget.used).toBeLessThanOrEqual(LIMIT);
+          expect(budget.used).toBe(open.reduce((n, s) => n + s.size + (declared.get(s) ?? 0), 0));
+        }
+        for (const stage of open) await stage.abort();
+        expect(budget.used).toBe(0);
+        expect(await staged()).toBe(0);
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -87,6 +87,8 @@ export class FsStage implements BlobStage {
       try {
         await this.claim.reserve(this.#size + opts.declared);
       } catch (err) {
+        // As after any append: the claim holds what the file holds.
+        this.claim.shrink(this.#size);
         this.#appending = false;
         throw err;
       }
