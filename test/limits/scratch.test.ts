@@ -187,6 +187,15 @@ describe('a Python upload and the scratch limit', () => {
     await backTo(staged);
   });
 
+  it('answers an upload whose Content-Length is above the limit before a byte of its form is sent', async () => {
+    const conn = await RawConnection.open(server.url);
+    await conn.write(requestHead('POST', '/root/py/', { authorization: basicAuth(TOKEN), 'content-type': formType('never-sent'), 'content-length': String(4 * MiB) }));
+    const res = await conn.response();
+    conn.close();
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toMatchObject({ message: expect.stringContaining('more than its whole limit of 3.0 MiB') });
+  });
+
   it('refuses the same wheel through uv publish, with the limit in its output', async () => {
     const big = await buildProject('scratch-big', '1.0', { payloadBytes: 4 * MiB });
     const staged = await stagedFiles();
@@ -277,6 +286,21 @@ describe('an OCI push and the scratch limit', () => {
       return (await scratch()).used_bytes === files.reduce((a, b) => a + b, 0) ? files : undefined;
     }).then((files) => expect(files.every((size) => size < MiB)).toBe(true));
     expect(staged.every((size) => size < MiB)).toBe(true);
+  });
+
+  it('refuses a monolithic POST ?digest= whose Content-Length is above the limit before reading its body', async () => {
+    const staged = await stagedFiles();
+    const bytes = pseudoRandom('scratch-monolithic', 4 * MiB);
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const conn = await RawConnection.open(server.url);
+    // Only the head: the answer must not wait for a body the server will not take.
+    await conn.write(requestHead('POST', `/v2/team/images/app/blobs/uploads/?digest=${digest}`, { authorization: basicAuth(TOKEN), 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) }));
+    const res = await conn.response();
+    conn.close();
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toMatchObject({ errors: [{ code: 'SIZE_INVALID', message: expect.stringContaining('more than its whole limit of 3.0 MiB') }] });
+    expect((await fetch(`${server.url}/v2/team/images/app/blobs/${digest}`, { method: 'HEAD' })).status).toBe(404);
+    await backTo(staged);
   });
 
   it('cuts a chunked PATCH without a declared length as it passes the limit, and nothing of it is visible', async () => {
