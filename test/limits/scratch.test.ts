@@ -184,6 +184,10 @@ describe('a Python upload and the scratch limit', () => {
     expect(output).toMatch(/scratch_limit/);
     expect(await listed('scratch-big')).toEqual([]);
     expect((await scratch()).refused).toBeGreaterThan(before);
+    // The same figures for a scrape.
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/^velodex_scratch_limit_bytes 3145728$/m);
+    expect(Number(/^velodex_scratch_refused_total (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(before);
     await backTo(staged);
   });
 

@@ -209,6 +209,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       rateLimit: () => limiter.snapshot(),
       retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),
       collections: () => gcTotals,
+      scratch: () => stores.scratch,
       stored: (ix) => (ix.role === 'virtual' ? undefined : usage.usage(ix.name)),
       storedTotal: () => usage.total(),
     }, link);
