@@ -424,5 +424,7 @@ describe('the scratch limit of a server of several worker processes', () => {
     expect(stored.code, stored.stderr).toBe(0);
     const page = await fetch(`${workers.url}/root/py/simple/scratch-share-under/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } });
     expect(((await page.json()) as { files: { filename: string }[] }).files.map((f) => f.filename)).toEqual([under.wheelFilename]);
+    // A scrape sums the workers: their shares make the server's limit.
+    expect(await (await fetch(`${workers.url}/metrics`)).text()).toMatch(/^velodex_scratch_limit_bytes 3145728$/m);
   });
 });
