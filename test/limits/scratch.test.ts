@@ -17,7 +17,8 @@ import { buildProject } from '../python/fixtures/projects.js';
 import { formBody, formType, uploadEntries } from '../python/fixtures/form.js';
 import { s3PrefixFor, sharedMinio, testBackend } from '../support/backend.js';
 import { hosted, oci, s3Storage, toml, type ConfigPart } from '../support/config.js';
-import { buildImage, pseudoRandom, writeLayout } from '../support/oci-image.js';
+import { startDockerd, type Dockerd } from '../support/dockerd.js';
+import { buildImage, pseudoRandom, tar, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { RawConnection, rawRequest, requestHead } from '../support/raw-http.js';
 import { run, type RunResult } from '../support/run.js';
@@ -428,3 +429,38 @@ describe('the scratch limit of a server of several worker processes', () => {
     expect(await (await fetch(`${workers.url}/metrics`)).text()).toMatch(/^velodex_scratch_limit_bytes 3145728$/m);
   });
 });
+
+describe('a docker push and the scratch limit', () => {
+  let engine: Dockerd;
+
+  beforeAll(async () => {
+    const dir = tempDir('velodex-scratch-docker-');
+    engine = await startDockerd(dir);
+    const rootfs = join(dir, 'rootfs.tar');
+    writeFileSync(rootfs, tar(new Map([['big.bin', pseudoRandom('scratch-docker', 4 * MiB)]])));
+    await engine.docker(['import', rootfs, 'local/big:v1']);
+    await engine.docker(['login', '-u', '__token__', '--password-stdin', host()], { input: `${TOKEN}\n` });
+  }, 180_000);
+
+  afterAll(async () => {
+    await engine?.stop();
+  });
+
+  // docker retries a layer upload on any error but a denial (five times, about 50 s) before it
+  // gives up and prints the registry's message.
+  it('refuses a layer larger than the whole limit: docker push fails with the limit in its output, and nothing is stored', async () => {
+    const staged = await stagedFiles();
+    await engine.docker(['tag', 'local/big:v1', ref('docker-big')]);
+    const res = await engine.docker(['push', ref('docker-big')], { allowFailure: true, timeoutMs: 180_000 });
+    const output = `${res.stdout}\n${res.stderr}`;
+    expect(res.code, output).not.toBe(0);
+    expect(output).toMatch(/scratch space, more than its whole limit of 3\.0 MiB/);
+    expect((await crane(['manifest', ref('docker-big')], undefined, true)).code).not.toBe(0);
+    await until('the budget to hold only what is staged', async () => {
+      const files = await stagedFiles();
+      return (await scratch()).used_bytes === files.reduce((a, b) => a + b, 0) ? files : undefined;
+    }).then((files) => expect(files.every((size) => size < MiB)).toBe(true));
+    expect(staged.every((size) => size < MiB)).toBe(true);
+  });
+});
+
