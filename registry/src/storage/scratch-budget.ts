@@ -89,7 +89,6 @@ interface Waiter {
   claim: ScratchClaim;
   bytes: number;
   grant: () => void;
-  fail: (err: Error) => void;
   timer: NodeJS.Timeout;
 }
 
@@ -156,7 +155,6 @@ export class ScratchBudget {
         claim,
         bytes: extra,
         grant: resolve,
-        fail: reject,
         timer: setTimeout(() => {
           this.#queue.splice(this.#queue.indexOf(waiter), 1);
           this.#refused++;
