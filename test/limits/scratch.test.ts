@@ -154,7 +154,7 @@ async function listed(project: string): Promise<string[]> {
  * Content-Length) and the form's first bytes, and holds on: its declared length is what the
  * budget holds while it does. `finish` sends the rest and reads the answer.
  */
-async function heldUpload(wheel: string): Promise<{ declared: number; finish: () => Promise<number> }> {
+async function heldUpload(wheel: string): Promise<{ declared: number; finish: () => Promise<number>; abandon: () => void }> {
   const boundary = 'scratch-hold-boundary';
   const { fields, file } = uploadEntries(wheel);
   const body = formBody(boundary, [...fields, file]);
@@ -169,6 +169,7 @@ async function heldUpload(wheel: string): Promise<{ declared: number; finish: ()
       conn.close();
       return res.status;
     },
+    abandon: () => conn.close(),
   };
 }
 
@@ -199,6 +200,16 @@ describe('a Python upload and the scratch limit', () => {
     conn.close();
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toMatchObject({ message: expect.stringContaining('more than its whole limit of 3.0 MiB') });
+  });
+
+  it('gives back the room of an upload whose client goes away midway, and keeps nothing of it', async () => {
+    const held = await buildProject('scratch-gone', '1.0', { payloadBytes: 2 * MiB });
+    const staged = await stagedFiles();
+    const holder = await heldUpload(held.wheel);
+    await until('the held upload to reserve its declared length', async () => ((await scratch()).used_bytes >= holder.declared ? true : undefined));
+    holder.abandon();
+    await backTo(staged);
+    expect(await listed('scratch-gone')).toEqual([]);
   });
 
   it('refuses the same wheel through uv publish, with the limit in its output', async () => {
@@ -336,6 +347,23 @@ describe('an OCI push and the scratch limit', () => {
     expect((await fetch(`${server.url}/v2/team/images/app/blobs/${digest}`, { method: 'HEAD' })).status).toBe(404);
     expect((await rawRequest(server.url, location, 'DELETE', auth)).status).toBe(204);
     await backTo(staged);
+  });
+
+  it('gives back the room a PATCH declared when its client goes away midway; the session keeps what it had', async () => {
+    const auth = { authorization: basicAuth(TOKEN) };
+    const staged = await stagedFiles();
+    const opened = await rawRequest(server.url, '/v2/team/images/app/blobs/uploads/', 'POST', { ...auth, 'content-length': '0' });
+    const location = String(opened.headers.location);
+    const conn = await RawConnection.open(server.url);
+    await conn.write(requestHead('PATCH', location, { ...auth, 'content-type': 'application/octet-stream', 'content-length': String(2 * MiB) }));
+    await conn.write(pseudoRandom('scratch-gone-oci', MiB));
+    await until('the PATCH to reserve its declared length', async () => ((await scratch()).used_bytes >= 2 * MiB ? true : undefined));
+    conn.close();
+    await backTo(staged);
+    const status = await rawRequest(server.url, location, 'GET', auth);
+    expect(status.status).toBe(204);
+    expect(status.headers.range).toBe('0-0');
+    expect((await rawRequest(server.url, location, 'DELETE', auth)).status).toBe(204);
   });
 
   it('refuses a push for now while another upload holds the room; crane retries by itself and the image is stored', async () => {
