@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerNeutral, type NeutralAnswers } from '../../registry/src/ecosystem/answers.js';
 import { errorHandler } from '../../registry/src/ecosystem/error-handler.js';
 import { JSON_ANSWERS, jsonErrors } from '../../registry/src/ecosystem/json-answers.js';
-import { NEUTRAL_KINDS, UPSTREAM_FAILURE_KINDS, type NeutralKind } from '../../registry/src/errors/neutral.js';
+import { NEUTRAL_KINDS, UPSTREAM_FAILURE_KINDS, type NeutralKind, type UpstreamFailureKind } from '../../registry/src/errors/neutral.js';
 import { HttpError } from '../../registry/src/http/errors.js';
 import { SlotsBusyError } from '../../registry/src/limits/slots.js';
 import { OCI_ANSWERS } from '../../registry/src/oci/handlers/answers.js';
@@ -22,6 +22,7 @@ import { PolicyDenialError } from '../../registry/src/policy/denial.js';
 import { PYTHON_ANSWERS } from '../../registry/src/python/handlers/answers.js';
 import { CachedBytesLostError, NotFoundError } from '../../registry/src/roles/errors.js';
 import { UpstreamError } from '../../registry/src/roles/upstream-error.js';
+import { ScratchBusyError, ScratchTooLargeError } from '../../registry/src/storage/scratch-budget.js';
 import { StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { REPO } from '../support/paths.js';
 
@@ -40,8 +41,12 @@ function errorOf(kind: NeutralKind): Error {
       return new PolicyDenialError(DENIAL);
     case 'not_found':
       return new NotFoundError('demo-1.0-py3-none-any.whl has no .dist-info/METADATA');
+    case 'scratch_too_large':
+      return new ScratchTooLargeError(3 * 1024 ** 3, 2 * 1024 ** 3);
+    case 'scratch_busy':
+      return new ScratchBusyError(1024 ** 3, 512 * 1024 ** 2, 2 * 1024 ** 3, 10);
     default:
-      return new UpstreamError(kind, 'https://upstream.example/simple/demo/', `failed (${kind})`, kind === 'status' ? { status: 503 } : {});
+      return new UpstreamError(kind as UpstreamFailureKind, 'https://upstream.example/simple/demo/', `failed (${kind})`, kind === 'status' ? { status: 503 } : {});
   }
 }
 
@@ -72,6 +77,10 @@ describe('the tables of the neutral kinds', () => {
     expect(answer('cached_bytes_lost').status).toBe(502);
     expect(answer('policy_denied')).toMatchObject({ status: 403, body: DENIAL });
     expect(answer('not_found')).toMatchObject({ status: 404, message: 'demo-1.0-py3-none-any.whl has no .dist-info/METADATA' });
+    // The scratch budget: too large for the whole limit (no retry helps), or busy now (retry).
+    expect(answer('scratch_too_large')).toMatchObject({ status: 413, message: expect.stringContaining('more than its whole limit of 2.0 GiB') });
+    expect(answer('scratch_busy')).toMatchObject({ status: 503, headers: { 'Retry-After': '10' }, message: expect.stringContaining('retry in 10 s') });
+    expect(answerNeutral(PYTHON_ANSWERS, errorOf('scratch_too_large'))).toMatchObject({ status: 413, reasonPhrase: expect.stringContaining('scratch_limit') });
     // Python's differs only by the denial's reason in the status line (pip and twine print it).
     expect(answerNeutral(PYTHON_ANSWERS, errorOf('policy_denied'))).toMatchObject({ status: 403, body: DENIAL, reasonPhrase: DENIAL.reason });
     for (const kind of NEUTRAL_KINDS.filter((k) => k !== 'policy_denied')) {
@@ -92,6 +101,8 @@ describe('the tables of the neutral kinds', () => {
     expect(answer('cached_bytes_lost')).toMatchObject({ status: 502, code: 'UNKNOWN' });
     expect(answer('policy_denied')).toMatchObject({ status: 403, code: 'DENIED', message: DENIAL.reason, detail: DENIAL });
     expect(answer('not_found')).toMatchObject({ status: 404, code: 'NOT_FOUND', message: 'demo-1.0-py3-none-any.whl has no .dist-info/METADATA' });
+    expect(answer('scratch_too_large')).toMatchObject({ status: 413, code: 'SIZE_INVALID' });
+    expect(answer('scratch_busy')).toMatchObject({ status: 503, code: 'UNAVAILABLE', headers: { 'Retry-After': '10' } });
     // Every status is the one the spec's table binds to the code, where the spec has the code.
     for (const kind of NEUTRAL_KINDS) {
       const { status, code } = answer(kind);

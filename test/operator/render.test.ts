@@ -10,6 +10,7 @@ import { renderRegistryConfig } from '../../operator/src/render/registry-config.
 import { certificate } from '../../operator/src/render/certificate.js';
 import { httpRoute } from '../../operator/src/render/gateway-route.js';
 import { optionalObjects, renderObjects } from '../../operator/src/render/objects.js';
+import { quantityBytes } from '../../operator/src/render/scratch.js';
 import { API_VERSION, type PackageIndex, type PackageIndexSpec, type PackageRegistry } from '../../operator/src/resources/types.js';
 
 const registry: PackageRegistry = {
@@ -448,6 +449,32 @@ describe('registry config rendering', () => {
       const big = index('big', { route: 'team/big', ecosystem: 'python', role: 'hosted', policy: { maxFileSize: 5 * 1024 ** 3 } });
       expect(render({}, [...indexes, big]).pod.volumes).toContainEqual({ name: 'data', emptyDir: { sizeLimit: '20Gi' } });
       expect(render({ scratch: { sizeLimit: '50Gi' } }, [...indexes, big]).pod.volumes).toContainEqual({ name: 'data', emptyDir: { sizeLimit: '50Gi' } });
+    });
+
+    it("tells the registry its scratch budget: the volume's limit less a margin, which the registry's config check accepts", () => {
+      const budgetOf = (spec: Partial<PackageRegistry['spec']>, ixs = indexes): number | undefined => {
+        const r: PackageRegistry = { ...registry, spec: { ...registry.spec, ...spec } };
+        return parsed(renderRegistryConfig(r, ixs)).storage.scratchLimitBytes;
+      };
+      const GiB = 1024 ** 3;
+      const MiB = 1024 ** 2;
+      // The default 10Gi volume: a tenth of it left for the temporary folder and archive walks.
+      expect(budgetOf({})).toBe(10 * GiB - Math.ceil(GiB));
+      // Four of a 5 GiB file: 20Gi, less 2 GiB.
+      const big = index('big', { route: 'team/big', ecosystem: 'python', role: 'hosted', policy: { maxFileSize: 5 * GiB } });
+      expect(budgetOf({}, [...indexes, big])).toBe(18 * GiB);
+      // The spec's quantity, binary or decimal; the margin is at least 256 MiB and at most half.
+      expect(budgetOf({ scratch: { sizeLimit: '50Gi' } })).toBe(45 * GiB);
+      expect(budgetOf({ scratch: { sizeLimit: '2G' } })).toBe(2e9 - 256 * MiB);
+      expect(budgetOf({ scratch: { sizeLimit: '1.5Gi' } })).toBe(1.5 * GiB - 256 * MiB);
+      expect(budgetOf({ scratch: { sizeLimit: '400Mi' } })).toBe(200 * MiB);
+      // Never above the volume the kubelet enforces.
+      for (const sizeLimit of ['1Mi', '300Mi', '3Gi', '7.5G', '1Ti']) {
+        const r: PackageRegistry = { ...registry, spec: { ...registry.spec, scratch: { sizeLimit } } };
+        const volume = renderObjects(r, renderRegistryConfig(r, indexes), new Map(), { defaultImage: 'velodex:test' });
+        expect(JSON.stringify(volume)).toContain(`"sizeLimit":"${sizeLimit}"`);
+        expect(budgetOf({ scratch: { sizeLimit } })).toBeLessThan(quantityBytes(sizeLimit)!);
+      }
     });
 
     it('takes the spread, the resources, an autoscaler and a NetworkPolicy from the spec', () => {

@@ -22,6 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { RenderedConfig } from './registry-config.js';
 import { DATA_DIR, REGISTRY_PORT, SECRETS_DIR, TLS_DIR } from './registry-config.js';
+import { scratchLimit } from './scratch.js';
 import { API_VERSION, type PackageRegistry, type RegistryAutoscaling, type RegistryIngress, type RegistryNetworkPolicy } from '../resources/types.js';
 import type { SecretsByName } from '../plan/plan.js';
 import { CERTIFICATE, HTTP_ROUTE } from './extension-kinds.js';
@@ -36,8 +37,7 @@ export const DEFAULT_TLS_SERVICE_PORT = 443;
 /** What a registry pod asks for unless `spec.resources` says otherwise: what the autoscaler's percentages are of. */
 export const DEFAULT_RESOURCES = { requests: { cpu: '250m', memory: '256Mi' } };
 export const DEFAULT_TARGET_CPU_PERCENT = 70;
-/** The scratch volume's size unless `spec.scratch.sizeLimit` says otherwise (see `scratchLimit`). */
-export const DEFAULT_SCRATCH_LIMIT_BYTES = 10 * 1024 ** 3;
+export { DEFAULT_SCRATCH_LIMIT_BYTES, scratchLimit } from './scratch.js';
 
 /** The Service's port: as the spec says, or the default of its scheme. */
 export function servicePort(registry: PackageRegistry): number {
@@ -103,24 +103,6 @@ export function owned(registry: PackageRegistry, kind: string, apiVersion: strin
   };
 }
 
-/**
- * The scratch volume's size limit: as the spec says, or the larger of 10 GiB and four times the
- * largest file the registry's indexes accept (`policy.maxFileSize`): room for a few uploads of
- * the largest at once. The kubelet evicts a pod whose scratch outgrows it, which is what keeps one
- * pod from filling its node's disk.
- */
-export function scratchLimit(registry: PackageRegistry, largestFile: number | undefined): string {
-  if (registry.spec.scratch?.sizeLimit !== undefined) return registry.spec.scratch.sizeLimit;
-  return quantity(Math.max(DEFAULT_SCRATCH_LIMIT_BYTES, 4 * (largestFile ?? 0)));
-}
-
-/** Bytes as a Kubernetes quantity, in the largest binary unit that divides them ("20Gi"). */
-function quantity(bytes: number): string {
-  for (const [unit, size] of [['Ti', 1024 ** 4], ['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) {
-    if (bytes % size === 0) return `${bytes / size}${unit}`;
-  }
-  return String(bytes);
-}
 
 /** One pod per node, then per zone, where the scheduler can: never a reason not to schedule. */
 function defaultSpread(registry: PackageRegistry): Record<string, unknown>[] {

@@ -5,6 +5,7 @@
  * the text: every credential is a `_file` key naming where the pod mounts its Secret.
  */
 import { stringify } from 'smol-toml';
+import { scratchBudgetBytes, scratchLimit } from './scratch.js';
 import { TLS_CERT_KEY, TLS_KEY_KEY, upstreamCredentialKeys, type ByteSize, type NodeMirrorRegistry, type PackageIndex, type PackageRegistry, type RegistryGc, type SecretKeyRef, type UpstreamSpec } from '../resources/types.js';
 
 /** Where a pod mounts each referenced Secret: one folder per Secret, one file per key. */
@@ -150,6 +151,9 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
   const secretFiles = new Map(refs.map((r) => [secretPath(r), r]));
   const sizes = indexes.flatMap((ix) => (ix.spec.policy?.maxFileSize !== undefined ? [ix.spec.policy.maxFileSize] : []));
   const largestFile = sizes.length > 0 ? Math.max(...sizes) : undefined;
+  // The registry refuses what would not fit its volume (less a margin), before the kubelet evicts the pod.
+  const budget = scratchBudgetBytes(scratchLimit(registry, largestFile));
+  if (budget !== null) (doc.storage as Record<string, unknown>).scratch_limit = budget;
   return { toml: stringify(doc), secrets: [...new Set(refs.map((r) => r.name))].sort(), secretFiles, serviceAccounts, ...(largestFile !== undefined ? { largestFile } : {}) };
 }
 

@@ -209,6 +209,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
       rateLimit: () => limiter.snapshot(),
       retention: (ix) => (ix.role === 'hosted' && ix.retention ? retentionCounters.of(ix.name) : undefined),
       collections: () => gcTotals,
+      scratch: () => stores.scratch,
       stored: (ix) => (ix.role === 'virtual' ? undefined : usage.usage(ix.name)),
       storedTotal: () => usage.total(),
     }, link);
@@ -237,7 +238,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   const admin = new AdminGate(config.admin.token, clientAddress);
   const readGate = new ReadGate(indexByName, clientAddress);
-  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage, readGate });
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage, readGate, scratch: stores.scratch });
   await app.register(uiRoutes, { config, ecosystems, admin });
   await app.register(retentionRoute, { runner: retention, admin });
   await app.register(gcRoute, { gc, totals: gcTotals, admin });

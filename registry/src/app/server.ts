@@ -30,7 +30,11 @@ export async function startServer(config: Config, notes: Record<string, string> 
   const link = worker ?? new SoloLink();
   // Read first: a certificate that cannot be served stops the start before anything is opened.
   const certificate = config.tls ? await readCertificatePair(config.tls) : undefined;
-  const stores = await openStores(config.storage, { scratchDir: join(config.dataDir, 'scratch'), ...(worker ? { workerLocks: worker.locks } : {}) });
+  const stores = await openStores(config.storage, {
+    scratchDir: join(config.dataDir, 'scratch'),
+    // Every worker process stages on the same disk: each takes its share of the scratch limit.
+    ...(worker ? { workerLocks: worker.locks, scratchShares: config.workers.count } : {}),
+  });
   const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
   usage.start();
   // In the background: serving never waits for the search index (search/keeper.ts).

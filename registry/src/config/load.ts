@@ -114,6 +114,8 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     readCacheMs: s.read_cache_ms ?? 0,
     ...(s.response_timeout_secs !== undefined ? { responseTimeoutSecs: s.response_timeout_secs } : {}),
     ...(s.idle_timeout_secs !== undefined ? { idleTimeoutSecs: s.idle_timeout_secs } : {}),
+    ...(s.scratch_limit !== undefined ? { scratchLimitBytes: sizeOf(s.scratch_limit, 'storage.scratch_limit') } : {}),
+    ...(s.scratch_wait_secs !== undefined ? { scratchWaitSecs: s.scratch_wait_secs } : {}),
   };
   if (storage.backend === 's3') {
     for (const key of ['endpoint', 'bucket'] as const) {

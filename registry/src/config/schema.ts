@@ -180,6 +180,10 @@ export const storageSchema = z.strictObject({
   response_timeout_secs: z.number().int().min(1).max(600).optional(),
   // s3 only: how long a body that has begun may send nothing while its reader waits for bytes.
   idle_timeout_secs: z.number().int().min(1).max(600).optional(),
+  // What staged uploads and fills may hold on local disk at once (storage/scratch-budget.ts); absent: no limit.
+  scratch_limit: size.optional(),
+  // How long a declared length waits for scratch space before a 503 (0: refused at once).
+  scratch_wait_secs: z.number().int().min(0).max(300).optional(),
 });
 
 const rateClassSchema = z.strictObject({ requests: positiveInt, window_secs: positiveInt });

@@ -219,6 +219,13 @@ export interface StorageConfig {
    * reader that is slow itself (a slow client) never trips it. Default 30.
    */
   idleTimeoutSecs?: number;
+  /**
+   * Bytes the staged writes of the server (uploads, pull-through fills) may hold on local disk at
+   * once, all worker processes together (`storage/scratch-budget.ts`); absent: no limit.
+   */
+  scratchLimitBytes?: number;
+  /** How long a write whose declared length does not fit what is free waits for room before a 503. Default 10. */
+  scratchWaitSecs?: number;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { SlotsBusyError } from '../limits/slots.js';
 import type { PolicyDenialError } from '../policy/denial.js';
 import type { CachedBytesLostError, NotFoundError } from '../roles/errors.js';
 import type { UpstreamError } from '../roles/upstream-error.js';
+import type { ScratchBusyError, ScratchTooLargeError } from '../storage/scratch-budget.js';
 import type { StoreUnavailableError } from '../storage/types.js';
 
 /** The error class that carries kind `K`: what its answer may read (a `Retry-After`, a denial). */
@@ -25,7 +26,11 @@ export type NeutralErrorOf<K extends NeutralKind> = K extends UpstreamFailureKin
           ? PolicyDenialError
           : K extends 'not_found'
             ? NotFoundError
-            : never;
+            : K extends 'scratch_too_large'
+              ? ScratchTooLargeError
+              : K extends 'scratch_busy'
+                ? ScratchBusyError
+                : never;
 
 /** Compiles only while every kind has its class above, and that class carries the kind. */
 type MustBeNever<T extends never> = T;

@@ -49,6 +49,9 @@ export const JSON_ANSWERS: NeutralAnswers<HttpError> = {
   // The spec's denial object is the body, whichever ecosystem refused.
   policy_denied: (err) => new HttpError(403, err.message, {}, err.denial),
   not_found: notFound,
+  // The message names the limit and what to do; twine prints the status line (Python's table).
+  scratch_too_large: (err) => new HttpError(413, err.message),
+  scratch_busy: (err) => new HttpError(503, err.message, { 'Retry-After': String(err.retryAfterSecs) }),
 };
 
 export function sendJson(reply: FastifyReply, answer: JsonAnswer): FastifyReply {

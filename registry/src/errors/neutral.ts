@@ -54,6 +54,10 @@ export const CORE_FAILURE_KINDS = [
   'policy_denied',
   /** What was asked for does not exist, decided below the handlers (roles/errors.ts `NotFoundError`). */
   'not_found',
+  /** A write needs more scratch space than the whole limit (storage/scratch-budget.ts): no retry helps. */
+  'scratch_too_large',
+  /** A write fits the scratch limit but not what other writes leave free now: retry later. */
+  'scratch_busy',
 ] as const;
 
 export type CoreFailureKind = (typeof CORE_FAILURE_KINDS)[number];

@@ -64,6 +64,8 @@ export interface MetricSources {
   retention?(index: IndexConfig): { deleted: number; untagged: number } | undefined;
   /** What this process's garbage collections reclaimed (lifecycle/totals.ts). */
   collections?(): CollectionCounts;
+  /** This process's scratch budget (storage/scratch-budget.ts): its limit (undefined: none), what staged writes hold, writes refused. */
+  scratch?(): { limitBytes: number | undefined; used: number; refused: number };
   /** What an index holds (lifecycle/usage/); undefined for one that holds nothing of its own (virtual). */
   stored?(index: IndexConfig): { bytes: number; objects: number } | undefined;
   /** What the store holds in all (a blob several indexes hold counts once). */
@@ -285,6 +287,36 @@ export class Metrics {
         aggregator: 'max',
         collect() {
           this.set(collections().lastRunMs / 1000);
+        },
+      });
+    }
+
+    // Each worker's share and holdings: summed over the workers, the server's.
+    const scratch = sources.scratch;
+    if (scratch) {
+      new Gauge({
+        name: `${METRICS_PREFIX}scratch_used_bytes`,
+        help: 'Bytes that staged uploads and pull-through fills hold on local disk ([storage] scratch_limit counts them).',
+        registers,
+        collect() {
+          this.set(scratch().used);
+        },
+      });
+      new Gauge({
+        name: `${METRICS_PREFIX}scratch_limit_bytes`,
+        help: 'The scratch limit ([storage] scratch_limit); 0 when there is none.',
+        registers,
+        collect() {
+          this.set(scratch().limitBytes ?? 0);
+        },
+      });
+      new Counter({
+        name: `${METRICS_PREFIX}scratch_refused_total`,
+        help: 'Uploads and fills refused (413, or 503 for now) because they would pass the scratch limit.',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(scratch().refused);
         },
       });
     }

@@ -26,6 +26,8 @@ import { FileTail } from './file-tail.js';
 import type { FlightPeers, FollowFlight, LeadFlight, PeerEnd, PeerEvent } from './flight-peers.js';
 import { Spool } from './spool.js';
 import { UpstreamError } from './upstream-error.js';
+import { formatSize } from '../config/size.js';
+import { ScratchBusyError, ScratchTooLargeError } from '../storage/scratch-budget.js';
 
 /** What `start` hands over: the upstream body and what is known about it. */
 export interface FlightSource<M> {
@@ -125,9 +127,13 @@ class Flight<M> {
       return this.#settle({ kind: 'not_started', key, error });
     }
     let stage: BlobStage;
+    const size = isLength(source.size) ? source.size : undefined;
     try {
-      stage = await opts.store.stage({ readBack: true, expected: source.expected });
-    } catch (error) {
+      // An announced size is reserved from the scratch budget first: a fill that cannot fit is
+      // refused before its transfer begins (scratch-budget.ts; fillRefusal says how).
+      stage = await opts.store.stage({ readBack: true, expected: source.expected, ...(size === undefined ? {} : { declared: size }) });
+    } catch (err) {
+      const error = fillRefusal(err);
       source.body.destroy();
       tell({ kind: 'not_started' });
       this.#rejectHead(error);
@@ -135,7 +141,6 @@ class Flight<M> {
     }
     const spool = new Spool(stage);
     this.#spool = spool;
-    const size = isLength(source.size) ? source.size : undefined;
     if (lead && stage.localPath === undefined) {
       // Nothing the other processes could tail: each fetches for itself.
       tell({ kind: 'not_started' });
@@ -360,9 +365,25 @@ function asError(err: unknown): Error {
  * wrapper is a plain error, not an `UpstreamError`: its message repeats the cause's, which (a
  * socket's) may quote a host or path, and an `UpstreamError`'s message is shown to clients.
  */
+/**
+ * A fill larger than the whole scratch limit can never be kept, so it is no request's fault and no
+ * retry helps: the upstream's file is too large for this server (`too_large`, answered as an
+ * upstream failure). One that fits, but not now, stays `ScratchBusyError`: retry later.
+ */
+function fillRefusal(err: unknown): unknown {
+  if (!(err instanceof ScratchTooLargeError)) return err;
+  return new UpstreamError(
+    'too_large',
+    null,
+    `the upstream's file (${formatSize(err.bytes)}) is larger than this server's scratch limit of ${formatSize(err.limitBytes)} and cannot pass through it; ` +
+      'ask the operator to raise [storage] scratch_limit (on Kubernetes, spec.scratch.sizeLimit)',
+  );
+}
+
 function upstreamFailure(err: unknown): Error {
   const e = asError(err);
-  if (e instanceof UpstreamError) return e;
+  // The scratch budget cut the fill midway: this server's refusal, not the upstream's failure.
+  if (e instanceof UpstreamError || e instanceof ScratchBusyError || e instanceof ScratchTooLargeError) return e;
   const code = (e as NodeJS.ErrnoException).code;
   return new Error(`upstream transfer failed${code ? ` (${code})` : ''}: ${e.message === 'aborted' ? 'connection closed mid-body' : e.message}`, { cause: e });
 }

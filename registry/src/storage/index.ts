@@ -9,6 +9,7 @@ import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
 import { RecentReads } from './recent-reads.js';
 import { SharedStages } from './shared-stages.js';
+import { ScratchBudget } from './scratch-budget.js';
 import { connectS3, presigningClient, type ConnectOptions } from './s3/connect.js';
 import { S3BlobRedirect } from './s3/redirect.js';
 import { S3MetaStore } from './s3/meta-store.js';
@@ -34,6 +35,8 @@ export interface Stores {
    * byte goes through this process. Routes use it for full GETs of stored bytes only.
    */
   redirect: BlobRedirect | null;
+  /** What this process's staged writes hold of its share of `[storage] scratch_limit` (`scratch-budget.ts`). */
+  scratch: ScratchBudget;
   /**
    * Removes staged writes older than the stale-staging age: what a process killed mid-write
    * left (s3: staging objects and unfinished multipart uploads in the bucket; fs: files in the
@@ -59,6 +62,11 @@ export interface OpenOptions {
    * sessions, webhook claims and the token key live in it, as with s3.
    */
   workerLocks?: KeyLocks;
+  /**
+   * How many processes share `[storage] scratch_limit` (the server's worker processes, on one
+   * disk): each takes an equal share of it, so the limit holds for all of them together.
+   */
+  scratchShares?: number;
 }
 
 /**
@@ -76,25 +84,38 @@ function withRecentReads(meta: MetaStore, cfg: StorageConfig): MetaStore {
  * Opens the stores the config names. With s3 the bucket is checked first (reachable, keys
  * accepted, bucket present, conditional writes honoured): a `ConfigError` stops start-up.
  */
+/**
+ * This process's scratch budget (`scratch-budget.ts`): its share of `[storage] scratch_limit`,
+ * or no limit. A share rounds down, so the shares never add up to more than the limit.
+ */
+export function scratchBudgetOf(cfg: StorageConfig, shares = 1): ScratchBudget {
+  const waitMs = cfg.scratchWaitSecs === undefined ? undefined : cfg.scratchWaitSecs * 1000;
+  const total = cfg.scratchLimitBytes;
+  const processes = Math.max(1, shares);
+  const limit = total === undefined ? {} : { limitBytes: Math.max(1, Math.floor(total / processes)), share: { totalBytes: total, processes } };
+  return new ScratchBudget({ ...limit, ...(waitMs === undefined ? {} : { waitMs }) });
+}
+
 export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise<Stores> {
   const staleMs = opts.staleStagingMs ?? STALE_STAGING_MS;
+  const scratch = scratchBudgetOf(cfg, opts.scratchShares);
   if (cfg.backend === 's3') {
     const loc = await connectS3(cfg, opts.s3);
-    const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs });
+    const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs, scratch });
     const meta = withRecentReads(new S3MetaStore(loc), cfg);
     await blobs.init();
     const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
-    const sharedStages = new SharedStages(meta, chunks, blobs);
+    const sharedStages = new SharedStages(meta, chunks, blobs, { scratch });
     const redirect = cfg.redirect
       ? new S3BlobRedirect(cfg.redirect.endpoint ? presigningClient(cfg, cfg.redirect.endpoint) : loc.client, loc.bucket, (d) => blobs.key(d), cfg.redirect, loc.endpoint)
       : null;
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, sweep: () => blobs.sweepStaging(staleMs) };
+    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, scratch, sweep: () => blobs.sweepStaging(staleMs) };
   }
-  const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs });
+  const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs, scratch });
   const fsMeta = new FsMetaStore(cfg.path, opts.workerLocks);
   await blobs.init();
   await fsMeta.init();
   const meta = withRecentReads(fsMeta, cfg);
-  const sharedStages = opts.workerLocks ? new SharedStages(meta, new FsChunkStore(cfg.path, (path, digest) => blobs.adopt(path, digest)), blobs) : null;
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, sweep: () => blobs.sweepStale() };
+  const sharedStages = opts.workerLocks ? new SharedStages(meta, new FsChunkStore(cfg.path, (path, digest) => blobs.adopt(path, digest)), blobs, { scratch }) : null;
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, scratch, sweep: () => blobs.sweepStale() };
 }

@@ -39,6 +39,7 @@ import { randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createSHA256, type IHasher } from 'hash-wasm';
+import { ScratchBudget } from './scratch-budget.js';
 import { ConflictError, DigestMismatchError, type BlobInfo, type BlobStore, type ChunkRef, type ChunkStore, type MetaStore, type Sha256Hex } from './types.js';
 
 const FOLDER = 'shared-stages';
@@ -67,11 +68,18 @@ export interface SharedStagesOptions {
   /** A stage unused for longer is swept (and a long append refreshes it four times as often). */
   idleMs?: number;
   now?: () => number;
+  /**
+   * Covers each chunk while it streams in (s3: to a scratch file, sent part by part): the
+   * `[storage] scratch_limit` of the stores (`scratch-budget.ts`); default: no limit.
+   */
+  scratch?: ScratchBudget;
 }
 
 export interface CommitOptions {
   /** Bytes to append first (an upload's last chunk); the commit then covers them too. */
   last?: Readable;
+  /** The declared length of `last`, reserved from the scratch budget first. */
+  declared?: number;
   /** Runs once the digest verified, before any byte is published (a hold on the digest). */
   beforePublish?: (size: number) => Promise<void>;
 }
@@ -79,6 +87,7 @@ export interface CommitOptions {
 export class SharedStages {
   readonly idleMs: number;
   readonly #now: () => number;
+  readonly #budget: ScratchBudget;
 
   constructor(
     private readonly meta: MetaStore,
@@ -88,6 +97,7 @@ export class SharedStages {
   ) {
     this.idleMs = opts.idleMs ?? 60 * 60 * 1000;
     this.#now = opts.now ?? Date.now;
+    this.#budget = opts.scratch ?? new ScratchBudget();
   }
 
   async open<T>(owner: T): Promise<SharedStage<T>> {
@@ -115,12 +125,12 @@ export class SharedStages {
    * have another digest is left as it was and `DigestMismatchError` thrown. `ConflictError`: the
    * stage changed (or went) meanwhile, and this append left no trace.
    */
-  append<T>(stage: SharedStage<T>, source: Readable, opts: { expect?: Sha256Hex } = {}): Promise<SharedStage<T>> {
-    return this.#append(stage, source, opts.expect, false);
+  append<T>(stage: SharedStage<T>, source: Readable, opts: { expect?: Sha256Hex; declared?: number } = {}): Promise<SharedStage<T>> {
+    return this.#append(stage, source, opts.expect, false, opts.declared);
   }
 
   /** `append`; with `commit`, the same compare-and-swap also marks the stage `committing` (`expect` then required). */
-  async #append<T>(stage: SharedStage<T>, source: Readable, expect: Sha256Hex | undefined, commit: boolean): Promise<SharedStage<T>> {
+  async #append<T>(stage: SharedStage<T>, source: Readable, expect: Sha256Hex | undefined, commit: boolean, declared?: number): Promise<SharedStage<T>> {
     if (stage.doc.committing !== undefined) throw new ConflictError(keyOf(stage.id));
     let version = stage.version;
     let lost = false;
@@ -139,7 +149,7 @@ export class SharedStages {
       });
     }, this.idleMs / 4);
     refresh.unref();
-    const written = await this.#writeChunk(stage, source).finally(() => clearInterval(refresh));
+    const written = await this.#writeChunk(stage, source, declared).finally(() => clearInterval(refresh));
     await refreshing;
     if (!written) return stage;
     const { chunk, hasher } = written;
@@ -162,7 +172,18 @@ export class SharedStages {
   }
 
   /** Streams `source` into a new chunk, hashing from the stage's state; null for no bytes at all. */
-  async #writeChunk(stage: SharedStage<unknown>, source: Readable): Promise<{ chunk: ChunkRef; hasher: IHasher } | null> {
+  async #writeChunk(stage: SharedStage<unknown>, source: Readable, declared: number | undefined): Promise<{ chunk: ChunkRef; hasher: IHasher } | null> {
+    // Reserved before a byte is read; covered as it streams, given back once the chunk is written.
+    const claim = this.#budget.claim();
+    try {
+      if (declared !== undefined) await claim.reserve(declared);
+      return await this.#writeCounted(stage, source, claim.meter());
+    } finally {
+      claim.release();
+    }
+  }
+
+  async #writeCounted(stage: SharedStage<unknown>, source: Readable, meter: Transform): Promise<{ chunk: ChunkRef; hasher: IHasher } | null> {
     const hasher = await hasherAt(stage.doc.hash);
     const name = `${stage.id}/${randomUUID()}`;
     const hashing = new Transform({
@@ -171,8 +192,8 @@ export class SharedStages {
         done(null, chunk);
       },
     });
-    // The pipeline destroys `hashing` when the source fails, which fails the write.
-    const [size] = await Promise.all([this.chunks.write(name, hashing), pipeline(source, hashing)]);
+    // The pipeline destroys `hashing` when the source (or the meter, past the budget) fails, which fails the write.
+    const [size] = await Promise.all([this.chunks.write(name, hashing), pipeline(source, meter, hashing)]);
     if (size === 0) {
       await this.chunks.remove(name);
       return null;
@@ -187,7 +208,7 @@ export class SharedStages {
   async commit<T>(stage: SharedStage<T>, expected: Sha256Hex, opts: CommitOptions = {}): Promise<BlobInfo> {
     let current = stage;
     // A last chunk and the mark are one write: a commit that fails leaves no chunk behind.
-    if (opts.last !== undefined) current = await this.#append(current, opts.last, expected, true);
+    if (opts.last !== undefined) current = await this.#append(current, opts.last, expected, true, opts.declared);
     if (current.doc.committing !== expected) {
       const actual = await this.digest(current);
       if (actual !== expected) throw new DigestMismatchError(expected, actual);
@@ -195,17 +216,17 @@ export class SharedStages {
       current = { id: current.id, version: await this.meta.put(keyOf(current.id), doc, current.version), doc };
     }
     await opts.beforePublish?.(current.doc.size);
-    await this.#publish(current.doc.chunks, expected);
+    await this.#publish(current.doc.chunks, expected, current.doc.size);
     await this.#end(current.id, current.doc.chunks);
     return { digest: expected, size: current.doc.size };
   }
 
-  async #publish(chunks: readonly ChunkRef[], digest: Sha256Hex): Promise<void> {
+  async #publish(chunks: readonly ChunkRef[], digest: Sha256Hex, size: number): Promise<void> {
     // Content-addressed: bytes already stored (another commit of this stage, or another upload) are not sent again.
     if ((await this.blobs.stat(digest)) !== null) return;
     try {
       if (await this.chunks.compose(chunks, digest)) return;
-      const stage = await this.blobs.stage({ expected: digest });
+      const stage = await this.blobs.stage({ expected: digest, declared: size });
       try {
         for (const c of chunks) {
           const body = await this.chunks.read(c.name);

@@ -82,6 +82,13 @@ export interface StageOptions {
    * upload to the blob's key, with no staging object to copy); the fs backend needs no such help.
    */
   expected?: Sha256Hex;
+  /**
+   * The bytes the caller expects to write (a declared Content-Length, an upstream's announced
+   * size): reserved from the scratch budget before the stage begins (`scratch-budget.ts`), so a
+   * write that cannot fit is refused before any byte is read (`ScratchTooLargeError`,
+   * `ScratchBusyError` after a bounded wait). Bytes beyond it are counted as they land.
+   */
+  declared?: number;
 }
 
 export interface AppendOptions {
@@ -96,6 +103,8 @@ export interface AppendOptions {
    * it has another, the append is undone like a failed one and `DigestMismatchError` thrown.
    */
   expect?: Sha256Hex;
+  /** The bytes this append expects (a chunk's declared length): reserved first, as `StageOptions.declared`. */
+  declared?: number;
 }
 
 /**

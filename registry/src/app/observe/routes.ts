@@ -29,6 +29,8 @@ export interface ObserveOptions {
   readGate: ReadGate;
   /** What each index and the store hold (lifecycle/usage/). */
   usage: StatusSources['usage'];
+  /** This process's scratch budget (storage/scratch-budget.ts). */
+  scratch: StatusSources['scratch'];
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -60,6 +62,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
         workers: config.workers.count,
         startedAt,
         usage: opts.usage,
+        scratch: opts.scratch,
       },
       query,
     );

@@ -24,6 +24,7 @@ import { secretInfo } from '../../observe/redact.js';
 import { capRecent, type IndexSummaries, type IndexSummaryDoc, type RecentUpload } from '../../observe/summary.js';
 import type { SummaryScans } from './summary-scans.js';
 import type { LastCollection, UsageFigures, UsageLedger } from '../../lifecycle/usage/ledger.js';
+import type { ScratchBudget } from '../../storage/scratch-budget.js';
 
 /** The registry workspace's package.json version (read once; dist/app/observe/ is three levels down). */
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -47,10 +48,20 @@ export interface StatusSources {
   startedAt: Date;
   /** What each index and the store hold (lifecycle/usage/), and how the last collection ended. */
   usage: Pick<UsageLedger, 'usage' | 'total' | 'countedAt' | 'lastCollection'>;
+  /** What this process's staged writes hold of its scratch budget (storage/scratch-budget.ts). */
+  scratch: Pick<ScratchBudget, 'limitBytes' | 'used' | 'waiting' | 'refused'>;
 }
 
 export interface StatusQuery {
   details: boolean;
+}
+
+/**
+ * The scratch budget of the process that answered (each worker has its share): its limit (null:
+ * none), what staged writes hold now, declared lengths waiting for room, writes refused so far.
+ */
+function scratchFields(s: StatusSources['scratch']): Record<string, unknown> {
+  return { limit_bytes: s.limitBytes ?? null, used_bytes: s.used, waiting: s.waiting, refused: s.refused };
 }
 
 /** `details` is the one parameter; its one value is `admin`. */
@@ -227,7 +238,7 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     version: VERSION,
     // Which replica answered: in Kubernetes the pod name.
     instance: hostname(),
-    storage: { backend: src.storageBackend, ...(src.storageRedirect ? { redirect: true } : {}) },
+    storage: { backend: src.storageBackend, ...(src.storageRedirect ? { redirect: true } : {}), scratch: scratchFields(src.scratch) },
     serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),

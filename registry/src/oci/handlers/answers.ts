@@ -58,6 +58,10 @@ export const OCI_ANSWERS: NeutralAnswers<OciAnswer> = {
   // applies a policy yet.)
   policy_denied: (err) => ({ status: ERROR_STATUS.DENIED, code: 'DENIED', message: err.message, headers: {}, detail: err.denial }),
   not_found: notFound,
+  // No distribution-spec code has 413; SIZE_INVALID is the one for a size the registry will not take.
+  scratch_too_large: (err) => ({ status: 413, code: 'SIZE_INVALID', message: err.message, headers: {} }),
+  // As for the store: UNAVAILABLE (503) with Retry-After, which crane, docker and oras retry.
+  scratch_busy: (err) => ({ status: 503, code: 'UNAVAILABLE', message: err.message, headers: { 'Retry-After': String(err.retryAfterSecs) } }),
 };
 
 /** The code of an `HttpError`'s status, for the statuses the shared HTTP helpers answer on `/v2/`. */

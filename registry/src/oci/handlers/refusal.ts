@@ -11,7 +11,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { settleUnreadBody } from '../../http/discard-body.js';
 import { MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 
-const ANSWERED_BEFORE_BODY = new Set([401, 403, 404, 405]);
+/** With 413 and 503: a body refused for the scratch space it declared (storage/scratch-budget.ts). */
+const ANSWERED_BEFORE_BODY = new Set([401, 403, 404, 405, 413, 503]);
 
 export function isAnsweredBeforeBody(answer: { status: number }): boolean {
   return ANSWERED_BEFORE_BODY.has(answer.status);

@@ -33,6 +33,19 @@ function declaredLength(request: FastifyRequest): number {
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
+/**
+ * The length the body declares, for the scratch budget to reserve before a byte is read: its
+ * Content-Length, else the span of its Content-Range; undefined when neither says (chunked
+ * transfer: counted as it streams).
+ */
+function declaredBody(request: FastifyRequest): number | undefined {
+  const length = declaredLength(request);
+  if (length > 0) return length;
+  const range = request.headers['content-range'];
+  const span = range === undefined ? null : parseContentRange(range);
+  return span === null ? undefined : span.end - span.start + 1;
+}
+
 /** True when the request carries a body (a length above zero, or chunked transfer). */
 function hasBody(request: FastifyRequest): boolean {
   const len = request.headers['content-length'];
@@ -125,7 +138,8 @@ function digestMismatch(actual: string, hex: string): OciError {
  * backend. The digest is verified before the index holds it.
  */
 async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Promise<void> {
-  const stage = await call.deps.blobs.stage({ expected: hex });
+  const declared = declaredBody(call.request);
+  const stage = await call.deps.blobs.stage({ expected: hex, ...(declared === undefined ? {} : { declared }) });
   try {
     await stage.append(call.request.raw, { expect: hex });
     await ensureQuota(call, hosted, hex, stage.size);
@@ -202,7 +216,7 @@ export async function patchUpload(call: OciCall, id: string): Promise<void> {
     checkContentRange(call, s);
     const hosted = call.deps.indexByName.get(s.indexName);
     if (hosted) await ensureQuota(call, hosted, null, s.size + declaredLength(call.request));
-    const after = await call.deps.sessions.append(s, call.request.raw);
+    const after = await call.deps.sessions.append(s, call.request.raw, declaredBody(call.request));
     await call.reply.code(202).headers(progressHeaders(call, after)).header('Content-Length', '0').send();
   });
 }
@@ -238,7 +252,7 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
         const hosted = deps.indexByName.get(s.indexName);
         if (hosted) await ensureQuota(call, hosted, hex, size);
         await deps.holds.ofRepo(s.indexName, target.repo).hold(hex, size);
-      });
+      }, last === null ? undefined : declaredBody(request));
     } catch (err) {
       // The session stays open as it was before this request, so the client can retry the PUT.
       if (err instanceof DigestMismatchError) throw digestMismatch(err.actual, hex);

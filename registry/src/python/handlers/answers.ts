@@ -13,7 +13,14 @@ import { reasonPhraseOf } from './upload/errors.js';
 export const PYTHON_ANSWERS: NeutralAnswers<JsonAnswer> = {
   ...JSON_ANSWERS,
   policy_denied: (err) => ({ status: 403, message: err.message, headers: {}, body: err.denial, reasonPhrase: reasonPhraseOf(err.message) }),
+  scratch_too_large: (err) => withReason(JSON_ANSWERS.scratch_too_large(err)),
+  scratch_busy: (err) => withReason(JSON_ANSWERS.scratch_busy(err)),
 };
+
+/** The default answer with its message also in the status line. */
+function withReason(answer: JsonAnswer): JsonAnswer {
+  return { status: answer.status, message: answer.message, headers: answer.headers, reasonPhrase: reasonPhraseOf(answer.message) };
+}
 
 /** The error handler of every request under a Python index's route. */
 export const answerPythonError = errorHandler(jsonErrors(PYTHON_ANSWERS));

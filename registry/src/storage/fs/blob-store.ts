@@ -11,6 +11,7 @@ import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { unlessMissing } from './missing.js';
 import { FsStage } from './stage.js';
+import { ScratchBudget } from '../scratch-budget.js';
 import { sweepStaleFiles } from './sweep.js';
 import { isSha256Hex, type BlobInfo, type BlobStage, type BlobStore, type ByteRange, type Sha256Hex, type StageOptions, type StoredBlob } from '../types.js';
 import { putByStage } from '../put-by-stage.js';
@@ -25,6 +26,8 @@ export interface FsBlobStoreOptions {
    */
   staleStageMs?: number;
   now?: () => number;
+  /** What the staged files may hold together (`[storage] scratch_limit`); default: no limit. */
+  scratch?: ScratchBudget;
 }
 
 const DEFAULT_STALE_STAGE_MS = 24 * 60 * 60 * 1000;
@@ -37,8 +40,10 @@ export class FsBlobStore implements BlobStore {
   readonly #verified = new VerifiedVersions();
   /** Shard folders this process made or found (`#renameInto`). */
   readonly #shards = new Set<string>();
+  readonly #budget: ScratchBudget;
 
   constructor(root: string, opts: FsBlobStoreOptions = {}) {
+    this.#budget = opts.scratch ?? new ScratchBudget();
     this.#blobs = join(root, 'blobs', 'sha256');
     this.#staging = join(root, 'staging');
     this.#staleMs = opts.staleStageMs ?? DEFAULT_STALE_STAGE_MS;
@@ -70,7 +75,7 @@ export class FsBlobStore implements BlobStore {
 
   /** Every fs stage is a local file, so reading back needs nothing more (`readBack` is moot). */
   stage(opts?: StageOptions): Promise<BlobStage> {
-    return FsStage.create(this.#staging, (from, digest, file) => this.#publish(from, digest, file), opts?.expected);
+    return FsStage.create(this.#staging, (from, digest, file) => this.#publish(from, digest, file), this.#budget.claim(), opts ?? {});
   }
 
   /**

@@ -5,6 +5,10 @@
  * and renames it under its digest; `abort` unlinks what was not committed and closes the handle.
  * (One handle, not a writer and a reader: an open and a close fewer per staged blob.)
  *
+ * Every byte it writes is covered by its claim on the scratch budget (`scratch-budget.ts`) before
+ * it is written: a write past the budget fails like a source that broke (the append is undone),
+ * and `abort` gives the claim back.
+ *
  * The s3 backend stages through this class too, as its local scratch copy (`s3/stage.ts`): its
  * `publish` uploads the file instead of renaming it.
  */
@@ -13,6 +17,7 @@ import { open, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { ScratchClaim } from '../scratch-budget.js';
 import { rangeStream } from '../stage-read.js';
 import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage, type ByteRange, type Sha256Hex } from '../types.js';
 
@@ -43,14 +48,26 @@ export class FsStage implements BlobStage {
     private readonly publish: Publish,
     /** The digest a commit requires when it names none (`StageOptions.expected`). */
     private readonly expected: Sha256Hex | undefined,
+    /** What the file may hold of the scratch budget; given back by `abort`. */
+    private readonly claim: ScratchClaim,
   ) {
     this.id = id;
   }
 
-  static async create(dir: string, publish: Publish, expected?: Sha256Hex): Promise<FsStage> {
-    const id = randomUUID();
-    const path = join(dir, `${STAGE_PREFIX}${id}`);
-    return new FsStage(path, await open(path, 'wx+'), id, publish, expected);
+  /**
+   * A new staged file. With `declared`, those bytes are reserved first (`ScratchClaim.reserve`:
+   * refused at once above the whole budget, after a bounded wait above what is free).
+   */
+  static async create(dir: string, publish: Publish, claim: ScratchClaim, opts: { expected?: Sha256Hex | undefined; declared?: number | undefined } = {}): Promise<FsStage> {
+    try {
+      if (opts.declared !== undefined) await claim.reserve(opts.declared);
+      const id = randomUUID();
+      const path = join(dir, `${STAGE_PREFIX}${id}`);
+      return new FsStage(path, await open(path, 'wx+'), id, publish, opts.expected, claim);
+    } catch (err) {
+      claim.release();
+      throw err;
+    }
   }
 
   get size(): number {
@@ -66,6 +83,16 @@ export class FsStage implements BlobStage {
     if (this.#appending) throw new Error(`stage ${this.id} is already receiving an append`);
     this.#appending = true;
     const before = { size: this.#size, hash: this.#hash.copy() };
+    if (opts.declared !== undefined) {
+      try {
+        await this.claim.reserve(this.#size + opts.declared);
+      } catch (err) {
+        // As after any append: the claim holds what the file holds.
+        this.claim.shrink(this.#size);
+        this.#appending = false;
+        throw err;
+      }
+    }
     // The write in progress when the source fails: the undo waits for it, or it would land after.
     let landing: Promise<void> = Promise.resolve();
     try {
@@ -98,12 +125,16 @@ export class FsStage implements BlobStage {
       await this.handle.truncate(before.size).catch(() => undefined);
       throw err;
     } finally {
+      // A declared length larger than what came is given back.
+      this.claim.shrink(this.#size);
       this.#appending = false;
     }
   }
 
   async #write(chunks: Buffer[]): Promise<void> {
     const length = chunks.reduce((n, c) => n + c.length, 0);
+    // Before the bytes land: past the budget the append fails and is undone.
+    this.claim.cover(this.#size + length);
     const { bytesWritten } = await this.handle.writev(chunks, this.#size);
     if (bytesWritten < length) {
       // A short write (rare on a local file): the rest, as one buffer.
@@ -152,6 +183,8 @@ export class FsStage implements BlobStage {
     this.#state = 'aborted';
     await this.handle.close().catch(() => undefined);
     if (!committed) await unlink(this.path).catch(() => undefined);
+    // Only now are the bytes off the disk (s3: its commit unlinked the file, this handle kept it).
+    this.claim.release();
   }
 
   #mustBeOpen(what: string): void {

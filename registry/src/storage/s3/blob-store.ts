@@ -34,6 +34,7 @@ import type { S3Location } from './connect.js';
 import { copyObject, type CopyLimits } from './copy.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { S3Stage } from './stage.js';
+import { ScratchBudget } from '../scratch-budget.js';
 import { putByStage } from '../put-by-stage.js';
 import { VerifiedVersions } from '../verify.js';
 
@@ -51,6 +52,8 @@ export interface S3BlobStoreOptions {
   now?: () => number;
   /** Where the server-side copy switches to a multipart copy, and its part size (tests lower them). */
   copyLimits?: CopyLimits;
+  /** What the stages' scratch files may hold together (`[storage] scratch_limit`); default: no limit. */
+  scratch?: ScratchBudget;
 }
 
 const DEFAULT_STALE_SCRATCH_MS = 24 * 60 * 60 * 1000;
@@ -64,8 +67,10 @@ export class S3BlobStore implements BlobStore {
   readonly #staging: string;
   readonly #copyLimits: CopyLimits | undefined;
   readonly #verified = new VerifiedVersions();
+  readonly #budget: ScratchBudget;
 
   constructor(loc: S3Location, opts: S3BlobStoreOptions) {
+    this.#budget = opts.scratch ?? new ScratchBudget();
     this.#copyLimits = opts.copyLimits;
     this.#loc = loc;
     this.#scratch = opts.scratchDir;
@@ -106,7 +111,7 @@ export class S3BlobStore implements BlobStore {
       has: async (digest: Sha256Hex) => (await this.stat(digest)) !== null,
       publish: (from: string, digest: Sha256Hex, size: number) => this.#copy(from, digest, size),
     };
-    return S3Stage.create(this.#scratch, target, opts?.expected);
+    return S3Stage.create(this.#scratch, target, this.#budget.claim(), opts ?? {});
   }
 
   async #copy(from: string, digest: Sha256Hex, size: number): Promise<void> {

@@ -21,7 +21,8 @@
 import { unlink } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { FsStage } from '../fs/stage.js';
-import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage, type ByteRange, type Sha256Hex } from '../types.js';
+import type { ScratchClaim } from '../scratch-budget.js';
+import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage, type ByteRange, type Sha256Hex, type StageOptions } from '../types.js';
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { PART_SIZE, PartUploader } from './parts.js';
@@ -54,9 +55,10 @@ export class S3Stage implements BlobStage {
     this.#parts = new PartUploader(target.loc, key, local.path);
   }
 
-  static async create(scratchDir: string, target: StageTarget, expected?: Sha256Hex): Promise<S3Stage> {
+  static async create(scratchDir: string, target: StageTarget, claim: ScratchClaim, opts: StageOptions): Promise<S3Stage> {
     // The callback runs only at commit, long after `stage` is assigned.
-    const stage: S3Stage = new S3Stage(await FsStage.create(scratchDir, (path, digest) => stage.#publish(path, digest)), target, expected);
+    const local = await FsStage.create(scratchDir, (path, digest) => stage.#publish(path, digest), claim, opts);
+    const stage: S3Stage = new S3Stage(local, target, opts.expected);
     return stage;
   }
 

@@ -60,19 +60,19 @@ export class MemoryUploadSessions implements UploadSessions {
     }
   }
 
-  append(s: UploadSession, source: Readable): Promise<MemorySession> {
+  append(s: UploadSession, source: Readable, declared?: number): Promise<MemorySession> {
     return this.#exclusive(s, async (m) => {
-      await m.stage.append(source);
+      await m.stage.append(source, declared === undefined ? {} : { declared });
       m.size = m.stage.size;
       return m;
     });
   }
 
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void> {
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>, declared?: number): Promise<void> {
     return this.#exclusive(s, async (m) => {
       if (last !== null) {
         // A mismatch undoes this append: the session stays as it was, so the client may retry.
-        await m.stage.append(last, { expect: expected });
+        await m.stage.append(last, { expect: expected, ...(declared === undefined ? {} : { declared }) });
         m.size = m.stage.size;
       } else {
         const actual = m.stage.digest();

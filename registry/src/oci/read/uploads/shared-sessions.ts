@@ -40,13 +40,13 @@ export class SharedUploadSessions implements UploadSessions {
     return sessionOf(stage);
   }
 
-  append(s: UploadSession, source: Readable): Promise<UploadSession> {
-    return this.#changing(s, async (stage) => sessionOf(await this.stages.append(stage, source)));
+  append(s: UploadSession, source: Readable, declared?: number): Promise<UploadSession> {
+    return this.#changing(s, async (stage) => sessionOf(await this.stages.append(stage, source, declared === undefined ? {} : { declared })));
   }
 
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void> {
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>, declared?: number): Promise<void> {
     return this.#changing(s, async (stage) => {
-      await this.stages.commit(stage, expected, { ...(last === null ? {} : { last }), beforePublish });
+      await this.stages.commit(stage, expected, { ...(last === null ? {} : { last, ...(declared === undefined ? {} : { declared }) }), beforePublish });
     });
   }
 

@@ -28,14 +28,17 @@ export interface UploadSessions {
   open(indexName: string, repo: string): Promise<UploadSession>;
   /** The session, if it exists and belongs to this index and repository. */
   get(id: string, indexName: string, repo: string): Promise<UploadSession | undefined>;
-  /** Appends one request's chunk; returns the session after it. */
-  append(s: UploadSession, source: Readable): Promise<UploadSession>;
+  /**
+   * Appends one request's chunk; returns the session after it. `declared` (its Content-Length) is
+   * reserved from the scratch budget before a byte is read (storage/scratch-budget.ts).
+   */
+  append(s: UploadSession, source: Readable, declared?: number): Promise<UploadSession>;
   /**
    * Appends `last` (if any), checks that the bytes hash to `expected` (`DigestMismatchError`
    * otherwise, the session as before), runs `beforePublish` (the index's hold on the digest),
-   * publishes the blob and ends the session.
+   * publishes the blob and ends the session. `declared`: the length of `last`, as for `append`.
    */
-  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>): Promise<void>;
+  commit(s: UploadSession, expected: Sha256Hex, last: Readable | null, beforePublish: (size: number) => Promise<void>, declared?: number): Promise<void>;
   /** Ends the session and discards its bytes. */
   cancel(s: UploadSession): Promise<void>;
   close(): Promise<void>;

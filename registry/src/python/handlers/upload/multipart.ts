@@ -9,6 +9,7 @@
 import { pipeline as pipe, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
+import { ScratchBusyError, ScratchTooLargeError } from '../../../storage/scratch-budget.js';
 import type { BlobStage, BlobStore } from '../../../storage/types.js';
 import { ArtifactHashing, claimedExtraDigests, type ExtraDigest } from './digests.js';
 import { badUpload } from './errors.js';
@@ -58,21 +59,28 @@ export class FileTooLargeError extends Error {
   }
 }
 
-/** Reads the whole form. On any failure the stage is aborted: nothing is left staged. */
+/**
+ * Reads the whole form. On any failure the stage is aborted: nothing is left staged.
+ *
+ * The stage begins before the first byte of the form is read, with the request's Content-Length
+ * (when it has one) reserved from the scratch budget (storage/scratch-budget.ts): the file is
+ * smaller than the form that carries it, so a form that cannot fit is refused before anything is
+ * read, and one that fits waits for room rather than failing midway. Read back for validation
+ * (the wheel's zip directory is at its end).
+ */
 export async function readUploadForm(request: FastifyRequest, blobs: BlobStore, maxFileSize: number | undefined): Promise<UploadForm> {
   const fields = new Map<string, string[]>();
   let fieldBudget = MAX_FIELD_BYTES;
   let fieldCount = 0;
   let file: StagedFile | undefined;
-  let staging: BlobStage | undefined;
+  const declared = declaredLength(request);
+  const staging: BlobStage = await blobs.stage({ readBack: true, ...(declared === undefined ? {} : { declared }) });
 
   const onPart = async ({ name, filename, stream }: FormPart): Promise<void> => {
     if (name === 'content') {
-      if (file || staging) throw badUpload('the form has more than one "content" file part; upload one file per request');
+      if (file) throw badUpload('the form has more than one "content" file part; upload one file per request');
       if (filename === undefined) throw badUpload('the "content" part has no filename; send the file as a file part named after the artifact');
       const artifact = parseArtifactName(filename);
-      // Read back for validation (the wheel's zip directory is at its end).
-      staging = await blobs.stage({ readBack: true });
       file = await stageFile(stream, staging, artifact, maxFileSize, claimedExtraDigests(fields));
     } else if (filename !== undefined) {
       await discardPart(stream, name ?? '');
@@ -95,9 +103,15 @@ export async function readUploadForm(request: FastifyRequest, blobs: BlobStore, 
     if (!file) throw badUpload('the form has no "content" file part');
     return { fields, file };
   } catch (err) {
-    await staging?.abort();
+    await staging.abort();
     throw err;
   }
+}
+
+/** The request's Content-Length, or undefined (chunked transfer, or none that reads). */
+function declaredLength(request: FastifyRequest): number | undefined {
+  const n = Number(request.headers['content-length']);
+  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 function fieldsTooLarge() {
@@ -124,7 +138,8 @@ async function stageFile(source: Readable, stage: BlobStage, name: ArtifactName,
     const limited = pipe(source, new ByteLimit(maxFileSize ?? Number.POSITIVE_INFINITY, () => new FileTooLargeError(name, maxFileSize ?? 0)), hashing, () => undefined);
     await stage.append(limited);
   } catch (err) {
-    if (err instanceof FileTooLargeError || isSystemError(err)) throw err;
+    // Past the scratch budget is the server's refusal (413 or 503), not a broken upload.
+    if (err instanceof FileTooLargeError || err instanceof ScratchTooLargeError || err instanceof ScratchBusyError || isSystemError(err)) throw err;
     throw badUpload(`the upload of ${name.filename} did not arrive whole: ${err instanceof Error ? err.message : String(err)}`);
   }
   return { stage, name, size: stage.size, sha256: stage.digest(), digests: hashing.digests() };
