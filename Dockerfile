@@ -14,6 +14,10 @@ COPY operator operator
 RUN npm run build \
  && rm -rf node_modules \
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+# The version /+status reports, stamped with the commit as `make image` does (hack/image/version.ts):
+#   docker build --build-arg VELODEX_REVISION="$(git rev-parse --short=12 HEAD)" -t velodex/velodex:dev .
+ARG VELODEX_REVISION=""
+RUN if [ -n "$VELODEX_REVISION" ]; then node -e 'const fs = require("fs"); const f = "registry/package.json"; const m = JSON.parse(fs.readFileSync(f, "utf8")); m.version += "+" + process.env.VELODEX_REVISION; fs.writeFileSync(f, JSON.stringify(m, null, 2) + "\n");'; fi
 
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production

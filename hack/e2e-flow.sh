@@ -34,7 +34,8 @@ helm install velodex charts/velodex -n velodex-system --create-namespace \
   --set "image.tag=$TAG" --set image.pullPolicy=Never \
   --set minio.enabled=true --set "minio.secretKey=$MINIO_SECRET" "${minio_image[@]}" ${HELM_EXTRA:-}
 kubectl rollout status deployment/velodex-operator deployment/velodex-minio -n velodex-system --timeout=300s
-kubectl wait --for=condition=complete job/velodex-minio-bucket -n velodex-system --timeout=300s
+# The bucket Job's name ends in a hash of its pod (charts/velodex/templates/minio.yaml): by label.
+kubectl wait --for=condition=complete job -l app.kubernetes.io/instance=velodex,app.kubernetes.io/component=minio-bucket -n velodex-system --timeout=300s
 
 step "a team's registry and indexes, declared with kubectl"
 kubectl create namespace team

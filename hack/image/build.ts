@@ -8,7 +8,8 @@
  *            links (taken from this machine, as `ldd` lists them), /etc/passwd with the unprivileged
  *            user 65532, an empty /tmp
  *   layer 2  the production node_modules (`npm ci --omit=dev` of this package-lock)
- *   layer 3  the built registry and operator (registry/dist, operator/dist, package.json files)
+ *   layer 3  the built registry and operator (registry/dist, operator/dist, package.json files;
+ *            the registry's version stamped with the source commit: hack/image/version.ts)
  *
  * Entrypoint: the registry CLI (`velodex serve ...`); the operator runs the same image with
  * `node /app/operator/dist/main.js` as its command. The Dockerfile builds the equivalent image
@@ -21,6 +22,7 @@ import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, re
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { imageArchive, layer, tree, type Entry } from './oci-archive.js';
+import { imageVersion, withVersion } from './version.js';
 
 const NODE_VERSION = '20.20.2';
 const REPO = resolve(dirname(new URL(import.meta.url).pathname), '..', '..');
@@ -86,8 +88,11 @@ async function main(): Promise<void> {
     execFileSync('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--silent'], { cwd: deps, stdio: 'inherit' });
     const modules = await layer(tree(join(deps, 'node_modules'), 'app/node_modules'));
 
+    // The registry's package.json carries the version /+status reports: stamped with the commit.
+    const version = imageVersion(REPO);
+    const manifest = (f: string) => (f === 'registry/package.json' ? withVersion(readFileSync(join(REPO, f)), version) : readFileSync(join(REPO, f)));
     const app = await layer([
-      ...['package.json', 'registry/package.json', 'operator/package.json'].map((f) => ({ path: `app/${f}`, data: readFileSync(join(REPO, f)), mode: 0o644 })),
+      ...['package.json', 'registry/package.json', 'operator/package.json'].map((f) => ({ path: `app/${f}`, data: manifest(f), mode: 0o644 })),
       ...tree(join(REPO, 'registry', 'dist'), 'app/registry/dist', (rel) => rel.endsWith('.map') || rel.endsWith('.tsbuildinfo')),
       ...tree(join(REPO, 'registry', 'bin'), 'app/registry/bin'),
       ...tree(join(REPO, 'operator', 'dist'), 'app/operator/dist', (rel) => rel.endsWith('.map') || rel.endsWith('.tsbuildinfo')),
@@ -108,7 +113,7 @@ async function main(): Promise<void> {
     });
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, tar);
-    process.stdout.write(`${out}\n${name} ${digest} (${(statSync(out).size / 1024 / 1024).toFixed(1)} MiB)\n`);
+    process.stdout.write(`${out}\n${name} ${digest} (${(statSync(out).size / 1024 / 1024).toFixed(1)} MiB), version ${version}\n`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

@@ -1,9 +1,13 @@
 /**
- * End to end on a real single-node cluster (test/support/kube-node.ts) with real pods: the Helm
- * chart installs the operator and a trial MinIO, a PackageRegistry and four PackageIndexes are
- * applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
- * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane work through the
- * registry's Service, after which SIZE shows what each index stores; a pod pushes with its
+ * End to end on a real single-node cluster (test/support/kube-node.ts) with real pods. It begins
+ * with the previous release (PREVIOUS_RELEASE, built from git history by its own `make image`):
+ * its Helm chart installs the operator and a trial MinIO, a PackageRegistry and four PackageIndexes
+ * are applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
+ * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane store through the
+ * registry's Service. Then the upgrade of docs/kubernetes.md to this tree's chart and image (CRDs
+ * applied, `helm upgrade`) while a client polls every stored object (no failed request), the new
+ * version in /+status and the VERSION column, everything read back whole by pip and crane; the rest
+ * runs on this tree's version. SIZE shows what each index stores; a pod pushes with its
  * ServiceAccount's projected token and no Secret, and a pod of another ServiceAccount is refused; a
  * private index is read from a pod with its ServiceAccount's token, and not without one.
  * Then the things a platform team does and breaks: an index edited while a
@@ -12,11 +16,16 @@
  * taken; an invalid spec refused at apply time), two operators with the leader killed
  * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
  * nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
- * HTTPS from a certificate Secret, and serves its renewal without a roll; its pods spread and
- * limit their scratch by default, and its autoscaler and NetworkPolicy come and go with its spec.
+ * HTTPS from a certificate Secret of a CA the suite makes: its renewal is served without a roll and
+ * without a failed request to a client polling through it, then docker (trusting the CA in its
+ * certs.d, no insecure-registry setting) logs in, pushes and pulls, and pip installs with the CA
+ * and no trusted-host; its pods spread and limit their scratch by default, and its autoscaler and
+ * NetworkPolicy come and go with its spec.
  */
-import { copyFileSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { connect as connectTls } from 'node:tls';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { argoHealth } from '../support/argocd-health.js';
@@ -28,10 +37,25 @@ import { startDistribution, type Distribution } from '../support/distribution.js
 import { REPO, TOOLS, tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
-import { buildImage, writeLayout } from '../support/oci-image.js';
+import { CLEAN_ENV } from '../python/fixtures/clients.js';
+import { buildImage, tar, writeLayout } from '../support/oci-image.js';
+import { startDockerd, type Dockerd } from '../support/dockerd.js';
+import { buildPreviousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { tempDir } from '../support/velodex.js';
+import { imageVersion } from '../../hack/image/version.js';
 
 const NS = 'team';
+/**
+ * The release the suite installs first and upgrades from: the last one landed before this tree's
+ * work. Move it forward when a release lands (it must be in the clone's history: no shallow clone).
+ */
+const PREVIOUS_RELEASE = '947b321';
+/** This tree's image, and what its pods say they run (the version its build stamps). */
+const IMAGE = 'docker.io/velodex/velodex:e2e';
+let currentVersion: string;
+let previous: PreviousRelease;
+/** The install flow's scratch folder: the wheel it uploaded is in its dist/. */
+let flowWork: string;
 const TOKEN_ONE = 'e2e-token-one-3f9a';
 const TOKEN_TWO = 'e2e-token-two-81c2';
 let node: KubeNode;
@@ -44,6 +68,8 @@ let upstreamDir: string;
 let upstream: PypiServer;
 /** The cached OCI index's upstream registry, on the bridge. */
 let registryUpstream: Distribution | undefined;
+/** The Docker engine of the TLS test, stopped by afterAll if that test fails. */
+let dockerd: Dockerd | undefined;
 /** What the registry acknowledged to the host's clients: read back whole after a pod is killed. */
 const acknowledged = { wheels: [] as { project: string; version: string; file: string }[], images: [] as { ref: string; digest: string }[] };
 
@@ -71,14 +97,76 @@ function pip(args: string[], route = 'team/all') {
   return run(tool('pip'), [...args, '--trusted-host', service.split(':')[0] ?? service, '--index-url', `http://${service}/${route}/simple/`], { env: { PIP_CONFIG_FILE: '/dev/null', PIP_DISABLE_PIP_VERSION_CHECK: '1' } });
 }
 
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+
+/** One GET, failing unless it answers 200 with a body of the given sha256 (hex), if any. */
+async function getWhole(url: string, digest?: string, headers: Record<string, string> = {}): Promise<void> {
+  const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+  const body = Buffer.from(await res.arrayBuffer());
+  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${body.toString('utf8', 0, 300)}`);
+  if (digest !== undefined && sha256(body) !== digest) throw new Error(`GET ${url}: a body of sha256 ${sha256(body)}, stored ${digest}`);
+}
+
+/** One HTTPS GET on a new connection to `ip`, checking the certificate names `servername`: its status and the certificate's fingerprint. */
+function httpsGet(ip: string, servername: string, ca: Buffer, path: string): Promise<{ status: number; fingerprint: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: ip, port: 443, path, servername, ca, agent: false, headers: { host: servername }, timeout: 10_000 }, (res) => {
+      const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, fingerprint }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer to GET ${path} within 10 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * A client making `requests` in turn, one at a time, until stopped: how many succeeded, and each
+ * failure with its time. A request fails by throwing.
+ */
+function poll(requests: (() => Promise<void>)[]): { readonly ok: number; stop(): Promise<{ ok: number; failures: string[] }> } {
+  let ok = 0;
+  let polling = true;
+  const failures: string[] = [];
+  const loop = (async () => {
+    for (let i = 0; polling; i++) {
+      try {
+        await requests[i % requests.length]!();
+        ok++;
+      } catch (err) {
+        failures.push(`${new Date().toISOString()} ${String((err as Error).cause ?? (err as Error).message)}`);
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  })();
+  return {
+    get ok() {
+      return ok;
+    },
+    stop: async () => {
+      polling = false;
+      await loop;
+      return { ok, failures };
+    },
+  };
+}
+
 beforeAll(async () => {
   work = tempDir('velodex-e2e-');
   const image = join(work, 'velodex.oci.tar');
-  await run(process.execPath, ['--import', 'tsx', join(REPO, 'hack', 'image', 'build.ts'), '--out', image, '--name', 'docker.io/velodex/velodex:e2e'], { timeoutMs: 300_000 });
+  currentVersion = imageVersion(REPO);
+  // This tree's image and the previous release's (its own build, about a minute), side by side.
+  [, previous] = await Promise.all([
+    run(process.execPath, ['--import', 'tsx', join(REPO, 'hack', 'image', 'build.ts'), '--out', image, '--name', IMAGE], { timeoutMs: 300_000 }),
+    buildPreviousRelease(PREVIOUS_RELEASE, 'docker.io/velodex/velodex:previous'),
+  ]);
   project = await buildProject('e2e-demo', '1.0');
   upstreamProject = await buildProject('e2e-upstream', '2.0');
   node = await startKubeNode();
   await node.importImage(image);
+  await node.importImage(previous.image);
   await node.importImage(join(TOOLS, 'images', 'minio.tar'));
   // The cached index's upstream: on the bridge, where the pods reach the host.
   upstreamDir = join(work, 'upstream');
@@ -88,24 +176,27 @@ beforeAll(async () => {
 }, 900_000);
 
 afterAll(async () => {
+  await dockerd?.stop();
   await upstream?.stop();
   await registryUpstream?.stop();
   await node?.stop();
 });
 
 describe('a platform team on a real cluster', () => {
-  it('installs with helm and declares the team example as docs/kubernetes.md does; twine, pip and crane work through a port-forward (the flow make kind-e2e runs on kind)', async () => {
-    const flow = await run('bash', [join(REPO, 'hack', 'e2e-flow.sh')], {
+  it(`installs the previous release (${PREVIOUS_RELEASE}) with its own helm chart and declares its team example as its docs/kubernetes.md does; twine, pip and crane work through a port-forward (the flow make kind-e2e runs on kind)`, async () => {
+    flowWork = tempDir('velodex-e2e-flow-');
+    // The release's own flow script: it installs that release's charts/ and docs/examples/.
+    const flow = await run('bash', [join(previous.dir, 'hack', 'e2e-flow.sh')], {
       env: {
         ...node.env,
         PATH: `${join(TOOLS, 'bin')}:${join(TOOLS, 'venv', 'bin')}:${process.env.PATH ?? ''}`,
-        VELODEX_IMAGE_TAG: 'e2e',
+        VELODEX_IMAGE_TAG: 'previous',
         MINIO_IMAGE: 'docker.io/velodex/minio:e2e',
         // The example's PyPI cache pointed at the local upstream.
         PYPI_UPSTREAM: `${upstream.url}/simple/`,
         HELM_EXTRA: '--set operator.resyncSeconds=3',
         UPLOAD_TOKEN: TOKEN_ONE,
-        WORK: tempDir('velodex-e2e-flow-'),
+        WORK: flowWork,
       },
       timeoutMs: 600_000,
     }).catch(async (err: Error) => {
@@ -160,6 +251,90 @@ describe('a platform team on a real cluster', () => {
     await crane(['push', layout, `${service}/team/images/app:v1`]);
     expect((await crane(['digest', `${service}/team/images/app:v1`])).stdout.trim()).toBe(img.manifest.descriptor.digest);
     acknowledged.images.push({ ref: 'team/images/app:v1', digest: img.manifest.descriptor.digest });
+  });
+
+  it(`upgrades from the previous release to this tree (CRDs applied, then helm upgrade) while a client polls every stored object: no failed request, the new image and version in /+status and kubectl get, everything read back whole by pip and crane`, async () => {
+    expect(currentVersion, 'the two builds must report different versions for the upgrade to show').not.toBe(previous.version);
+    // What the previous release stored: this suite's uploads and pushes, and the install flow's.
+    const flowWheel = readdirSync(join(flowWork, 'dist')).find((f) => f.endsWith('.whl'));
+    expect(flowWheel).toBeDefined();
+    acknowledged.wheels.push({ project: 'flow-demo', version: '1.0', file: join(flowWork, 'dist', flowWheel!) });
+    const craneEnv = { DOCKER_CONFIG: join(work, 'docker-upgrade'), HOME: work };
+    const flowDigest = (await run(tool('crane'), ['digest', `${service}/team/images/flow:v1`, '--insecure'], { env: craneEnv })).stdout.trim();
+    acknowledged.images.push({ ref: 'team/images/flow:v1', digest: flowDigest });
+
+    // The objects the poller fetches: each wheel's file (its URL from the JSON Simple page), each
+    // image's manifest by tag and every blob it names, with the digest each must have.
+    const targets: { url: string; sha256?: string; headers?: Record<string, string> }[] = [];
+    for (const w of acknowledged.wheels) {
+      const page = `http://${service}/team/hosted/simple/${w.project}/`;
+      const files = ((await (await fetch(page, { headers: { accept: 'application/vnd.pypi.simple.v1+json' } })).json()) as { files: { filename: string; url: string }[] }).files;
+      const file = files.find((f) => f.filename === basename(w.file));
+      expect(file, `${basename(w.file)} on ${page}`).toBeDefined();
+      targets.push({ url: page }, { url: new URL(file!.url, page).href, sha256: sha256(readFileSync(w.file)) });
+    }
+    const accept = 'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json';
+    for (const image of acknowledged.images) {
+      const [repo, tag] = image.ref.split(':') as [string, string];
+      const manifestUrl = `http://${service}/v2/${repo}/manifests/${tag}`;
+      const manifest = (await (await fetch(manifestUrl, { headers: { accept } })).json()) as { config: { digest: string }; layers: { digest: string }[] };
+      targets.push({ url: manifestUrl, sha256: image.digest.replace('sha256:', ''), headers: { accept } });
+      for (const blob of [manifest.config, ...manifest.layers]) targets.push({ url: `http://${service}/v2/${repo}/blobs/${blob.digest}`, sha256: blob.digest.replace('sha256:', '') });
+    }
+    expect(targets.length).toBeGreaterThanOrEqual(10);
+
+    // Before: the previous release's pods, and they say so.
+    const versionColumn = async () => {
+      const table = (await k(['get', 'packageregistry', 'default', '-n', NS])).stdout.split('\n');
+      const at = table[0]!.indexOf('VERSION');
+      return table[1]?.slice(at).split(/\s+/)[0];
+    };
+    const statusVersion = async () => ((await (await fetch(`http://${service}/+status`)).json()) as { version: string }).version;
+    expect(await until('the previous version in the VERSION column', async () => ((await versionColumn()) === previous.version ? true : undefined))).toBe(true);
+    expect(await statusVersion()).toBe(previous.version);
+    const podImages = async (namespace: string, selector: string) => (await k(['get', 'pods', '-n', namespace, '-l', selector, '-o', 'jsonpath={.items[*].spec.containers[0].image}'])).stdout.trim().split(/\s+/);
+    await untilOnlyNewPods();
+    expect(await podImages(NS, 'app.kubernetes.io/instance=default')).toEqual([previous.name, previous.name]);
+
+    const poller = poll(targets.map((t) => () => getWhole(t.url, t.sha256, t.headers)));
+    const started = Date.now();
+    // docs/kubernetes.md, Upgrading: the CRDs first (helm upgrade leaves a chart's crds/ alone), then the release.
+    // The slash as in the docs: the chart's crds/ is a link to the repository's, which kubectl reads as a folder only so.
+    await k(['apply', '--server-side', '--force-conflicts', '-f', `${join(REPO, 'charts', 'velodex', 'crds')}/`]);
+    const helm = await run(tool('helm'), ['upgrade', 'velodex', join(REPO, 'charts', 'velodex'), '-n', 'velodex-system', '--reset-then-reuse-values', '--set', 'image.tag=e2e'], { env: node.env, timeoutMs: 120_000 });
+    expect(helm.stdout).toContain('has been upgraded');
+    await k(['rollout', 'status', 'deployment/velodex-operator', '-n', 'velodex-system', '--timeout=180s']);
+    // The new operator renders the registry with its own image: the pods roll to it.
+    await until("the registry's template on this tree's image", async () => ((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.spec.containers[0].image}'])).stdout === IMAGE ? true : undefined));
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+    expect(await podImages(NS, 'app.kubernetes.io/instance=default')).toEqual([IMAGE, IMAGE]);
+    // The old operator's pod may still be on its way out after the rollout: until it is gone.
+    expect(await until("the operator's pods on this tree's image", async () => ((await podImages('velodex-system', 'app.kubernetes.io/component=operator')).every((i) => i === IMAGE) ? true : undefined))).toBe(true);
+    // The client polls on a while on the new pods alone: every object once more at least.
+    const okAtRoll = poller.ok;
+    await until('every object served by the new pods', async () => (poller.ok >= okAtRoll + targets.length ? true : undefined), 60_000);
+    const polled = await poller.stop();
+    console.log(`upgrade ${PREVIOUS_RELEASE} (${previous.version}) -> ${currentVersion}: ${polled.ok + polled.failures.length} requests polled over ${Math.round((Date.now() - started) / 1000)} s, ${polled.failures.length} failed`);
+    expect(polled.failures).toEqual([]);
+    expect(polled.ok).toBeGreaterThan(2 * targets.length);
+
+    // The new version, in /+status (whichever pod answers) and in the VERSION column.
+    for (let i = 0; i < 6; i++) expect(await statusVersion()).toBe(currentVersion);
+    expect(await until('the new version in the VERSION column', async () => ((await versionColumn()) === currentVersion ? true : undefined))).toBe(true);
+
+    // Everything stored before, read back whole by the clients themselves.
+    for (const [i, w] of acknowledged.wheels.entries()) {
+      const dest = join(work, `pip-upgrade-${i}`);
+      await pip(['download', '--no-deps', '--no-cache-dir', '-d', dest, `${w.project}==${w.version}`], 'team/hosted');
+      expect(readFileSync(join(dest, basename(w.file))).equals(readFileSync(w.file))).toBe(true);
+    }
+    for (const [i, image] of acknowledged.images.entries()) {
+      const ref = `${service}/${image.ref}`;
+      expect((await run(tool('crane'), ['digest', ref, '--insecure'], { env: craneEnv })).stdout.trim()).toBe(image.digest);
+      // crane checks every layer's digest as it writes the layout.
+      await run(tool('crane'), ['pull', '--format', 'oci', ref, join(work, `pulled-upgrade-${i}`), '--insecure'], { env: craneEnv });
+    }
   });
 
   it("lets a pod push a wheel and an image with its ServiceAccount's projected token and no Secret; a pod of another ServiceAccount is refused (403); a private index is read from a pod with a token and not without", async () => {
@@ -587,7 +762,7 @@ describe('a platform team on a real cluster', () => {
     }
   });
 
-  it('serves HTTPS with spec.tls: Ready through the HTTPS probes and status poll, https in status.url and /+api, a renewed certificate served without a roll', async () => {
+  it("serves HTTPS with spec.tls: Ready through the HTTPS probes and status poll, https in status.url and /+api, a renewed certificate served without a roll and without a failed request to a polling client; docker (the CA in its certs.d, no insecure registry) logs in, pushes and pulls, twine uploads and pip installs with the CA and no trusted-host", async () => {
     const ca = testCa(tempDir('velodex-e2e-tls-'), 'DNS:secure.team.svc');
     const secret = async (cert: IssuedCertificate) => {
       const yaml = (await k(['create', 'secret', 'tls', 'secure-cert', '-n', NS, `--cert=${cert.certFile}`, `--key=${cert.keyFile}`, '--dry-run=client', '-o', 'yaml'])).stdout;
@@ -598,14 +773,14 @@ describe('a platform team on a real cluster', () => {
     await secret(first);
     const storage = (await k(['get', 'packageregistry', 'default', '-n', NS, '-o', 'jsonpath={.spec.storage}'])).stdout;
     const registry = { apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageRegistry', metadata: { name: 'secure', namespace: NS }, spec: { replicas: 1, storage: { ...JSON.parse(storage), prefix: 'secure' }, tls: { secretName: 'secure-cert' } } };
-    const index = { apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageIndex', metadata: { name: 'secure-hosted', namespace: NS }, spec: { registry: 'secure', route: 'secure/hosted', ecosystem: 'python', role: 'hosted' } };
-    await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [registry, index] }));
+    const uploadTokenSecretRef = { name: 'upload-tokens', key: 'hosted' };
+    const index = (name: string, ecosystem: string) => ({ apiVersion: 'velodex.dev/v1alpha1', kind: 'PackageIndex', metadata: { name: `secure-${name}`, namespace: NS }, spec: { registry: 'secure', route: `secure/${name}`, ecosystem, role: 'hosted', uploadTokenSecretRef } });
+    await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [registry, index('hosted', 'python'), index('images', 'oci')] }));
     // Ready needs the HTTPS readiness probe and the operator's poll of the pod's /+status over HTTPS.
-    await k(['wait', '--for=condition=Ready', 'packageregistry/secure', 'pidx/secure-hosted', '-n', NS, '--timeout=240s']);
+    await k(['wait', '--for=condition=Ready', 'packageregistry/secure', 'pidx/secure-hosted', 'pidx/secure-images', '-n', NS, '--timeout=240s']);
     expect((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc');
-    // The VERSION column: what the pods' /+status says they run.
-    const version = (JSON.parse(readFileSync(join(REPO, 'registry', 'package.json'), 'utf8')) as { version: string }).version;
-    expect((await k(['get', 'packageregistry', 'secure', '-n', NS])).stdout).toMatch(new RegExp(`^secure\\s.*\\s${version.replace(/\./g, '\\.')}\\s`, 'm'));
+    // The VERSION column: what the pods' /+status says they run (this tree's build).
+    expect((await k(['get', 'packageregistry', 'secure', '-n', NS])).stdout).toMatch(new RegExp(`^secure\\s.*\\s${currentVersion.replace(/[.+]/g, '\\$&')}\\s`, 'm'));
     expect((await k(['get', 'pidx', 'secure-hosted', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout).toBe('https://secure.team.svc/secure/hosted/simple/');
     const ip = (await k(['get', 'service', 'secure', '-n', NS, '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim();
     const caPem = readFileSync(ca.caFile);
@@ -618,7 +793,10 @@ describe('a platform team on a real cluster', () => {
         });
         socket.once('error', reject);
       });
-    expect(await served()).toBe(first.fingerprint256);
+    // Ready is the pods' word (the operator asks each pod); the Service's address answers once the
+    // node's proxy rules name a ready pod (a run saw ECONNREFUSED right after Ready on a busy machine).
+    await k(['rollout', 'status', 'deployment/secure', '-n', NS, '--timeout=240s']);
+    expect(await until('the Service answering over TLS', () => served().catch(() => undefined), 60_000)).toBe(first.fingerprint256);
     const api = await run('curl', ['-sS', '--fail', '--cacert', ca.caFile, '--resolve', `secure.team.svc:443:${ip}`, 'https://secure.team.svc/+api']);
     expect(api.stdout).toContain('"https://secure.team.svc/secure/hosted/simple/"');
     expect(api.stdout).not.toContain('http://secure.team.svc');
@@ -627,11 +805,63 @@ describe('a platform team on a real cluster', () => {
 
     const pods = async () => (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=secure', '-o', 'jsonpath={.items[*].metadata.name}'])).stdout.trim();
     const before = await pods();
-    const second = ca.issue('second');
+    // A client polls through the renewal, each request on a new connection (so each sees the
+    // certificate served at that moment), and notes which one answered it.
+    const seen: string[] = [];
+    const poller = poll([
+      async () => {
+        const res = await httpsGet(ip, 'secure.team.svc', caPem, '/secure/hosted/simple/');
+        if (res.status !== 200) throw new Error(`GET /secure/hosted/simple/: ${res.status}`);
+        seen.push(res.fingerprint);
+      },
+    ]);
+    // The renewal also names the Service's address: the clients below connect by it.
+    const second = ca.issue('second', `DNS:secure.team.svc,IP:${ip}`);
     await secret(second);
     // The kubelet updates the mounted files at its next sync of the pod (within about a minute), the registry within 2 s of that.
     await until('the renewed certificate served', async () => ((await served().catch(() => '')) === second.fingerprint256 ? true : undefined), 240_000);
+    const okAtRenewal = poller.ok;
+    await until('requests answered with the renewed certificate', async () => (poller.ok >= okAtRenewal + 10 ? true : undefined), 60_000);
+    const polled = await poller.stop();
+    console.log(`certificate renewal: ${polled.ok + polled.failures.length} requests polled, ${polled.failures.length} failed (${seen.filter((f) => f === first.fingerprint256).length} answered with the first certificate, ${seen.filter((f) => f === second.fingerprint256).length} with the renewed one)`);
+    expect(polled.failures).toEqual([]);
+    expect([seen[0], seen.at(-1)]).toEqual([first.fingerprint256, second.fingerprint256]);
     expect(await pods()).toBe(before);
+
+    // Real clients over TLS, trusting the suite's CA and nothing else.
+    const clients = tempDir('velodex-e2e-tls-clients-');
+    dockerd = await startDockerd(clients, { trust: [{ registry: ip, caFile: ca.caFile }] });
+    // docker allows plain HTTP only where it is told to (and on loopback): not to this registry.
+    const insecure = JSON.parse((await dockerd.docker(['info', '--format', '{{json .RegistryConfig.InsecureRegistryCIDRs}}'])).stdout) as string[];
+    expect(insecure.filter((cidr) => !cidr.startsWith('127.') && cidr !== '::1/128')).toEqual([]);
+    writeFileSync(join(clients, 'rootfs.tar'), tar(new Map([['served-over-tls.txt', Buffer.from('pushed by docker over TLS\n')]])));
+    await dockerd.docker(['import', join(clients, 'rootfs.tar'), 'local/tls:v1']);
+    const ref = `${ip}/secure/images/app:v1`;
+    await dockerd.docker(['login', '-u', '__token__', '--password-stdin', ip], { input: `${TOKEN_TWO}\n` });
+    await dockerd.docker(['tag', 'local/tls:v1', ref]);
+    const pushed = await dockerd.docker(['push', ref], { timeoutMs: 120_000 });
+    const digest = /digest: (sha256:[0-9a-f]{64})/.exec(pushed.stdout)?.[1];
+    expect(digest, pushed.stdout).toBeDefined();
+    await dockerd.docker(['rmi', ref, 'local/tls:v1']);
+    await dockerd.docker(['pull', ref], { timeoutMs: 120_000 });
+    expect((await dockerd.docker(['inspect', '--format', '{{index .RepoDigests 0}}', ref])).stdout.trim()).toBe(`${ip}/secure/images/app@${digest}`);
+    await dockerd.stop();
+    // An engine without the CA is refused: TLS is what it talks, and the CA is what it trusts.
+    dockerd = await startDockerd(tempDir('velodex-e2e-untrusting-'));
+    const untrusting = await dockerd.docker(['login', '-u', '__token__', '--password-stdin', ip], { input: `${TOKEN_TWO}\n`, allowFailure: true });
+    expect(untrusting.code).not.toBe(0);
+    expect(untrusting.stderr).toContain('x509: certificate signed by unknown authority');
+    await dockerd.stop();
+    dockerd = undefined;
+
+    const wheel = await buildProject('e2e-tls', '1.0');
+    // Only the CA given on the command line: requests (twine) prefers a machine's REQUESTS_CA_BUNDLE and CURL_CA_BUNDLE to --cert.
+    const env = { ...CLEAN_ENV, REQUESTS_CA_BUNDLE: '', CURL_CA_BUNDLE: '', NO_COLOR: '1' };
+    await run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--cert', ca.caFile, '--repository-url', `https://${ip}/secure/hosted/`, '-u', '__token__', '-p', TOKEN_TWO, wheel.wheel], { env });
+    const site = join(clients, 'site');
+    const installed = await run(tool('pip'), ['install', '--no-deps', '--no-cache-dir', '--target', site, '--cert', ca.caFile, '--index-url', `https://${ip}/secure/hosted/simple/`, 'e2e-tls==1.0'], { env });
+    expect(installed.stdout).toContain('Successfully installed e2e-tls-1.0');
+    expect(existsSync(join(site, 'e2e_tls-1.0.dist-info'))).toBe(true);
   });
 
   it("spreads a registry's pods and limits their scratch by default, and adds and removes its autoscaler, NetworkPolicy and Ingress under the chart's RBAC", async () => {
@@ -648,7 +878,7 @@ describe('a platform team on a real cluster', () => {
     await k(['wait', '--for=condition=Ready', 'packageregistry/secure', '-n', NS, '--timeout=240s']);
     await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"},{"op":"remove","path":"/spec/ingress"}]']);
     await until('all three removed', async () => ((await k(['get', 'hpa,networkpolicy,ingress', '-n', NS, '-o', 'name'])).stdout.trim() === '' ? true : undefined));
-    await k(['delete', 'pidx/secure-hosted', 'packageregistry/secure', '-n', NS, '--wait=true', '--timeout=120s']);
+    await k(['delete', 'pidx/secure-hosted', 'pidx/secure-images', 'packageregistry/secure', '-n', NS, '--wait=true', '--timeout=120s']);
   });
 
   it('replaces a killed registry pod and loses nothing; scaled to zero it is NoReadyPods, and Ready again after', async () => {

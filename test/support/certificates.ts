@@ -22,8 +22,11 @@ export interface IssuedCertificate {
 export interface TestCa {
   /** The CA's certificate, PEM: what a client is told to trust. */
   caFile: string;
-  /** A new key and a certificate for the CA's subject names signed by it, as `<name>.pem` and `<name>.key` in the CA's folder. */
-  issue(name: string): IssuedCertificate;
+  /**
+   * A new key and a certificate signed by the CA, as `<name>.pem` and `<name>.key` in the CA's
+   * folder: for the CA's subject names, or for `subjectAltName` when given (openssl's spelling).
+   */
+  issue(name: string, subjectAltName?: string): IssuedCertificate;
 }
 
 const openssl = (...args: string[]): void => {
@@ -34,15 +37,18 @@ const openssl = (...args: string[]): void => {
 export function testCa(dir: string, subjectAltName = 'IP:127.0.0.1'): TestCa {
   const f = (name: string) => join(dir, name);
   openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=velodex test CA', '-keyout', f('ca.key'), '-out', f('ca.pem'));
-  writeFileSync(f('server.ext'), `subjectAltName=${subjectAltName}\nbasicConstraints=CA:FALSE\n`);
+  const extensions = (names: string) => `subjectAltName=${names}\nbasicConstraints=CA:FALSE\n`;
+  writeFileSync(f('server.ext'), extensions(subjectAltName));
   return {
     caFile: f('ca.pem'),
-    issue(name) {
+    issue(name, names) {
+      const extFile = names === undefined ? f('server.ext') : f(`${name}.ext`);
+      if (names !== undefined) writeFileSync(extFile, extensions(names));
       const keyFile = f(`${name}.key`);
       const certFile = f(`${name}.pem`);
       openssl('req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=velodex test ${name}`, '-keyout', keyFile, '-out', f(`${name}.csr`));
       // -CAcreateserial: every certificate of this CA gets the next serial.
-      openssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', certFile, '-extfile', f('server.ext'));
+      openssl('x509', '-req', '-in', f(`${name}.csr`), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-days', '2', '-out', certFile, '-extfile', extFile);
       const cert = readFileSync(certFile);
       return { certFile, keyFile, cert, key: readFileSync(keyFile), fingerprint256: new X509Certificate(cert).fingerprint256 };
     },

@@ -7,9 +7,14 @@
  * It runs where the suites run: `vfs` storage (no overlay mounts), no iptables rules, no bridge
  * network (nothing here runs a container; images are imported, pushed and pulled). Docker allows
  * plain HTTP to registries on 127.0.0.0/8 without being told, which is where velodex listens.
+ *
+ * `trust` gives registries a CA the engine trusts for them, the way an operator does it: a
+ * `certs.d/<host>/ca.crt`. dockerd reads those only from /etc/docker/certs.d, so an engine with
+ * `trust` runs in a mount namespace of its own (unshare) where a folder under `dir` is mounted on
+ * /etc/docker: the machine's /etc/docker is neither read nor written.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { tool } from './paths.js';
@@ -30,8 +35,13 @@ export interface Dockerd {
   stop(): Promise<void>;
 }
 
+export interface DockerdOptions {
+  /** Registries (`host` or `host:port`, as docker is given them) and the CA file each is trusted with. */
+  trust?: { registry: string; caFile: string }[];
+}
+
 /** Starts dockerd in `dir` (which must exist) and waits until `docker version` reaches it. */
-export async function startDockerd(dir: string): Promise<Dockerd> {
+export async function startDockerd(dir: string, options: DockerdOptions = {}): Promise<Dockerd> {
   const socket = join(dir, 'docker.sock');
   const host = `unix://${socket}`;
   const configDir = join(dir, 'cli');
@@ -50,7 +60,7 @@ export async function startDockerd(dir: string): Promise<Dockerd> {
     '--ip6tables=false',
     '--bridge=none',
   ];
-  const child = spawn(tool('dockerd'), args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = options.trust === undefined ? spawn(tool('dockerd'), args, { stdio: ['ignore', 'pipe', 'pipe'] }) : spawnTrusting(dir, options.trust, args);
   let output = '';
   child.stdout.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr.on('data', (b: Buffer) => (output += b.toString()));
@@ -75,6 +85,20 @@ export async function startDockerd(dir: string): Promise<Dockerd> {
   }
   await stop();
   throw new Error(`dockerd did not answer on ${socket} within ${READY_TIMEOUT_MS / 1000} s:\n${output}`);
+}
+
+/**
+ * dockerd in a mount namespace whose /etc/docker is `dir/etc-docker` (with certs.d/<registry>/ca.crt).
+ * unshare and sh exec in turn, so the child's PID is dockerd's and stopping it works as without.
+ */
+function spawnTrusting(dir: string, trust: { registry: string; caFile: string }[], args: string[]) {
+  const etc = join(dir, 'etc-docker');
+  for (const { registry, caFile } of trust) {
+    mkdirSync(join(etc, 'certs.d', registry), { recursive: true });
+    copyFileSync(caFile, join(etc, 'certs.d', registry, 'ca.crt'));
+  }
+  const script = 'mount --bind "$0" /etc/docker && exec "$@"';
+  return spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script, etc, tool('dockerd'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 function readPid(path: string): number | null {
