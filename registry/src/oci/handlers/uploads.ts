@@ -11,6 +11,8 @@
 import { readVerdictOf } from './read-access.js';
 import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
+import { announcesBody } from '../../http/body-progress.js';
+import { declaredLength } from '../../http/declared-length.js';
 import { DigestMismatchError } from '../../storage/types.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
@@ -27,30 +29,17 @@ function uploadRange(size: number): string {
   return `0-${Math.max(size - 1, 0)}`;
 }
 
-/** The request's Content-Length, 0 when absent or unreadable (chunked: checked once the bytes are staged). */
-function declaredLength(request: FastifyRequest): number {
-  const n = Number(request.headers['content-length'] ?? 0);
-  return Number.isSafeInteger(n) && n > 0 ? n : 0;
-}
-
 /**
  * The length the body declares, for the scratch budget to reserve before a byte is read: its
  * Content-Length, else the span of its Content-Range; undefined when neither says (chunked
  * transfer: counted as it streams).
  */
 function declaredBody(request: FastifyRequest): number | undefined {
-  const length = declaredLength(request);
-  if (length > 0) return length;
+  const length = declaredLength(request.headers);
+  if (length !== undefined) return length;
   const range = request.headers['content-range'];
   const span = range === undefined ? null : parseContentRange(range);
   return span === null ? undefined : span.end - span.start + 1;
-}
-
-/** True when the request carries a body (a length above zero, or chunked transfer). */
-function hasBody(request: FastifyRequest): boolean {
-  const len = request.headers['content-length'];
-  if (len !== undefined) return Number(len) > 0;
-  return request.headers['transfer-encoding'] !== undefined;
 }
 
 export async function startUpload(call: OciCall): Promise<void> {
@@ -69,7 +58,7 @@ export async function startUpload(call: OciCall): Promise<void> {
   const digest = query.get('digest');
   if (digest !== null) {
     const hex = parseDigest(digest);
-    await ensureQuota(call, hosted, hex, declaredLength(call.request));
+    await ensureQuota(call, hosted, hex, declaredLength(call.request.headers) ?? 0);
     await monolithic(call, hosted, hex);
     await blobCreated(call, hex);
     return;
@@ -215,7 +204,7 @@ export async function patchUpload(call: OciCall, id: string): Promise<void> {
   await changing(call, id, async (s) => {
     checkContentRange(call, s);
     const hosted = call.deps.indexByName.get(s.indexName);
-    if (hosted) await ensureQuota(call, hosted, null, s.size + declaredLength(call.request));
+    if (hosted) await ensureQuota(call, hosted, null, s.size + (declaredLength(call.request.headers) ?? 0));
     const after = await call.deps.sessions.append(s, call.request.raw, declaredBody(call.request));
     await call.reply.code(202).headers(progressHeaders(call, after)).header('Content-Length', '0').send();
   });
@@ -243,7 +232,7 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     const digest = query.get('digest');
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
-    const last = hasBody(request) ? request.raw : null;
+    const last = announcesBody(request.raw) ? request.raw : null;
     if (last !== null) checkContentRange(call, s);
     try {
       // Verified first; the repository holds the digest before the bytes are published

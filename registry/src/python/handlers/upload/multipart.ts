@@ -9,6 +9,7 @@
 import { pipeline as pipe, Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
+import { declaredLength } from '../../../http/declared-length.js';
 import { ScratchBusyError, ScratchTooLargeError } from '../../../storage/scratch-budget.js';
 import type { BlobStage, BlobStore } from '../../../storage/types.js';
 import { ArtifactHashing, claimedExtraDigests, type ExtraDigest } from './digests.js';
@@ -73,7 +74,7 @@ export async function readUploadForm(request: FastifyRequest, blobs: BlobStore, 
   let fieldBudget = MAX_FIELD_BYTES;
   let fieldCount = 0;
   let file: StagedFile | undefined;
-  const declared = declaredLength(request);
+  const declared = declaredLength(request.headers);
   const staging: BlobStage = await blobs.stage({ readBack: true, ...(declared === undefined ? {} : { declared }) });
 
   const onPart = async ({ name, filename, stream }: FormPart): Promise<void> => {
@@ -106,12 +107,6 @@ export async function readUploadForm(request: FastifyRequest, blobs: BlobStore, 
     await staging.abort();
     throw err;
   }
-}
-
-/** The request's Content-Length, or undefined (chunked transfer, or none that reads). */
-function declaredLength(request: FastifyRequest): number | undefined {
-  const n = Number(request.headers['content-length']);
-  return Number.isSafeInteger(n) && n > 0 ? n : undefined;
 }
 
 function fieldsTooLarge() {
