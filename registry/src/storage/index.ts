@@ -81,10 +81,6 @@ function withRecentReads(meta: MetaStore, cfg: StorageConfig): MetaStore {
 }
 
 /**
- * Opens the stores the config names. With s3 the bucket is checked first (reachable, keys
- * accepted, bucket present, conditional writes honoured): a `ConfigError` stops start-up.
- */
-/**
  * This process's scratch budget (`scratch-budget.ts`): its share of `[storage] scratch_limit`,
  * or no limit. A share rounds down, so the shares never add up to more than the limit.
  */
@@ -96,6 +92,10 @@ export function scratchBudgetOf(cfg: StorageConfig, shares = 1): ScratchBudget {
   return new ScratchBudget({ ...limit, ...(waitMs === undefined ? {} : { waitMs }) });
 }
 
+/**
+ * Opens the stores the config names. With s3 the bucket is checked first (reachable, keys
+ * accepted, bucket present, conditional writes honoured): a `ConfigError` stops start-up.
+ */
 export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise<Stores> {
   const staleMs = opts.staleStagingMs ?? STALE_STAGING_MS;
   const scratch = scratchBudgetOf(cfg, opts.scratchShares);
