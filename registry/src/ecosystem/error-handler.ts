@@ -25,8 +25,8 @@ export interface ErrorShape<A extends { status: number }> {
   send(reply: FastifyReply, answer: A): FastifyReply | Promise<FastifyReply>;
   /** The JSON body of a failure nothing answered: fastify's own (its 4xx status) or internal (500). */
   unanswered(status: number, message: string): object | string;
-  /** Awaited before an answer is sent (OCI: read or cut the body of a request refused before it was read). */
-  beforeAnswer?(answer: A, request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Awaited before any answer is sent (OCI: read or cut the rest of a body not read to its end). */
+  beforeAnswer?(request: FastifyRequest, reply: FastifyReply): Promise<void>;
   /** The log line's message; `request failed` by default. */
   logLine?: string;
 }
@@ -44,9 +44,10 @@ export function errorHandler<A extends { status: number }>(shape: ErrorShape<A>)
     if (answer) {
       // A 5xx the server answers on purpose (store or upstream down) still belongs in the log, with its cause.
       if (answer.status >= 500) request.log.warn({ err }, line);
-      await shape.beforeAnswer?.(answer, request, reply);
+      await shape.beforeAnswer?.(request, reply);
       return shape.send(reply, answer);
     }
+    await shape.beforeAnswer?.(request, reply);
     const status = typeof (err as { statusCode?: unknown }).statusCode === 'number' ? (err as { statusCode: number }).statusCode : 500;
     if (status >= 500) {
       request.log.error({ err }, line);

@@ -46,6 +46,8 @@ export function discardBody(raw: IncomingMessage, cap: number, maxMs: number): P
     const onGone = (): void => settle('gone');
     const onClose = (): void => settle(raw.readableEnded ? 'read' : 'gone');
     raw.on('data', onData).once('end', onEnd).once('error', onGone).once('close', onClose);
+    // A body whose reader stopped (`request-body.ts`) is paused: a listener alone would not start it.
+    raw.resume();
   });
 }
 

@@ -9,7 +9,7 @@ import type { NeutralAnswers } from '../../ecosystem/answers.js';
 import { errorHandler, type ErrorShape } from '../../ecosystem/error-handler.js';
 import { HttpError } from '../../http/errors.js';
 import { ERROR_STATUS, errorPayload, OciError, OciStatusError } from '../model/errors.js';
-import { beforeRefusal, isAnsweredBeforeBody } from './refusal.js';
+import { beforeRefusal } from './refusal.js';
 
 /** An answer on `/v2/`: a status, its code (a distribution-spec one where the spec has it), the message and headers. */
 export interface OciAnswer {
@@ -95,9 +95,7 @@ export const OCI_ERRORS: ErrorShape<OciAnswer> = {
   send: sendOci,
   // Not UNKNOWN for an internal error: that code means an upstream failure (502) in the spec's table.
   unanswered: (status, message) => errorPayload(status >= 500 ? 'INTERNAL_ERROR' : 'REQUEST_INVALID', message),
-  beforeAnswer: async (answer, request, reply) => {
-    if (isAnsweredBeforeBody(answer)) await beforeRefusal(request, reply);
-  },
+  beforeAnswer: beforeRefusal,
   logLine: 'OCI request failed',
 };
 

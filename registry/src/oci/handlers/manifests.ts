@@ -13,6 +13,7 @@ import type { FastifyRequest } from 'fastify';
 import type { HostedIndex } from '../../config/types.js';
 import { REQUEST_READ } from '../../storage/types.js';
 import { reportIfRejected } from '../../http/verified-read.js';
+import { requestBody } from '../../http/request-body.js';
 import { OciError } from '../model/errors.js';
 import { checkManifest, MAX_MANIFEST_BYTES } from '../model/manifest-check.js';
 import { manifestRecord } from '../model/manifest-record.js';
@@ -72,7 +73,7 @@ async function readCapped(request: FastifyRequest): Promise<Buffer> {
   if (declared > MAX_MANIFEST_BYTES) throw tooLarge();
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of request.raw as AsyncIterable<Buffer>) {
+  for await (const chunk of requestBody(request.raw) as AsyncIterable<Buffer>) {
     total += chunk.length;
     if (total > MAX_MANIFEST_BYTES) throw tooLarge();
     chunks.push(chunk);

@@ -13,6 +13,7 @@ import type { FastifyRequest } from 'fastify';
 import type { IndexConfig } from '../../config/types.js';
 import { announcesBody } from '../../http/body-progress.js';
 import { declaredLength } from '../../http/declared-length.js';
+import { requestBody } from '../../http/request-body.js';
 import { DigestMismatchError } from '../../storage/types.js';
 import { OciError, OciStatusError } from '../model/errors.js';
 import { parseDigest } from '../model/names.js';
@@ -130,7 +131,7 @@ async function monolithic(call: OciCall, hosted: IndexConfig, hex: string): Prom
   const declared = declaredBody(call.request);
   const stage = await call.deps.blobs.stage({ expected: hex, ...(declared === undefined ? {} : { declared }) });
   try {
-    await stage.append(call.request.raw, { expect: hex });
+    await stage.append(requestBody(call.request.raw), { expect: hex });
     await ensureQuota(call, hosted, hex, stage.size);
     await call.deps.holds.ofRepo(hosted.name, call.target.repo).hold(hex, stage.size);
     await stage.commit(hex);
@@ -205,7 +206,7 @@ export async function patchUpload(call: OciCall, id: string): Promise<void> {
     checkContentRange(call, s);
     const hosted = call.deps.indexByName.get(s.indexName);
     if (hosted) await ensureQuota(call, hosted, null, s.size + (declaredLength(call.request.headers) ?? 0));
-    const after = await call.deps.sessions.append(s, call.request.raw, declaredBody(call.request));
+    const after = await call.deps.sessions.append(s, requestBody(call.request.raw), declaredBody(call.request));
     await call.reply.code(202).headers(progressHeaders(call, after)).header('Content-Length', '0').send();
   });
 }
@@ -232,7 +233,7 @@ export async function commitUpload(call: OciCall, id: string): Promise<void> {
     const digest = query.get('digest');
     if (digest === null) throw new OciError('DIGEST_INVALID', 'the commit PUT needs a ?digest=sha256:<hex> query parameter');
     const hex = parseDigest(digest);
-    const last = announcesBody(request.raw) ? request.raw : null;
+    const last = announcesBody(request.raw) ? requestBody(request.raw) : null;
     if (last !== null) checkContentRange(call, s);
     try {
       // Verified first; the repository holds the digest before the bytes are published
