@@ -459,7 +459,7 @@ async function main(): Promise<void> {
       const ds3 = s3.distribution ? await pushAndTargets(work, 'distribution s3', s3.distribution, 'bench/app', image) : undefined;
       const layerName = `blob GET, layer (${(image.bigLayer.bytes.length / MiB).toFixed(1)} MiB)`;
       console.log(
-        await measureS3(s3, velodex.url, [
+        await measureS3(s3, velodex, [
           { name: 'manifest GET by tag', load: PAGE_LOAD, fs: v.manifest, distribution: ds3?.manifest },
           { name: layerName, load: DOWNLOAD_LOAD, fs: v.big, distribution: ds3?.big, byThroughput: true },
           { name: py.detail.name, load: PAGE_LOAD, fs: py.detail.velodex },

@@ -13,9 +13,9 @@ import { Readable } from 'node:stream';
 import { hosted, oci, s3Storage, toml } from '../support/config.js';
 import { costOf, startCountedApp, stopCountedApp } from '../support/counted-app.js';
 import { startMinio, type Minio } from '../support/minio.js';
-import { measure, measureDownload, type Load, type Measured, type Target } from './load.js';
+import { measure, measureDownload, type Load, type Target } from './load.js';
 import { startDistribution, startVelodexBench, type Server } from './servers.js';
-import { busyCores, machineTicks, peakRss, processTree } from './process-stats.js';
+import { busyCores, costed, cpuTime, machineTicks, peakRss, processTree, type CpuTime } from './process-stats.js';
 import { wrk } from './wrk-load.js';
 
 const MiB = 1024 * 1024;
@@ -115,8 +115,40 @@ export function distributionS3Driver(minio: Minio, bucket: string): string[] {
 
 const rebase = (t: Target, base: string): Target => ({ ...t, url: t.url.replace(/^http:\/\/[^/]+/, base) });
 
+/** One scenario on one server: its rate, and the CPU it and the store (MinIO) spent per unit of work. */
+interface Costed {
+  rate: number;
+  /** CPU ms per request, or CPU s per GiB for a download. */
+  serverCpu: number;
+  storeCpu: number | undefined;
+  cores: number;
+}
+
+/**
+ * Measures `target` after its warm-up, with the CPU time of the server's processes and of MinIO
+ * read around the measured window only: on a machine whose cores the load, the server and the
+ * store share, CPU per request says what each costs even when the rates move with the load.
+ */
+async function costedRun(s: S3Scenario, target: Target, server: Server, minio: Minio | undefined): Promise<Costed> {
+  const how = s.byThroughput ? measureDownload : measure;
+  if (s.load.warmup > 0) await how(target, { ...s.load, duration: s.load.warmup, warmup: 0 });
+  const storePid = minio?.pid();
+  const storeBefore = storePid === undefined ? undefined : cpuTime(storePid);
+  const { result, cpu, machineCores } = await costed(server.pid, CORES, () => how(target, { ...s.load, warmup: 0 }));
+  const storeAfter = storePid === undefined ? undefined : cpuTime(storePid);
+  const seconds = (c: CpuTime) => c.user + c.system;
+  // Per request in ms, or per GiB received in s.
+  const work = s.byThroughput ? (result.bytesPerSec * s.load.duration) / GiB : result.requests / 1000;
+  return {
+    rate: s.byThroughput ? result.bytesPerSec / MiB : result.reqPerSec,
+    serverCpu: seconds(cpu) / work,
+    storeCpu: storeBefore && storeAfter ? (seconds(storeAfter) - seconds(storeBefore)) / work : undefined,
+    cores: machineCores,
+  };
+}
+
 /** Measures each scenario on velodex fs, velodex s3 and (OCI) the Distribution registry on s3. */
-export async function measureS3(servers: S3Bench, fsUrl: string, scenarios: S3Scenario[], progress: (m: string) => void): Promise<string> {
+export async function measureS3(servers: S3Bench, fs: Server, scenarios: S3Scenario[], progress: (m: string) => void): Promise<string> {
   const cache = `read_cache_ms ${servers.readCacheMs}`;
   const lines = [
     `### s3 backend: velodex on MinIO vs velodex on fs, and vs the Distribution registry on the same MinIO (velodex: ${servers.workers} worker processes each)`,
@@ -124,26 +156,41 @@ export async function measureS3(servers: S3Bench, fsUrl: string, scenarios: S3Sc
     `| scenario | velodex fs | velodex s3 | velodex s3, ${cache} | distribution s3 | velodex s3 / fs | velodex s3 / distribution s3 | ${cache}: / fs | ${cache}: / distribution s3 |`,
     '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
+  const costs = [
+    `### what each request cost in CPU (the rows above): the server's processes, and MinIO for it; ms per request, or s per GiB for a download`,
+    '',
+    `| scenario | velodex fs | velodex s3 + MinIO | velodex s3, ${cache} + MinIO | distribution s3 + MinIO | velodex s3 / distribution s3, server alone | the same, server + MinIO | cores busy (machine): fs; s3; ${cache}; distribution |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|',
+  ];
   for (const s of scenarios) {
-    const how = s.byThroughput ? measureDownload : measure;
-    const rate = (m: Measured) => (s.byThroughput ? m.bytesPerSec / MiB : m.reqPerSec);
     const unit = s.byThroughput ? ' MiB/s' : ' req/s';
     progress(`${s.name}: velodex fs`);
-    const fs = rate(await how(rebase(s.fs, fsUrl), s.load));
+    const onFs = await costedRun(s, rebase(s.fs, fs.url), fs, undefined);
     progress(`${s.name}: velodex s3`);
-    const s3 = rate(await how(rebase(s.fs, servers.velodex.url), s.load));
+    const s3 = await costedRun(s, rebase(s.fs, servers.velodex.url), servers.velodex, servers.minio);
     progress(`${s.name}: velodex s3, ${cache}`);
-    const cached = rate(await how(rebase(s.fs, servers.readCached.url), s.load));
-    let dist: number | undefined;
+    const cached = await costedRun(s, rebase(s.fs, servers.readCached.url), servers.readCached, servers.minio);
+    let dist: Costed | undefined;
     if (s.distribution && servers.distribution) {
       progress(`${s.name}: distribution s3`);
-      dist = rate(await how(rebase(s.distribution, servers.distribution.url), s.load));
+      dist = await costedRun(s, rebase(s.distribution, servers.distribution.url), servers.distribution, servers.minio);
     }
     const fmt = (n: number) => `${Math.round(n).toLocaleString('en-US')}${unit}`;
     const ratio = (a: number, b: number | undefined) => (b === undefined ? 'n/a' : `${(a / b).toFixed(2)}x`);
-    lines.push(`| ${s.name} | ${fmt(fs)} | ${fmt(s3)} | ${fmt(cached)} | ${dist === undefined ? 'n/a' : fmt(dist)} | ${ratio(s3, fs)} | ${ratio(s3, dist)} | ${ratio(cached, fs)} | ${ratio(cached, dist)} |`);
+    lines.push(
+      `| ${s.name} | ${fmt(onFs.rate)} | ${fmt(s3.rate)} | ${fmt(cached.rate)} | ${dist === undefined ? 'n/a' : fmt(dist.rate)} | ${ratio(s3.rate, onFs.rate)} | ${ratio(s3.rate, dist?.rate)} | ${ratio(cached.rate, onFs.rate)} | ${ratio(cached.rate, dist?.rate)} |`,
+    );
+    const cpu = (n: number) => n.toFixed(s.byThroughput ? 2 : 3);
+    const withStore = (c: Costed | undefined) => (c === undefined ? 'n/a' : `${cpu(c.serverCpu)} + ${c.storeCpu === undefined ? '?' : cpu(c.storeCpu)}`);
+    const total = (c: Costed) => c.serverCpu + (c.storeCpu ?? 0);
+    // Below 1: velodex spent less CPU per request than Distribution.
+    const costRatio = (a: number, b: number | undefined) => (b === undefined ? 'n/a' : `${(a / b).toFixed(2)}x`);
+    const busy = [onFs, s3, cached, dist].map((c) => (c === undefined ? 'n/a' : c.cores.toFixed(1))).join('; ');
+    costs.push(
+      `| ${s.name} | ${cpu(onFs.serverCpu)} | ${withStore(s3)} | ${withStore(cached)} | ${withStore(dist)} | ${costRatio(s3.serverCpu, dist?.serverCpu)} | ${dist === undefined ? 'n/a' : costRatio(total(s3), total(dist))} | ${busy} of ${CORES} |`,
+    );
   }
-  lines.push('');
+  lines.push('', ...costs, '', 'CPU ratios: below 1, velodex spent less CPU than the Distribution registry for the same request; read around the measured window only (after the warm-up).', '');
   return lines.join('\n');
 }
 

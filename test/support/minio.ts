@@ -37,6 +37,8 @@ export interface Minio {
   start(): Promise<void>;
   /** Stops the server and removes its data. */
   stop(): Promise<void>;
+  /** The server's process id while it runs (benchmarks read its CPU time), else -1. */
+  pid(): number;
 }
 
 const READY_TIMEOUT_MS = 60_000;
@@ -105,10 +107,12 @@ export async function startMinio(): Promise<Minio> {
       await halt();
       rmSync(root, { recursive: true, force: true });
     },
+    pid: () => server?.pid ?? -1,
   };
 }
 
 interface Running {
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -128,7 +132,7 @@ async function run(exe: string, args: string[], env: NodeJS.ProcessEnv, endpoint
     await stopChild(child);
     throw err;
   }
-  return { stop: () => stopChild(child) };
+  return { pid: child.pid ?? -1, stop: () => stopChild(child) };
 }
 
 /** MinIO answers 200 on `/minio/health/live` (no credentials needed) once it serves requests. */
