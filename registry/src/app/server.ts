@@ -30,12 +30,19 @@ export async function startServer(config: Config, notes: Record<string, string> 
   const link = worker ?? new SoloLink();
   // Read first: a certificate that cannot be served stops the start before anything is opened.
   const certificate = config.tls ? await readCertificatePair(config.tls) : undefined;
+  // The app's log exists only once the stores are open; until then a failure goes to stderr.
+  let reportPeerError = (err: unknown): void => {
+    process.stderr.write(`peer cache: ${err instanceof Error ? err.message : String(err)}\n`);
+  };
   const stores = await openStores(config.storage, {
     scratchDir: join(config.dataDir, 'scratch'),
+    peerRole: 'serve',
+    onPeerError: (err) => reportPeerError(err),
     // Every worker process stages on the same disk: each takes its share of the scratch limit.
     ...(worker ? { workerLocks: worker.locks, scratchShares: config.workers.count } : {}),
   });
   const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
+  reportPeerError = (err) => app.log.warn({ err }, 'peer cache: reading the members document failed; the next read tries again');
   usage.start();
   // In the background: serving never waits for the search index (search/keeper.ts).
   search?.start();
@@ -101,6 +108,8 @@ export async function startServer(config: Config, notes: Record<string, string> 
       await Promise.all(running.map((e) => e.close?.()));
       // After the app: requests still finishing may enqueue deliveries; those wait in the outbox.
       await events.close();
+      // Last: writes above still drop the other processes' copies.
+      await stores.close();
     },
   };
 }

@@ -112,6 +112,7 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     secretKey: resolveSecret(s, 'secret_key', 'storage', secrets),
     redirect: redirectConfig(s),
     readCacheMs: s.read_cache_ms ?? 0,
+    ...(s.peer_cache ? { peerCache: { host: env.VELODEX_PEER_HOST ?? s.peer_host ?? '127.0.0.1' } } : {}),
     ...(s.response_timeout_secs !== undefined ? { responseTimeoutSecs: s.response_timeout_secs } : {}),
     ...(s.idle_timeout_secs !== undefined ? { idleTimeoutSecs: s.idle_timeout_secs } : {}),
     ...(s.scratch_limit !== undefined ? { scratchLimitBytes: sizeOf(s.scratch_limit, 'storage.scratch_limit') } : {}),
@@ -124,8 +125,11 @@ export function buildConfig(raw: unknown, source: string, { ecosystems, override
     for (const [key, secret] of [['access_key', storage.accessKey], ['secret_key', storage.secretKey]] as const) {
       if (!secret) throw new ConfigError(`storage.${key}`, 'is required with backend = "s3"', `set one of ${key}, ${key}_env, ${key}_file`);
     }
+    if (storage.peerCache && storage.readCacheMs) {
+      throw new ConfigError('storage.peer_cache', 'cannot be combined with read_cache_ms', 'choose one: peer_cache keeps every write visible at once, read_cache_ms serves copies up to its bound');
+    }
   } else {
-    for (const [key, value] of [['response_timeout_secs', storage.responseTimeoutSecs], ['idle_timeout_secs', storage.idleTimeoutSecs]] as const) {
+    for (const [key, value] of [['response_timeout_secs', storage.responseTimeoutSecs], ['idle_timeout_secs', storage.idleTimeoutSecs], ['peer_cache', s.peer_cache || undefined]] as const) {
       if (value !== undefined) throw new ConfigError(`storage.${key}`, 'is for the object store (backend = "s3")', 'remove it, or use the s3 backend');
     }
   }

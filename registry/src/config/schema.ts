@@ -176,6 +176,10 @@ export const storageSchema = z.strictObject({
   redirect_endpoint: z.string().url().optional(),
   // Opt-in bounded staleness of request reads (storage/recent-reads.ts); 0, the default, is off.
   read_cache_ms: z.number().int().min(0).max(60_000).optional(),
+  // s3 only: the processes keep request reads in memory and drop each other's copies before a
+  // write is acknowledged (storage/peers/); peer_host is where the others reach this one.
+  peer_cache: z.boolean().optional(),
+  peer_host: z.string().min(1).optional(),
   // s3 only: how long a request waits for the store's answer to begin (not the whole transfer).
   response_timeout_secs: z.number().int().min(1).max(600).optional(),
   // s3 only: how long a body that has begun may send nothing while its reader waits for bytes.

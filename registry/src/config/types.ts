@@ -209,6 +209,12 @@ export interface StorageConfig {
    */
   readCacheMs?: number;
   /**
+   * s3: the processes sharing the store keep request reads in memory and drop each other's copies
+   * before a write is acknowledged (`storage/peers/`); `host` is the address this process's
+   * invalidation listener is reached at by the others. Absent: off.
+   */
+  peerCache?: { host: string };
+  /**
    * s3: how long a request to the object store may wait for its answer to begin (time to first
    * byte) before it fails as the store's 503; a body then flows at its consumer's pace. Default 30.
    */

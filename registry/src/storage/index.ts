@@ -8,6 +8,8 @@ import { BlobHolds } from './holds.js';
 import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
 import { RecentReads } from './recent-reads.js';
+import { PeerCache } from './peers/peer-cache.js';
+import { peerSigningKey } from './peers/invalidation.js';
 import { SharedStages } from './shared-stages.js';
 import { ScratchBudget } from './scratch-budget.js';
 import { connectS3, presigningClient, type ConnectOptions } from './s3/connect.js';
@@ -37,6 +39,10 @@ export interface Stores {
   redirect: BlobRedirect | null;
   /** What this process's staged writes hold of its share of `[storage] scratch_limit` (`scratch-budget.ts`). */
   scratch: ScratchBudget;
+  /** `[storage] peer_cache` (storage/peers/): this process's copies, membership and listener; null when off. */
+  peers: PeerCache | null;
+  /** Leaves what the stores joined (the peer cache's members). */
+  close(): Promise<void>;
   /**
    * Removes staged writes older than the stale-staging age: what a process killed mid-write
    * left (s3: staging objects and unfinished multipart uploads in the bucket; fs: files in the
@@ -67,6 +73,13 @@ export interface OpenOptions {
    * disk): each takes an equal share of it, so the limit holds for all of them together.
    */
   scratchShares?: number;
+  /**
+   * With `[storage] peer_cache`: `serve` (a server process) listens for invalidations and joins
+   * the members; `write`, the default (a command such as `velodex gc`), only sends them.
+   */
+  peerRole?: 'serve' | 'write';
+  /** Failures of the peer cache's background reads (the next one tries again). */
+  onPeerError?: (err: unknown) => void;
 }
 
 /**
@@ -102,14 +115,35 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
   if (cfg.backend === 's3') {
     const loc = await connectS3(cfg, opts.s3);
     const blobs = new S3BlobStore(loc, { scratchDir: opts.scratchDir, staleScratchMs: staleMs, scratch });
-    const meta = withRecentReads(new S3MetaStore(loc), cfg);
+    const store = new S3MetaStore(loc);
+    const peers = cfg.peerCache
+      ? await PeerCache.open(store, {
+          host: opts.peerRole === 'serve' ? cfg.peerCache.host : null,
+          signingKey: peerSigningKey(cfg.secretKey?.reveal() ?? '', `${cfg.endpoint ?? ''}/${cfg.bucket ?? ''}/${cfg.prefix}`),
+          ...(opts.onPeerError ? { onError: opts.onPeerError } : {}),
+        })
+      : null;
+    const meta = peers ?? withRecentReads(store, cfg);
     await blobs.init();
     const chunks = new S3ChunkStore(loc, opts.scratchDir, (digest) => blobs.key(digest));
     const sharedStages = new SharedStages(meta, chunks, blobs, { scratch });
     const redirect = cfg.redirect
       ? new S3BlobRedirect(cfg.redirect.endpoint ? presigningClient(cfg, cfg.redirect.endpoint) : loc.client, loc.bucket, (d) => blobs.key(d), cfg.redirect, loc.endpoint)
       : null;
-    return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: true, sharedStages, redirect, scratch, sweep: () => blobs.sweepStaging(staleMs) };
+    return {
+      blobs,
+      meta,
+      holds: new BlobHolds(meta, blobs),
+      shared: true,
+      sharedStages,
+      redirect,
+      scratch,
+      peers,
+      close: async () => {
+        await peers?.close();
+      },
+      sweep: () => blobs.sweepStaging(staleMs),
+    };
   }
   const blobs = new FsBlobStore(cfg.path, { staleStageMs: staleMs, scratch });
   const fsMeta = new FsMetaStore(cfg.path, opts.workerLocks);
@@ -117,5 +151,5 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
   await fsMeta.init();
   const meta = withRecentReads(fsMeta, cfg);
   const sharedStages = opts.workerLocks ? new SharedStages(meta, new FsChunkStore(cfg.path, (path, digest) => blobs.adopt(path, digest)), blobs, { scratch }) : null;
-  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, scratch, sweep: () => blobs.sweepStale() };
+  return { blobs, meta, holds: new BlobHolds(meta, blobs), shared: sharedStages !== null, sharedStages, redirect: null, scratch, peers: null, close: async () => undefined, sweep: () => blobs.sweepStale() };
 }
