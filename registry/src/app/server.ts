@@ -42,7 +42,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     ...(worker ? { workerLocks: worker.locks, scratchShares: config.workers.count } : {}),
   });
   const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
-  reportPeerError = (err) => app.log.warn({ err }, 'peer cache: reading the members document failed; the next read tries again');
+  reportPeerError = (err) => app.log.warn({ err }, 'peer cache');
   usage.start();
   // In the background: serving never waits for the search index (search/keeper.ts).
   search?.start();

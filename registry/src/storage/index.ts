@@ -121,6 +121,8 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
           host: opts.peerRole === 'serve' ? cfg.peerCache.host : null,
           signingKey: peerSigningKey(cfg.secretKey?.reveal() ?? '', `${cfg.endpoint ?? ''}/${cfg.bucket ?? ''}/${cfg.prefix}`),
           ...(opts.onPeerError ? { onError: opts.onPeerError } : {}),
+          onRemoved: (url) =>
+            opts.onPeerError?.(new Error(`another process could not reach this one's listener at ${url} and removed it from the members (it joined again): check that the processes reach each other at [storage] peer_host`)),
         })
       : null;
     const meta = peers ?? withRecentReads(store, cfg);

@@ -60,6 +60,16 @@ export interface Peer {
   url: string;
 }
 
+export interface MembershipOptions {
+  timing?: PeerTiming;
+  /** The monotonic clock, in ms. */
+  now?: () => number;
+  /** A failed background read of the document (the next one tries again). */
+  onError?: (err: unknown) => void;
+  /** This process was removed by a writer that could not reach it (it joins again). */
+  onRemoved?: (url: string) => void;
+}
+
 interface Snapshot {
   sentAt: number;
   peers: Peer[];
@@ -74,6 +84,10 @@ export class Membership {
   #refreshing: Promise<Snapshot> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  readonly timing: PeerTiming;
+  private readonly now: () => number;
+  private readonly onError: (err: unknown) => void;
+  private readonly onRemoved: (url: string) => void;
 
   /**
    * `meta`: the shared store itself (never a caching wrapper). `url`: this process's listener, or
@@ -82,10 +96,13 @@ export class Membership {
   constructor(
     private readonly meta: MetaStore,
     private readonly url: string | null,
-    readonly timing: PeerTiming = PEER_TIMING,
-    private readonly now: () => number = () => performance.now(),
-    private readonly onError: (err: unknown) => void = () => undefined,
-  ) {}
+    o: MembershipOptions = {},
+  ) {
+    this.timing = o.timing ?? PEER_TIMING;
+    this.now = o.now ?? (() => performance.now());
+    this.onError = o.onError ?? (() => undefined);
+    this.onRemoved = o.onRemoved ?? (() => undefined);
+  }
 
   /** Joins (a serving process) and starts reading the document every `refreshMs`. */
   async start(): Promise<void> {
@@ -147,6 +164,7 @@ export class Membership {
     if (this.#id !== lost) return;
     this.#id = null;
     this.#validUntil = Number.NEGATIVE_INFINITY;
+    if (this.url !== null) this.onRemoved(this.url);
     await this.#join();
   }
 

@@ -37,7 +37,12 @@ export interface PeerCacheOptions {
   /** The key requests are signed with (`peerSigningKey`). */
   signingKey: Buffer;
   timing?: PeerTiming;
+  /** A failed background read of the members document (the next one tries again). */
   onError?: (err: unknown) => void;
+  /** This process was removed by a writer that could not reach it, and joined again. */
+  onRemoved?: (url: string) => void;
+  /** The monotonic clock, in ms (tests move it). */
+  now?: () => number;
 }
 
 export class PeerCache implements MetaStore {
@@ -60,7 +65,7 @@ export class PeerCache implements MetaStore {
     const timing = o.timing ?? PEER_TIMING;
     let cache: PeerCache | null = null;
     const listener = o.host === null ? null : await listenForInvalidations(o.host, o.signingKey, (keys) => cache?.drop(keys));
-    const membership = new Membership(inner, listener?.url ?? null, timing, undefined, o.onError);
+    const membership = new Membership(inner, listener?.url ?? null, { timing, ...(o.now ? { now: o.now } : {}), ...(o.onError ? { onError: o.onError } : {}), ...(o.onRemoved ? { onRemoved: o.onRemoved } : {}) });
     cache = new PeerCache(inner, membership, o.signingKey, listener);
     try {
       await membership.start();
