@@ -315,6 +315,8 @@ export interface S3StorageOptions {
   redirect?: { minSize?: number; ttlSecs?: number; endpoint?: string };
   /** `read_cache_ms`: request reads may be answered from memory this long. */
   readCacheMs?: number;
+  /** `peer_cache`: request reads kept in memory, each write dropping every process's copies first. */
+  peerCache?: boolean;
   /** `response_timeout_secs`: how long a request waits for the store's answer to begin. */
   responseTimeoutSecs?: number;
   idleTimeoutSecs?: number;
@@ -336,6 +338,7 @@ export function s3Storage(s3: S3Server, o: S3StorageOptions): ConfigPart {
       redirect_ttl_secs: r?.ttlSecs,
       redirect_endpoint: r?.endpoint,
       read_cache_ms: o.readCacheMs,
+      peer_cache: o.peerCache,
       response_timeout_secs: o.responseTimeoutSecs,
       idle_timeout_secs: o.idleTimeoutSecs,
     },

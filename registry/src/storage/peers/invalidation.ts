@@ -40,7 +40,9 @@ export async function listenForInvalidations(host: string, key: Buffer, drop: (k
   server.headersTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, host, () => {
+    // Exclusive: a worker process's listen would otherwise share one port with its siblings
+    // (the cluster module's default), and an invalidation would reach only one of them.
+    server.listen({ port: 0, host, exclusive: true }, () => {
       server.off('error', reject);
       resolve();
     });
