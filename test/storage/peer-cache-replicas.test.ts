@@ -105,6 +105,11 @@ describe('two replicas on one bucket with peer_cache', () => {
   it('names every worker of both replicas in the members document, each at a listener of its own', async () => {
     await until('three members', async () => (Object.keys(await members()).length === 3 ? true : undefined));
     expect(new Set(Object.values(await members()).map((m) => m.url)).size).toBe(3);
+    // `/+status` says what the process that answered sees.
+    await until('two to serve from memory', async () => {
+      const status = (await (await fetch(`${two.url}/+status`)).json()) as { storage: { peer_cache?: { serving: boolean; members: number; removed: number } } };
+      return status.storage.peer_cache?.serving && status.storage.peer_cache.members === 3 ? status.storage.peer_cache : undefined;
+    });
   });
 
   it('answers warm reads from memory, and a tag moved through one replica is served by the other on its next request', async () => {

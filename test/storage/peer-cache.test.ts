@@ -8,13 +8,13 @@
  * store's key.
  */
 import fc from 'fast-check';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { ProcessKeyLocks } from '../../registry/src/storage/key-locks.js';
-import { listenForInvalidations, peerSigningKey } from '../../registry/src/storage/peers/invalidation.js';
+import { listenForInvalidations, sharedPeerKey } from '../../registry/src/storage/peers/invalidation.js';
 import { MEMBERS_KEY, safetyMarginMs, type MembersDoc, type PeerTiming } from '../../registry/src/storage/peers/members.js';
-import { PeerCache } from '../../registry/src/storage/peers/peer-cache.js';
+import { MAX_COPY_AGE_MS, PeerCache } from '../../registry/src/storage/peers/peer-cache.js';
 import { REQUEST_READ, type MetaStore } from '../../registry/src/storage/types.js';
 import { updateDoc } from '../../registry/src/storage/update.js';
 import { tempDir } from '../support/velodex.js';
@@ -26,7 +26,7 @@ interface Doc {
 /** Short enough for a test to wait out; the background reads are left to the test (`refresh`). */
 const TIMING: PeerTiming = { refreshMs: 600_000, leaseMs: 2_000, listMaxAgeMs: 500, invalidateTimeoutMs: 500 };
 const JOIN_DELAY = TIMING.listMaxAgeMs + safetyMarginMs(TIMING.listMaxAgeMs);
-const KEY = peerSigningKey('the store secret', 'http://store/bucket/prefix');
+const KEY = randomBytes(32);
 
 const opened: PeerCache[] = [];
 
@@ -46,7 +46,7 @@ async function world() {
   };
   const plain = await store();
   /** A process: its cache over a store whose reads are counted. */
-  const process = async (o: { serves?: boolean; removed?: string[] } = {}) => {
+  const process = async (o: { serves?: boolean; removed?: string[]; errors?: string[]; ownKey?: boolean } = {}) => {
     const inner = await store();
     const gets: string[] = [];
     const counted: MetaStore = {
@@ -60,10 +60,11 @@ async function world() {
     };
     const cache = await PeerCache.open(counted, {
       host: o.serves === false ? null : '127.0.0.1',
-      signingKey: KEY,
+      ...(o.ownKey ? {} : { signingKey: KEY }),
       timing: TIMING,
       now: () => clock,
       onRemoved: (url) => o.removed?.push(url),
+      onError: (err) => o.errors?.push(err instanceof Error ? err.message : String(err)),
     });
     opened.push(cache);
     return { cache, gets };
@@ -140,7 +141,8 @@ describe('the peer cache (peer_cache)', () => {
   it('removes a member that does not answer and returns only a lease later; the member then serves none of its copies', async () => {
     const w = await world();
     const removed: string[] = [];
-    const one = await w.process();
+    const errors: string[] = [];
+    const one = await w.process({ errors });
     const two = await w.process({ removed });
     w.advance(JOIN_DELAY);
     await w.plain.put<Doc>('t/doc', { n: 1 });
@@ -153,6 +155,8 @@ describe('the peer cache (peer_cache)', () => {
     await one.cache.put<Doc>('t/doc', { n: 2 });
     // The write came back only after the lease of the member it removed (real time: a lower bound).
     expect(performance.now() - started).toBeGreaterThanOrEqual(one.cache.membership.leaseWaitMs);
+    // And said so, naming the member.
+    expect(errors).toEqual([expect.stringContaining('could not reach the listener of another process at http://127.0.0.1:9: removed it')]);
     expect(Object.keys(await w.members()).sort()).toEqual([lostId, one.cache.membership.id].sort());
     // `two` answered, so it dropped its copy.
     expect((await two.cache.get<Doc>('t/doc', REQUEST_READ))?.doc.n).toBe(2);
@@ -194,6 +198,33 @@ describe('the peer cache (peer_cache)', () => {
     expect(gets).toHaveLength(3);
   });
 
+  it('reads a copy again after MAX_COPY_AGE_MS, so a writer without the setting is seen within it', async () => {
+    const w = await world();
+    const { cache, gets } = await w.process();
+    w.advance(JOIN_DELAY);
+    await w.plain.put<Doc>('t/doc', { n: 1 });
+    await cache.get<Doc>('t/doc', REQUEST_READ);
+    // A write that drops nobody's copy (`plain` stands for a process without peer_cache).
+    await w.plain.put<Doc>('t/doc', { n: 2 });
+    w.advance(MAX_COPY_AGE_MS - 1);
+    await cache.membership.refresh();
+    expect((await cache.get<Doc>('t/doc', REQUEST_READ))?.doc.n).toBe(1);
+    w.advance(1);
+    expect((await cache.get<Doc>('t/doc', REQUEST_READ))?.doc.n).toBe(2);
+    expect(gets).toHaveLength(2);
+  });
+
+  it('signs with one key kept in the store, made by the first process that needs it', async () => {
+    const w = await world();
+    const [one, two] = await Promise.all([w.process({ ownKey: true }), w.process({ ownKey: true })]);
+    w.advance(JOIN_DELAY);
+    await one.cache.put<Doc>('t/doc', { n: 1 });
+    expect((await two.cache.get<Doc>('t/doc', REQUEST_READ))?.doc.n).toBe(1);
+    await one.cache.put<Doc>('t/doc', { n: 2 });
+    expect((await two.cache.get<Doc>('t/doc', REQUEST_READ))?.doc.n).toBe(2);
+    expect((await sharedPeerKey(w.plain)).length).toBe(32);
+  });
+
   it('leaves the members when closed, so no write waits for it', async () => {
     const w = await world();
     const one = await w.process();
@@ -220,7 +251,7 @@ describe('the invalidation listener', () => {
     try {
       const body = Buffer.from(JSON.stringify({ keys: ['oci/tags/a', 'python/pages/b'] }));
       expect((await post(listener.url, body)).status).toBe(403);
-      const otherKey = peerSigningKey('another secret', 'http://store/bucket/prefix');
+      const otherKey = randomBytes(32);
       expect((await post(listener.url, body, { 'x-velodex-peer-signature': sign(otherKey, body) })).status).toBe(403);
       expect((await fetch(`${listener.url}/invalidate`)).status).toBe(404);
       const big = Buffer.alloc(65 * 1024, 0x20);

@@ -238,7 +238,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   const admin = new AdminGate(config.admin.token, clientAddress);
   const readGate = new ReadGate(indexByName, clientAddress);
-  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage, readGate, scratch: stores.scratch });
+  await app.register(observeRoutes, { config, summaries, ecosystems, counters: serverCounters, startedAt, admin, usage, readGate, scratch: stores.scratch, peerCache: stores.peers?.membership ?? null });
   await app.register(uiRoutes, { config, ecosystems, admin });
   await app.register(retentionRoute, { runner: retention, admin });
   await app.register(gcRoute, { gc, totals: gcTotals, admin });

@@ -9,7 +9,6 @@ import { S3BlobStore } from './s3/blob-store.js';
 import { S3ChunkStore } from './s3/chunks.js';
 import { RecentReads } from './recent-reads.js';
 import { PeerCache } from './peers/peer-cache.js';
-import { peerSigningKey } from './peers/invalidation.js';
 import { SharedStages } from './shared-stages.js';
 import { ScratchBudget } from './scratch-budget.js';
 import { connectS3, presigningClient, type ConnectOptions } from './s3/connect.js';
@@ -119,7 +118,6 @@ export async function openStores(cfg: StorageConfig, opts: OpenOptions): Promise
     const peers = cfg.peerCache
       ? await PeerCache.open(store, {
           host: opts.peerRole === 'serve' ? cfg.peerCache.host : null,
-          signingKey: peerSigningKey(cfg.secretKey?.reveal() ?? '', `${cfg.endpoint ?? ''}/${cfg.bucket ?? ''}/${cfg.prefix}`),
           ...(opts.onPeerError ? { onError: opts.onPeerError } : {}),
           onRemoved: (url) =>
             opts.onPeerError?.(new Error(`another process could not reach this one's listener at ${url} and removed it from the members (it joined again): check that the processes reach each other at [storage] peer_host`)),

@@ -53,6 +53,8 @@ export async function gcCommand(config: Config, modules: readonly EcosystemModul
       return EX_TEMPFAIL;
     }
     throw err;
+  } finally {
+    await stores.close();
   }
 }
 

@@ -32,6 +32,7 @@ export async function retentionCommand(config: Config, dryRun: boolean): Promise
     await app.close();
     await Promise.all(running.map((e) => e.close?.()));
     await events.close();
+    await stores.close();
   }
 }
 

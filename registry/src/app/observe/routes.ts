@@ -31,6 +31,8 @@ export interface ObserveOptions {
   usage: StatusSources['usage'];
   /** This process's scratch budget (storage/scratch-budget.ts). */
   scratch: StatusSources['scratch'];
+  /** `[storage] peer_cache` of this process, or null. */
+  peerCache: StatusSources['peerCache'];
 }
 
 function queryOf(request: FastifyRequest): URLSearchParams {
@@ -63,6 +65,7 @@ export async function observeRoutes(app: FastifyInstance, opts: ObserveOptions):
         startedAt,
         usage: opts.usage,
         scratch: opts.scratch,
+        peerCache: opts.peerCache,
       },
       query,
     );

@@ -50,6 +50,8 @@ export interface StatusSources {
   usage: Pick<UsageLedger, 'usage' | 'total' | 'countedAt' | 'lastCollection'>;
   /** What this process's staged writes hold of its scratch budget (storage/scratch-budget.ts). */
   scratch: Pick<ScratchBudget, 'limitBytes' | 'used' | 'waiting' | 'refused'>;
+  /** `[storage] peer_cache` in the process that answered (storage/peers/); null when off. */
+  peerCache: { status(): { serving: boolean; members: number; removed: number } } | null;
 }
 
 export interface StatusQuery {
@@ -238,7 +240,12 @@ export async function buildStatus(src: StatusSources, query: StatusQuery, now = 
     version: VERSION,
     // Which replica answered: in Kubernetes the pod name.
     instance: hostname(),
-    storage: { backend: src.storageBackend, ...(src.storageRedirect ? { redirect: true } : {}), scratch: scratchFields(src.scratch) },
+    storage: {
+      backend: src.storageBackend,
+      ...(src.storageRedirect ? { redirect: true } : {}),
+      scratch: scratchFields(src.scratch),
+      ...(src.peerCache ? { peer_cache: src.peerCache.status() } : {}),
+    },
     serial: summaries.reduce((sum, s) => sum + (s?.serial ?? 0), 0),
     started_at: src.startedAt.toISOString(),
     uptime_secs: Math.max(0, Math.floor((now.getTime() - src.startedAt.getTime()) / 1000)),

@@ -3,14 +3,14 @@
  * (`POST /invalidate`, a JSON `{ "keys": [...] }`), which drops its copies of them and answers 204.
  *
  * The listener is reached only by the other processes of the registry, but any tenant on the
- * network could find it: a request must carry the HMAC-SHA256 of its body under a key derived
- * from the store's secret key (every process that shares the bucket has it, nobody else does), the
- * body is bounded, and a client that holds a connection without sending is cut. A forged request
+ * network could find it: a request must carry the HMAC-SHA256 of its body under a key kept in the
+ * shared store (every process that shares the bucket reads it, nobody else can), the body is bounded, and a client that holds a connection without sending is cut. A forged request
  * could only make a member read the store again; it never reveals anything.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ConflictError, type MetaStore } from '../types.js';
 
 const SIGNATURE_HEADER = 'x-velodex-peer-signature';
 /** Keys of one write fit many times over. */
@@ -18,9 +18,27 @@ const MAX_BODY_BYTES = 64 * 1024;
 /** A request that has not arrived whole by then is cut. */
 const REQUEST_TIMEOUT_MS = 5_000;
 
-/** The key both ends sign with: derived from the store's secret, so it is never the secret itself. */
-export function peerSigningKey(storeSecret: string, scope: string): Buffer {
-  return createHmac('sha256', storeSecret).update(`velodex peer cache\n${scope}`).digest();
+/** Where the key both ends sign with lives: in the shared store, made by the first process that needs it. */
+const KEY_DOC = 'peers/key';
+
+/**
+ * The signing key of the processes that share the store: read from it, or made (32 random bytes)
+ * by the first one. Whoever reads the bucket may read it; nobody else can. Unlike a key derived
+ * from the store's credentials, it stays the same when those are rotated, so processes with old
+ * and new credentials still accept each other's invalidations.
+ */
+export async function sharedPeerKey(meta: MetaStore): Promise<Buffer> {
+  const found = await meta.get<{ key: string }>(KEY_DOC);
+  if (found) return Buffer.from(found.doc.key, 'base64');
+  try {
+    await meta.put(KEY_DOC, { key: randomBytes(32).toString('base64') }, null);
+  } catch (err) {
+    // Another process made it first: theirs is the key.
+    if (!(err instanceof ConflictError)) throw err;
+  }
+  const made = await meta.get<{ key: string }>(KEY_DOC);
+  if (!made) throw new Error(`the peer cache's key ${KEY_DOC} vanished from the store as it was made`);
+  return Buffer.from(made.doc.key, 'base64');
 }
 
 function sign(key: Buffer, body: Buffer): string {

@@ -84,6 +84,7 @@ export class Membership {
   #refreshing: Promise<Snapshot> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  #removed = 0;
   readonly timing: PeerTiming;
   private readonly now: () => number;
   private readonly onError: (err: unknown) => void;
@@ -122,6 +123,11 @@ export class Membership {
   /** Bumped by every join: copies kept in an earlier epoch are never served. */
   get epoch(): number {
     return this.#epoch;
+  }
+
+  /** For `/+status`: what the last read of the document named, and how often this process was removed. */
+  status(): { serving: boolean; members: number; removed: number } {
+    return { serving: this.canServe(), members: this.#snapshot?.peers.length ?? 0, removed: this.#removed };
   }
 
   /** Whether this process may answer a read from its copies now. */
@@ -164,6 +170,7 @@ export class Membership {
     if (this.#id !== lost) return;
     this.#id = null;
     this.#validUntil = Number.NEGATIVE_INFINITY;
+    this.#removed++;
     if (this.url !== null) this.onRemoved(this.url);
     await this.#join();
   }

@@ -20,22 +20,31 @@
  */
 import type { MetaStore, ReadOptions, Versioned } from '../types.js';
 import { ConflictError } from '../types.js';
-import { InvalidationSender, listenForInvalidations, type InvalidationListener } from './invalidation.js';
+import { InvalidationSender, listenForInvalidations, sharedPeerKey, type InvalidationListener } from './invalidation.js';
 import { Membership, PEER_TIMING, type PeerTiming } from './members.js';
 
 /** Documents kept at once. */
 const MAX_COPIES = 16_384;
 
+/**
+ * A copy older than this is read again, though no write dropped it. Not needed when every process
+ * that writes runs with the setting; a safety net when one does not (a pod of the previous release
+ * during a roll, a command run without it), whose writes drop nobody's copies: they are then
+ * served at most this long.
+ */
+export const MAX_COPY_AGE_MS = 60_000;
+
 interface Copy {
   found: Versioned<unknown> | null;
   epoch: number;
+  readAt: number;
 }
 
 export interface PeerCacheOptions {
   /** The address other processes reach this one's listener at; null for a process that only writes. */
   host: string | null;
-  /** The key requests are signed with (`peerSigningKey`). */
-  signingKey: Buffer;
+  /** The key requests are signed with; by default the store's own (`sharedPeerKey`). */
+  signingKey?: Buffer;
   timing?: PeerTiming;
   /** A failed background read of the members document (the next one tries again). */
   onError?: (err: unknown) => void;
@@ -56,6 +65,8 @@ export class PeerCache implements MetaStore {
     readonly membership: Membership,
     signingKey: Buffer,
     private readonly listener: InvalidationListener | null,
+    private readonly now: () => number,
+    private readonly onError: (err: unknown) => void,
   ) {
     this.#sender = new InvalidationSender(signingKey, membership.timing.invalidateTimeoutMs);
   }
@@ -63,10 +74,11 @@ export class PeerCache implements MetaStore {
   /** Starts the listener (a serving process), joins the members and begins reading the document. */
   static async open(inner: MetaStore, o: PeerCacheOptions): Promise<PeerCache> {
     const timing = o.timing ?? PEER_TIMING;
+    const signingKey = o.signingKey ?? (await sharedPeerKey(inner));
     let cache: PeerCache | null = null;
-    const listener = o.host === null ? null : await listenForInvalidations(o.host, o.signingKey, (keys) => cache?.drop(keys));
+    const listener = o.host === null ? null : await listenForInvalidations(o.host, signingKey, (keys) => cache?.drop(keys));
     const membership = new Membership(inner, listener?.url ?? null, { timing, ...(o.now ? { now: o.now } : {}), ...(o.onError ? { onError: o.onError } : {}), ...(o.onRemoved ? { onRemoved: o.onRemoved } : {}) });
-    cache = new PeerCache(inner, membership, o.signingKey, listener);
+    cache = new PeerCache(inner, membership, signingKey, listener, o.now ?? (() => performance.now()), o.onError ?? (() => undefined));
     try {
       await membership.start();
     } catch (err) {
@@ -82,11 +94,12 @@ export class PeerCache implements MetaStore {
     const epoch = this.membership.epoch;
     if (serving && opts?.recent) {
       const copy = this.#copies.get(key);
-      if (copy && copy.epoch === epoch) return copy.found as Versioned<T> | null;
+      if (copy && copy.epoch === epoch && this.now() - copy.readAt < MAX_COPY_AGE_MS) return copy.found as Versioned<T> | null;
     }
     const dropsBefore = this.#drops;
+    const readAt = this.now();
     const found = await this.inner.get<T>(key);
-    if (serving && this.#drops === dropsBefore && this.membership.epoch === epoch) this.#keep(key, { found, epoch });
+    if (serving && this.#drops === dropsBefore && this.membership.epoch === epoch) this.#keep(key, { found, epoch, readAt });
     return found;
   }
 
@@ -143,6 +156,9 @@ export class PeerCache implements MetaStore {
       ),
     );
     if (failed.length === 0) return;
+    for (const peer of others.filter((p) => failed.includes(p.id))) {
+      this.onError(new Error(`could not reach the listener of another process at ${peer.url}: removed it from the members; this write waits ${this.membership.leaseWaitMs} ms for its lease to end`));
+    }
     await Promise.all(failed.map((id) => this.membership.remove(id)));
     await new Promise((resolve) => setTimeout(resolve, this.membership.leaseWaitMs));
   }
