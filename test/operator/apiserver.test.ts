@@ -86,8 +86,9 @@ const secretYaml = (name: string, data: Record<string, string>, optIn = true) =>
   `apiVersion: v1\nkind: Secret\nmetadata:\n  name: ${name}\n  namespace: ${NS}\n${optIn ? `  labels: { ${OPT_IN}: "true" }\n` : ''}stringData:\n${Object.entries(data)
     .map(([k, v]) => `  ${k}: ${JSON.stringify(v)}\n`)
     .join('')}`;
-const registryYaml = (name: string, extra = '') =>
-  `apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n${extra}  storage:\n    endpoint: http://minio.storage.svc:9000\n    bucket: velodex\n    credentialsSecretRef: { name: s3 }\n`;
+/** `extra`: fields of the spec; `storage`: more fields of spec.storage, indented by four. */
+const registryYaml = (name: string, extra = '', storage = '') =>
+  `apiVersion: velodex.dev/v1alpha1\nkind: PackageRegistry\nmetadata:\n  name: ${name}\n  namespace: ${NS}\nspec:\n${extra}  storage:\n    endpoint: http://minio.storage.svc:9000\n    bucket: velodex\n    credentialsSecretRef: { name: s3 }\n${storage}`;
 
 beforeAll(async () => {
   api = await startKubeApi({ auditSecrets: true });
@@ -253,6 +254,18 @@ describe('the CRDs at kubectl apply time', () => {
     await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('exposed', '  tls: { secretName: registry-cert, certManager: { issuerRef: { name: corp-ca } } }\n  gatewayRoute: { host: registry.example.com, parentRefs: [{ name: edge }] }\n'));
   });
 
+  it('refuses storage.peerCache beside readCacheMs, saying which to remove, and accepts either alone (readCacheMs 0 is off)', async () => {
+    const both = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('peers', '', '    peerCache: true\n    readCacheMs: 2000\n'), true);
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain('spec.storage.peerCache cannot be combined with spec.storage.readCacheMs: remove readCacheMs');
+    const notBoolean = await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('peers', '', '    peerCache: sometimes\n'), true);
+    expect(notBoolean.code).not.toBe(0);
+    expect(notBoolean.stderr).toContain('spec.storage.peerCache');
+    for (const storage of ['    peerCache: true\n', '    readCacheMs: 2000\n', '    peerCache: true\n    readCacheMs: 0\n', '    peerCache: false\n    readCacheMs: 2000\n']) {
+      await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('peers', '', storage));
+    }
+  });
+
   it('accepts gc settings on a registry: every field, or only some, durations with units or in seconds', async () => {
     await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: true, every: 6h, grace: 2d, lease: 90s, evictEvery: 30s, cpuShare: 0.25 }\n'));
     await kubectl(['apply', '--dry-run=server', '-f', '-'], registryYaml('collected', '  gc: { enabled: false, grace: "172800" }\n'));
@@ -369,6 +382,31 @@ describe('the operator', () => {
       return left === '' ? true : undefined;
     });
     await kubectl(['delete', 'packageregistry', 'scaled', '-n', NS]);
+  });
+
+  it("with storage.peerCache, tells the pods their IP as VELODEX_PEER_HOST and opens the NetworkPolicy between them on any TCP port; both go when it is off", async () => {
+    type Env = { name: string; value?: string; valueFrom?: unknown }[];
+    type Rules = { ingress: unknown[]; egress: unknown[] };
+    const networkPolicy = '  networkPolicy: { from: [{ podSelector: { matchLabels: { role: builder } } }], egress: [{ ipBlock: { cidr: 10.0.0.0/8 } }] }\n';
+    await kubectl(['apply', '-f', '-'], registryYaml('peers', networkPolicy, '    peerCache: true\n'));
+    const ownPods = [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': 'peers' } } }];
+    const builders = { from: [{ podSelector: { matchLabels: { role: 'builder' } } }], ports: [{ protocol: 'TCP', port: 'http' }] };
+    const dns = { to: [{ namespaceSelector: {} }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] };
+    const policy = await until('the NetworkPolicy', () => json<{ spec: Rules }>(['get', 'networkpolicy', 'peers', '-n', NS]).catch(() => undefined));
+    expect(policy.spec.ingress).toEqual([builders, { from: ownPods, ports: [{ protocol: 'TCP' }] }]);
+    expect(policy.spec.egress).toEqual([dns, { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }, { to: ownPods, ports: [{ protocol: 'TCP' }] }]);
+    const envOf = async () => (await json<{ spec: { template: { spec: { containers: { env: Env }[] } } } }>(['get', 'deployment', 'peers', '-n', NS])).spec.template.spec.containers[0]?.env ?? [];
+    expect(await envOf()).toContainEqual({ name: 'VELODEX_PEER_HOST', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } });
+    expect((await kubectl(['get', 'configmap', 'peers-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout).toContain('peer_cache = true');
+    await kubectl(['patch', 'packageregistry', 'peers', '-n', NS, '--type=merge', '-p', '{"spec":{"storage":{"peerCache":false}}}']);
+    const closed = await until('the rule between the pods gone', async () => {
+      const p = await json<{ spec: Rules }>(['get', 'networkpolicy', 'peers', '-n', NS]);
+      return p.spec.ingress.length === 1 ? p : undefined;
+    });
+    expect(closed.spec).toMatchObject({ ingress: [builders], egress: [dns, { to: [{ ipBlock: { cidr: '10.0.0.0/8' } }] }] });
+    expect((await envOf()).map((e) => e.name)).not.toContain('VELODEX_PEER_HOST');
+    expect((await kubectl(['get', 'configmap', 'peers-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout).not.toContain('peer_cache');
+    await kubectl(['delete', 'packageregistry', 'peers', '-n', NS]);
   });
 
   it('refuses an Ingress host that is not a lowercase DNS name at apply time', async () => {

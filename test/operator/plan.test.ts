@@ -135,6 +135,17 @@ describe('planNamespace', () => {
     expect(planIssued({ 'tls.crt': 'c', 'tls.key': 'k' }).registries.get('default')?.refusal).toBeUndefined();
   });
 
+  it('refuses a registry with both peerCache and readCacheMs (a CRD older than its rule lets them through) with the check\'s advice, and serves either alone', () => {
+    const hosted = index('h6', { route: 'x/h6', ecosystem: 'python', role: 'hosted' });
+    const withStorage = (over: Partial<PackageRegistry['spec']['storage']>): PackageRegistry => ({ ...registry('default'), spec: { storage: { ...registry('default').spec.storage, ...over } } });
+    const plan = planNamespace([withStorage({ peerCache: true, readCacheMs: 2000 })], [hosted], input());
+    expect(plan.registries.get('default')?.config).toBeNull();
+    expect(plan.refused.get('h6')).toMatchObject({ reason: 'InvalidSpec', message: expect.stringContaining('cannot be combined with read_cache_ms') as unknown });
+    for (const over of [{ peerCache: true }, { readCacheMs: 2000 }, { peerCache: true, readCacheMs: 0 }, { peerCache: false, readCacheMs: 2000 }]) {
+      expect(planNamespace([withStorage(over)], [hosted], input()).registries.get('default')?.refusal, JSON.stringify(over)).toBeUndefined();
+    }
+  });
+
   it("runs only the platform's images: the default, or one matching an allowed pattern", () => {
     const hosted = index('h4', { route: 'x/h4', ecosystem: 'python', role: 'hosted' });
     const withImage = (image?: string): PackageRegistry => ({ ...registry('default'), spec: { ...registry('default').spec, ...(image ? { image } : {}) } });

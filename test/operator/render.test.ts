@@ -578,4 +578,79 @@ describe('registry config rendering', () => {
       expect(optionalObjects(inside).filter((o) => o.wanted).map((o) => o.kind)).toEqual(['Certificate']);
     });
   });
+
+  describe('spec.storage.peerCache', () => {
+    const { readCacheMs: _readCache, ...storage } = registry.spec.storage;
+    type Container = { env: Record<string, unknown>[] };
+    type Policy = { spec: { ingress: unknown[]; egress: unknown[] } };
+    const withStorage = (over: Partial<PackageRegistry['spec']['storage']>, spec: Partial<PackageRegistry['spec']> = {}): PackageRegistry => ({
+      ...registry,
+      metadata: { ...registry.metadata, uid: 'u' },
+      spec: { ...registry.spec, ...spec, storage: { ...storage, ...over } },
+    });
+    const render = (r: PackageRegistry) => {
+      const objects = renderObjects(r, renderRegistryConfig(r, indexes), new Map(), { defaultImage: 'velodex:test' });
+      const deployment = objects.find((o) => o.kind === 'Deployment') as unknown as { spec: { template: { spec: { containers: Container[] } } } };
+      return { env: deployment.spec.template.spec.containers[0]?.env, policy: objects.find((o) => o.kind === 'NetworkPolicy') as unknown as Policy | undefined };
+    };
+    const ownPods = [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': 'default' } } }];
+    const dns = { to: [{ namespaceSelector: {} }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] };
+    const PEER_HOST = { name: 'VELODEX_PEER_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } };
+
+    it('renders peer_cache = true, which the registry reads as on', () => {
+      const rendered = renderRegistryConfig(withStorage({ peerCache: true }), indexes);
+      expect((parse(rendered.toml).storage as Record<string, unknown>).peer_cache).toBe(true);
+      // peer_host stays out: the pod's env names its address (below).
+      expect(rendered.toml).not.toContain('peer_host');
+      expect(parsed(rendered).storage.peerCache).toBeDefined();
+    });
+
+    it('renders no peer_cache key when off or absent', () => {
+      for (const over of [{}, { peerCache: false }]) {
+        const rendered = renderRegistryConfig(withStorage(over), indexes);
+        expect(rendered.toml).not.toContain('peer_cache');
+        expect(parsed(rendered).storage.peerCache).toBeUndefined();
+      }
+    });
+
+    it("is refused with readCacheMs by the registry's own check too (a CRD installed before its rule lets both through)", () => {
+      const rendered = renderRegistryConfig(withStorage({ peerCache: true, readCacheMs: 2000 }), indexes);
+      expect(() => parsed(rendered)).toThrow(/storage\.peer_cache.*cannot be combined with read_cache_ms/);
+      // 0 is off: no conflict, as the CRD's rule says.
+      expect(parsed(renderRegistryConfig(withStorage({ peerCache: true, readCacheMs: 0 }), indexes)).storage.peerCache).toBeDefined();
+    });
+
+    it("gives the pods VELODEX_PEER_HOST from their own IP (the downward API), only when on", () => {
+      expect(render(withStorage({ peerCache: true })).env).toEqual([{ name: 'TMPDIR', value: '/var/lib/velodex/tmp' }, PEER_HOST]);
+      for (const over of [{}, { peerCache: false }]) expect(render(withStorage(over)).env).toEqual([{ name: 'TMPDIR', value: '/var/lib/velodex/tmp' }]);
+    });
+
+    it("lets the registry's own pods reach each other on any TCP port through spec.networkPolicy, both ways", () => {
+      const networkPolicy = { from: [{ namespaceSelector: { matchLabels: { team: 'builds' } } }], egress: [{ ipBlock: { cidr: '10.0.0.0/8' } }] };
+      expect(render(withStorage({ peerCache: true }, { networkPolicy })).policy?.spec).toMatchObject({
+        ingress: [
+          { from: networkPolicy.from, ports: [{ protocol: 'TCP', port: 'http' }] },
+          { from: ownPods, ports: [{ protocol: 'TCP' }] },
+        ],
+        egress: [dns, { to: networkPolicy.egress }, { to: ownPods, ports: [{ protocol: 'TCP' }] }],
+      });
+      // Egress left open by the spec stays open; clients from every namespace by default, and the pods.
+      expect(render(withStorage({ peerCache: true }, { networkPolicy: {} })).policy?.spec).toMatchObject({
+        ingress: [
+          { from: [{ namespaceSelector: {} }], ports: [{ protocol: 'TCP', port: 'http' }] },
+          { from: ownPods, ports: [{ protocol: 'TCP' }] },
+        ],
+        egress: [{}],
+      });
+      // Off: the registry port only, and egress as the spec says.
+      for (const over of [{}, { peerCache: false }]) {
+        expect(render(withStorage(over, { networkPolicy })).policy?.spec).toMatchObject({
+          ingress: [{ from: networkPolicy.from, ports: [{ protocol: 'TCP', port: 'http' }] }],
+          egress: [dns, { to: networkPolicy.egress }],
+        });
+      }
+      // No NetworkPolicy unless the spec asks for one.
+      expect(render(withStorage({ peerCache: true })).policy).toBeUndefined();
+    });
+  });
 });

@@ -67,6 +67,12 @@ export function labelsOf(registry: PackageRegistry): Record<string, string> {
   };
 }
 
+/**
+ * `[storage] peer_cache`: each process's invalidation listener binds the pod's own IP, where the
+ * other pods reach it (the registry's default, 127.0.0.1, is reachable from its own pod only).
+ */
+const PEER_HOST_ENV = { name: 'VELODEX_PEER_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } };
+
 /** Pods of a registry are selected by these (a subset of `labelsOf`, which never changes). */
 export function selectorOf(registry: PackageRegistry): Record<string, string> {
   return { [NAME_LABEL]: 'velodex', [INSTANCE_LABEL]: registry.metadata.name };
@@ -169,7 +175,7 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
               ...(spec.imagePullPolicy ? { imagePullPolicy: spec.imagePullPolicy } : {}),
               args: ['serve', '--config', `${CONFIG_DIR}/${CONFIG_KEY}`],
               ports: [{ name: port, containerPort: REGISTRY_PORT, protocol: 'TCP' }],
-              env: [{ name: 'TMPDIR', value: `${DATA_DIR}/tmp` }],
+              env: [{ name: 'TMPDIR', value: `${DATA_DIR}/tmp` }, ...(spec.storage.peerCache ? [PEER_HOST_ENV] : [])],
               lifecycle: { preStop: { sleep: { seconds: 5 } } },
               readinessProbe: probe('/healthz', 2),
               livenessProbe: { ...probe('/healthz', 10), failureThreshold: 6 },
@@ -202,7 +208,7 @@ export function renderObjects(registry: PackageRegistry, config: RenderedConfig,
   };
   const objects: ApplyObject[] = [configMap, serviceAccount, deployment, service, pdb];
   if (spec.autoscaling) objects.push(autoscaler(registry, spec.autoscaling));
-  if (spec.networkPolicy) objects.push(networkPolicy(registry, spec.networkPolicy, port));
+  if (spec.networkPolicy) objects.push(networkPolicy(registry, spec.networkPolicy, port, spec.storage.peerCache === true));
   if (spec.ingress) objects.push(ingress(registry, spec.ingress, port));
   return objects;
 }
@@ -236,16 +242,23 @@ function autoscaler(registry: PackageRegistry, a: RegistryAutoscaling): ApplyObj
 /**
  * Ingress to the registry port from `from` (default: every pod of the cluster); egress to DNS and
  * to `egress` (default: anywhere, since the object store and the upstreams may be outside).
+ *
+ * With `peerCache` the registry's own pods may also reach each other on any TCP port, both ways:
+ * each process's invalidation listener takes a free port, and a write that cannot reach a pod
+ * waits out that pod's lease (storage/peers/members.ts), so a blocked pod would slow every write.
  */
-function networkPolicy(registry: PackageRegistry, p: RegistryNetworkPolicy, port: string): ApplyObject {
+function networkPolicy(registry: PackageRegistry, p: RegistryNetworkPolicy, port: string, peerCache: boolean): ApplyObject {
   const dns = { to: [{ namespaceSelector: {} }], ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }] };
+  const ownPods = [{ podSelector: { matchLabels: selectorOf(registry) } }];
+  const anyTcp = [{ protocol: 'TCP' }];
+  const egress = p.egress ? [dns, { to: p.egress }, ...(peerCache ? [{ to: ownPods, ports: anyTcp }] : [])] : [{}];
   return {
     ...owned(registry, 'NetworkPolicy', 'networking.k8s.io/v1', registry.metadata.name),
     spec: {
       podSelector: { matchLabels: selectorOf(registry) },
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ from: p.from ?? [{ namespaceSelector: {} }], ports: [{ protocol: 'TCP', port }] }],
-      egress: p.egress ? [dns, { to: p.egress }] : [{}],
+      ingress: [{ from: p.from ?? [{ namespaceSelector: {} }], ports: [{ protocol: 'TCP', port }] }, ...(peerCache ? [{ from: ownPods, ports: anyTcp }] : [])],
+      egress,
     },
   };
 }

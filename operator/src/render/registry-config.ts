@@ -118,6 +118,8 @@ export function renderRegistryConfig(registry: PackageRegistry, indexes: readonl
           }
         : {}),
       ...(storage.readCacheMs ? { read_cache_ms: storage.readCacheMs } : {}),
+      // The listener's address is the pod's IP, from the env (VELODEX_PEER_HOST, objects.ts), not peer_host.
+      ...(storage.peerCache ? { peer_cache: true } : {}),
       ...(storage.responseTimeoutSeconds !== undefined ? { response_timeout_secs: storage.responseTimeoutSeconds } : {}),
       ...(storage.idleTimeoutSeconds !== undefined ? { idle_timeout_secs: storage.idleTimeoutSeconds } : {}),
     },

@@ -262,6 +262,13 @@ export interface PackageRegistrySpec {
     redirect?: { minSize?: number; ttlSeconds?: number; endpoint?: string };
     /** `[storage] read_cache_ms`: how stale a request read may be, in ms; absent or 0: off. */
     readCacheMs?: number;
+    /**
+     * `[storage] peer_cache`: each pod keeps the documents its requests read in memory with no time
+     * bound, and every write drops the other pods' copies before it is acknowledged. The pods reach
+     * each other's listeners at their pod IP (`VELODEX_PEER_HOST`), on a port of their choosing.
+     * Not with `readCacheMs` (the CRD and the registry's config check both refuse it).
+     */
+    peerCache?: boolean;
     /** `[storage] response_timeout_secs`: how long a request waits for the object store's answer to begin (default 30). */
     responseTimeoutSeconds?: number;
     /** `[storage] idle_timeout_secs`: how long a body from the object store may send nothing while a pod waits for it (default 30). */
