@@ -37,11 +37,16 @@ export interface S3Bench {
   velodex: Server;
   /** A second velodex on the same prefix (the same data) with `[storage] read_cache_ms`. */
   readCached: Server;
+  /**
+   * A third with `[storage] peer_cache`. The data is written through `velodex` (without the
+   * setting) before this one reads any of it, so it holds no copy a write could have missed.
+   */
+  peerCached: Server;
   readCacheMs: number;
   workers: number;
   distribution?: Server;
-  /** Starts another velodex process on the same prefix, default settings, one worker (a replica). */
-  replica(name: string): Promise<Server>;
+  /** Starts another velodex process on the same prefix, one worker (a replica): default settings, or `peer_cache`. */
+  replica(name: string, peerCache?: boolean): Promise<Server>;
   stop(): Promise<void>;
 }
 
@@ -56,21 +61,22 @@ export interface S3BenchOptions {
  * `read_cache_ms`, one store), and the Distribution registry on another bucket.
  */
 export async function startS3Servers(work: string, logs: string, token: string, withDistribution: boolean, o: S3BenchOptions, progress: (m: string) => void): Promise<S3Bench> {
-  progress('starting MinIO, velodex on s3 (default reads, and read_cache_ms) and the Distribution registry on s3');
+  progress('starting MinIO, velodex on s3 (default reads, read_cache_ms, peer_cache) and the Distribution registry on s3');
   const minio = await startMinio();
   const started: Server[] = [];
   // Each process its own data dir (scratch files), all on one prefix; the fs velodex's upload
   // token, so one twine and crane login serve every one.
-  const onPrefix = async (name: string, workers: number, readCacheMs?: number) => {
+  const onPrefix = async (name: string, workers: number, reads: { readCacheMs?: number; peerCache?: boolean } = {}) => {
     const data = join(work, `velodex-s3-${name}`);
     mkdirSync(data);
     writeFileSync(join(data, 'upload-token'), `${token}\n`, { mode: 0o600 });
-    const server = await startVelodexBench(data, 'warn', join(logs, `velodex-s3-${name}.log`), [s3Storage(minio, { prefix: 'velodex', ...(readCacheMs ? { readCacheMs } : {}) })], workers);
+    const server = await startVelodexBench(data, 'warn', join(logs, `velodex-s3-${name}.log`), [s3Storage(minio, { prefix: 'velodex', ...reads })], workers);
     started.push(server);
     return server;
   };
   const velodex = await onPrefix('default', o.workers);
-  const readCached = await onPrefix('read-cache', o.workers, o.readCacheMs);
+  const readCached = await onPrefix('read-cache', o.workers, { readCacheMs: o.readCacheMs });
+  const peerCached = await onPrefix('peer-cache', o.workers, { peerCache: true });
   let distribution: Server | undefined;
   if (withDistribution) {
     const bucket = await minio.makeBucket('distribution');
@@ -80,10 +86,11 @@ export async function startS3Servers(work: string, logs: string, token: string, 
     minio,
     velodex,
     readCached,
+    peerCached,
     readCacheMs: o.readCacheMs,
     workers: o.workers,
     distribution,
-    replica: (name) => onPrefix(name, 1),
+    replica: (name, peerCache) => onPrefix(name, 1, peerCache ? { peerCache } : {}),
     async stop() {
       for (const server of started) await server.stop();
       await distribution?.stop();
@@ -147,20 +154,20 @@ async function costedRun(s: S3Scenario, target: Target, server: Server, minio: M
   };
 }
 
-/** Measures each scenario on velodex fs, velodex s3 and (OCI) the Distribution registry on s3. */
+/** Measures each scenario on velodex fs, velodex s3 (three ways) and (OCI) the Distribution registry on s3. */
 export async function measureS3(servers: S3Bench, fs: Server, scenarios: S3Scenario[], progress: (m: string) => void): Promise<string> {
   const cache = `read_cache_ms ${servers.readCacheMs}`;
   const lines = [
     `### s3 backend: velodex on MinIO vs velodex on fs, and vs the Distribution registry on the same MinIO (velodex: ${servers.workers} worker processes each)`,
     '',
-    `| scenario | velodex fs | velodex s3 | velodex s3, ${cache} | distribution s3 | velodex s3 / fs | velodex s3 / distribution s3 | ${cache}: / fs | ${cache}: / distribution s3 |`,
-    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
+    `| scenario | velodex fs | velodex s3 | velodex s3, peer_cache | velodex s3, ${cache} | distribution s3 | velodex s3 / distribution s3 | peer_cache / distribution s3 | peer_cache / fs | ${cache}: / fs |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   const costs = [
     `### what each request cost in CPU (the rows above): the server's processes, and MinIO for it; ms per request, or s per GiB for a download`,
     '',
-    `| scenario | velodex fs | velodex s3 + MinIO | velodex s3, ${cache} + MinIO | distribution s3 + MinIO | velodex s3 / distribution s3, server alone | the same, server + MinIO | cores busy (machine): fs; s3; ${cache}; distribution |`,
-    '|---|--:|--:|--:|--:|--:|--:|--:|',
+    `| scenario | velodex fs | velodex s3 + MinIO | velodex s3, peer_cache + MinIO | velodex s3, ${cache} + MinIO | distribution s3 + MinIO | velodex s3 / distribution s3, server + MinIO | peer_cache / distribution s3, server + MinIO | cores busy (machine): fs; s3; peer_cache; ${cache}; distribution |`,
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const s of scenarios) {
     const unit = s.byThroughput ? ' MiB/s' : ' req/s';
@@ -168,6 +175,8 @@ export async function measureS3(servers: S3Bench, fs: Server, scenarios: S3Scena
     const onFs = await costedRun(s, rebase(s.fs, fs.url), fs, undefined);
     progress(`${s.name}: velodex s3`);
     const s3 = await costedRun(s, rebase(s.fs, servers.velodex.url), servers.velodex, servers.minio);
+    progress(`${s.name}: velodex s3, peer_cache`);
+    const peer = await costedRun(s, rebase(s.fs, servers.peerCached.url), servers.peerCached, servers.minio);
     progress(`${s.name}: velodex s3, ${cache}`);
     const cached = await costedRun(s, rebase(s.fs, servers.readCached.url), servers.readCached, servers.minio);
     let dist: Costed | undefined;
@@ -175,22 +184,29 @@ export async function measureS3(servers: S3Bench, fs: Server, scenarios: S3Scena
       progress(`${s.name}: distribution s3`);
       dist = await costedRun(s, rebase(s.distribution, servers.distribution.url), servers.distribution, servers.minio);
     }
-    const fmt = (n: number) => `${Math.round(n).toLocaleString('en-US')}${unit}`;
+    const fmt = (c: Costed | undefined) => (c === undefined ? 'n/a' : `${Math.round(c.rate).toLocaleString('en-US')}${unit}`);
     const ratio = (a: number, b: number | undefined) => (b === undefined ? 'n/a' : `${(a / b).toFixed(2)}x`);
     lines.push(
-      `| ${s.name} | ${fmt(onFs.rate)} | ${fmt(s3.rate)} | ${fmt(cached.rate)} | ${dist === undefined ? 'n/a' : fmt(dist.rate)} | ${ratio(s3.rate, onFs.rate)} | ${ratio(s3.rate, dist?.rate)} | ${ratio(cached.rate, onFs.rate)} | ${ratio(cached.rate, dist?.rate)} |`,
+      `| ${s.name} | ${fmt(onFs)} | ${fmt(s3)} | ${fmt(peer)} | ${fmt(cached)} | ${fmt(dist)} | ${ratio(s3.rate, dist?.rate)} | ${ratio(peer.rate, dist?.rate)} | ${ratio(peer.rate, onFs.rate)} | ${ratio(cached.rate, onFs.rate)} |`,
     );
     const cpu = (n: number) => n.toFixed(s.byThroughput ? 2 : 3);
     const withStore = (c: Costed | undefined) => (c === undefined ? 'n/a' : `${cpu(c.serverCpu)} + ${c.storeCpu === undefined ? '?' : cpu(c.storeCpu)}`);
-    const total = (c: Costed) => c.serverCpu + (c.storeCpu ?? 0);
-    // Below 1: velodex spent less CPU per request than Distribution.
-    const costRatio = (a: number, b: number | undefined) => (b === undefined ? 'n/a' : `${(a / b).toFixed(2)}x`);
-    const busy = [onFs, s3, cached, dist].map((c) => (c === undefined ? 'n/a' : c.cores.toFixed(1))).join('; ');
+    const total = (c: Costed | undefined) => (c === undefined ? undefined : c.serverCpu + (c.storeCpu ?? 0));
+    const busy = [onFs, s3, peer, cached, dist].map((c) => (c === undefined ? 'n/a' : c.cores.toFixed(1))).join('; ');
+    // Below 1: velodex spent less CPU (with MinIO's for it) than Distribution for the same request.
     costs.push(
-      `| ${s.name} | ${cpu(onFs.serverCpu)} | ${withStore(s3)} | ${withStore(cached)} | ${withStore(dist)} | ${costRatio(s3.serverCpu, dist?.serverCpu)} | ${dist === undefined ? 'n/a' : costRatio(total(s3), total(dist))} | ${busy} of ${CORES} |`,
+      `| ${s.name} | ${cpu(onFs.serverCpu)} | ${withStore(s3)} | ${withStore(peer)} | ${withStore(cached)} | ${withStore(dist)} | ${ratio(total(s3)!, total(dist))} | ${ratio(total(peer)!, total(dist))} | ${busy} of ${CORES} |`,
     );
   }
-  lines.push('', ...costs, '', 'CPU ratios: below 1, velodex spent less CPU than the Distribution registry for the same request; read around the measured window only (after the warm-up).', '');
+  lines.push(
+    '',
+    'peer_cache: every process keeps what its requests read and every write drops the other processes\' copies before it is acknowledged (docs/storage.md); a write acknowledged anywhere is served everywhere on the next request, as with the default reads.',
+    '',
+    ...costs,
+    '',
+    'CPU ratios: below 1, velodex (with MinIO for it) spent less CPU than the Distribution registry (with MinIO for it) for the same request; read around the measured window only (after the warm-up).',
+    '',
+  );
   return lines.join('\n');
 }
 
@@ -278,38 +294,48 @@ export interface ReplicaTarget {
  * runs MinIO and wrk, the cores run out first: the row says how many were busy.
  */
 export async function measureReplicas(servers: S3Bench, targets: ReplicaTarget[], load: { duration: number; warmup: number }, progress: (m: string) => void): Promise<string> {
-  const replicas = [await servers.replica('replica-1'), await servers.replica('replica-2'), await servers.replica('replica-3')];
   const lines = [
-    '### many replicas: three velodex processes on one MinIO prefix against one (wrk, 9 connections in all; default reads, one worker each)',
+    '### many replicas: three velodex processes on one MinIO prefix against one (wrk, 9 connections in all; one worker each; default reads, then peer_cache)',
     '',
-    '| request | one process req/s | three processes req/s | three / one | cores busy (machine): one; three |',
-    '|---|--:|--:|--:|--:|',
+    '| request | reads | one process req/s | three processes req/s | three / one | cores busy (machine): one; three |',
+    '|---|---|--:|--:|--:|--:|',
   ];
-  try {
-    for (const { name, target } of targets) {
-      const on = (server: Server) => rebase(target, server.url).url;
-      const headers = target.headers ?? {};
-      progress(`${name}: one replica, then three`);
-      const [first] = replicas;
-      if (!first) throw new Error('no replica started');
-      if (load.warmup > 0) await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.warmup)));
-      const machineOne = machineTicks();
-      const one = await wrk(on(first), headers, 9, load.duration);
-      const coresOne = busyCores(machineOne, machineTicks(), CORES);
-      const machineThree = machineTicks();
-      const three = await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.duration)));
-      const coresThree = busyCores(machineThree, machineTicks(), CORES);
-      const total = three.reduce((sum, r) => sum + r.reqPerSec, 0);
-      const failed = one.failures + three.reduce((sum, r) => sum + r.failures, 0);
-      if (failed > 0) throw new Error(`${name}: ${failed} failed responses through the replicas`);
-      const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-      lines.push(`| ${name} | ${fmt(one.reqPerSec)} | ${fmt(total)} | ${(total / one.reqPerSec).toFixed(2)}x | ${coresOne.toFixed(2)}; ${coresThree.toFixed(2)} of ${CORES} |`);
+  for (const peerCache of [false, true]) {
+    const kind = peerCache ? 'peer_cache' : 'default';
+    const replicas = [await servers.replica(`${kind}-1`, peerCache), await servers.replica(`${kind}-2`, peerCache), await servers.replica(`${kind}-3`, peerCache)];
+    try {
+      lines.push(...(await replicaRows(kind, replicas, targets, load, progress)));
+    } finally {
+      for (const r of replicas) await r.stop();
     }
-  } finally {
-    for (const r of replicas) await r.stop();
   }
   lines.push('');
   return lines.join('\n');
+}
+
+/** The rows of one kind of replicas: every target on one, then on all three at once. */
+async function replicaRows(kind: string, replicas: Server[], targets: ReplicaTarget[], load: { duration: number; warmup: number }, progress: (m: string) => void): Promise<string[]> {
+  const lines: string[] = [];
+  for (const { name, target } of targets) {
+    const on = (server: Server) => rebase(target, server.url).url;
+    const headers = target.headers ?? {};
+    progress(`${name} (${kind}): one replica, then three`);
+    const [first] = replicas;
+    if (!first) throw new Error('no replica started');
+    if (load.warmup > 0) await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.warmup)));
+    const machineOne = machineTicks();
+    const one = await wrk(on(first), headers, 9, load.duration);
+    const coresOne = busyCores(machineOne, machineTicks(), CORES);
+    const machineThree = machineTicks();
+    const three = await Promise.all(replicas.map((r) => wrk(on(r), headers, 3, load.duration)));
+    const coresThree = busyCores(machineThree, machineTicks(), CORES);
+    const total = three.reduce((sum, r) => sum + r.reqPerSec, 0);
+    const failed = one.failures + three.reduce((sum, r) => sum + r.failures, 0);
+    if (failed > 0) throw new Error(`${name}: ${failed} failed responses through the replicas`);
+    const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+    lines.push(`| ${name} | ${kind} | ${fmt(one.reqPerSec)} | ${fmt(total)} | ${(total / one.reqPerSec).toFixed(2)}x | ${coresOne.toFixed(2)}; ${coresThree.toFixed(2)} of ${CORES} |`);
+  }
+  return lines;
 }
 
 /**
