@@ -9,22 +9,18 @@
  *   acknowledges a lease later; thawed, it serves the new tag on its first request and joins again.
  * - A replica that is killed is waited out once, then gone from the members document.
  */
-import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hosted, oci, s3Storage, toml } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
-import { buildImage, writeLayout } from '../support/oci-image.js';
-import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
 import { until } from '../support/until.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { buildProject } from '../python/fixtures/projects.js';
+import { hostOf, replicaClients } from './fixtures/replica-clients.js';
 import { PEER_TIMING, safetyMarginMs, type MembersDoc } from '../../registry/src/storage/peers/members.js';
 
 const TOKEN = 'peer-token';
 const PREFIX = 'peers';
-const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
 /** What a writer waits after removing a member it could not reach. */
 const LEASE_WAIT_MS = PEER_TIMING.leaseMs + safetyMarginMs(PEER_TIMING.leaseMs);
 
@@ -35,37 +31,17 @@ let work: string;
 
 const config = () => toml(s3Storage(minio, { prefix: PREFIX, peerCache: true }), hosted('py', { route: 'team/py', token: TOKEN }), oci.hosted('images', { route: 'team/images', token: TOKEN }));
 
-const hostOf = (v: Velodex) => `127.0.0.1:${v.port}`;
-
-function crane(args: string[]) {
-  return run(tool('crane'), [...args, '--insecure'], { env: { HOME: work, DOCKER_CONFIG: join(work, 'docker') }, timeoutMs: 120_000 });
-}
-
-/** Pushes a one-layer image as `tag` through `via`; returns its manifest digest. */
-async function pushImage(via: Velodex, tag: string, seed: string): Promise<string> {
-  const image = buildImage({ seed, layers: 1, bigFileSize: 2048 });
-  const layout = writeLayout(join(work, `layout-${seed}`), [{ tag, item: image }]);
-  await crane(['push', layout, `${hostOf(via)}/team/images/app:${tag}`]);
-  return image.manifest.descriptor.digest;
-}
+let clients: ReturnType<typeof replicaClients>;
+const crane = (args: string[]) => clients.crane(args);
+const pushImage = (via: Velodex, tag: string, seed: string) => clients.pushImage(via, tag, seed);
+const pageFiles = (via: Velodex, project: string) => clients.pageFiles(via, project);
+const upload = (via: Velodex, files: string[]) => clients.upload(via, files);
 
 /** The digest `via` serves for the tag, checked against the manifest bytes it serves. */
 async function servedDigest(via: Velodex, tag: string): Promise<string> {
-  const manifest = (await crane(['manifest', `${hostOf(via)}/team/images/app:${tag}`])).stdout;
-  const digest = (await crane(['digest', `${hostOf(via)}/team/images/app:${tag}`])).stdout.trim();
-  expect(`sha256:${createHash('sha256').update(manifest).digest('hex')}`).toBe(digest);
+  const { digest, hashed } = await clients.served(via, tag);
+  expect(hashed).toBe(digest);
   return digest;
-}
-
-async function pageFiles(via: Velodex, project: string): Promise<string[]> {
-  const res = await fetch(`${via.url}/team/py/simple/${project}/`, { headers: { accept: SIMPLE_JSON } });
-  if (res.status === 404) return [];
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { files: { filename: string }[] }).files.map((f) => f.filename).sort();
-}
-
-async function upload(via: Velodex, files: string[]): Promise<void> {
-  await run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${via.url}/team/py/`, '-u', '__token__', '-p', TOKEN, ...files], { env: { NO_COLOR: '1' } });
 }
 
 /** MinIO's own count of the object GETs it answered (its Prometheus endpoint). */
@@ -90,9 +66,10 @@ async function warmedUp(v: Velodex, path: string): Promise<void> {
 beforeAll(async () => {
   minio = await startMinio();
   work = tempDir('velodex-peer-replicas-');
+  clients = replicaClients(work, TOKEN);
   one = await startVelodex({ config: config(), env: { VELODEX_WORKERS: '2' } });
   two = await startVelodex({ config: config() });
-  for (const v of [one, two]) await run(tool('crane'), ['auth', 'login', hostOf(v), '-u', '__token__', '--password-stdin', '--insecure'], { env: { HOME: work, DOCKER_CONFIG: join(work, 'docker') }, input: TOKEN });
+  for (const v of [one, two]) await clients.login(v);
 });
 
 afterAll(async () => {

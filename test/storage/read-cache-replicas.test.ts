@@ -8,20 +8,15 @@
  *   then the last version read may be), and always as a whole version: the manifest served hashes
  *   to the digest served beside it, the page is one the store held.
  */
-import { createHash } from 'node:crypto';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hosted, oci, s3Storage, toml } from '../support/config.js';
 import { startMinio, type Minio } from '../support/minio.js';
-import { buildImage, writeLayout } from '../support/oci-image.js';
-import { tool } from '../support/paths.js';
-import { run } from '../support/run.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
 import { buildProject } from '../python/fixtures/projects.js';
+import { replicaClients } from './fixtures/replica-clients.js';
 
 const BOUND_MS = 4000;
 const TOKEN = 'replica-token';
-const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
 
 let minio: Minio;
 let near: Velodex;
@@ -36,39 +31,16 @@ function config(readCacheMs?: number): string {
   );
 }
 
-const hostOf = (v: Velodex) => `127.0.0.1:${v.port}`;
-
-function crane(args: string[]) {
-  return run(tool('crane'), [...args, '--insecure'], { env: { HOME: work, DOCKER_CONFIG: join(work, 'docker') }, timeoutMs: 120_000 });
-}
-
-/** Pushes a one-layer image as `tag` through `via`; returns its manifest digest. */
-async function pushImage(via: Velodex, tag: string, seed: string): Promise<string> {
-  const image = buildImage({ seed, layers: 1, bigFileSize: 2048 });
-  const layout = writeLayout(join(work, `layout-${seed}`), [{ tag, item: image }]);
-  await crane(['push', layout, `${hostOf(via)}/team/images/app:${tag}`]);
-  return image.manifest.descriptor.digest;
-}
+let clients: ReturnType<typeof replicaClients>;
+const pushImage = (via: Velodex, tag: string, seed: string) => clients.pushImage(via, tag, seed);
+const pageFiles = (via: Velodex, project: string) => clients.pageFiles(via, project);
+const upload = (via: Velodex, files: string[]) => clients.upload(via, files);
 
 /** The digest `via` serves for the tag, after checking the manifest bytes hash to it (never a torn answer). */
 async function servedDigest(via: Velodex, tag: string): Promise<string> {
-  const manifest = (await crane(['manifest', `${hostOf(via)}/team/images/app:${tag}`])).stdout;
-  const digest = (await crane(['digest', `${hostOf(via)}/team/images/app:${tag}`])).stdout.trim();
-  const hashed = `sha256:${createHash('sha256').update(manifest).digest('hex')}`;
+  const { digest, hashed } = await clients.served(via, tag);
   // Two requests: a change may land between them, and then both must still be whole versions.
   return hashed === digest ? digest : hashed;
-}
-
-async function pageFiles(via: Velodex, project: string): Promise<string[]> {
-  const res = await fetch(`${via.url}/team/py/simple/${project}/`, { headers: { accept: SIMPLE_JSON } });
-  if (res.status === 404) return [];
-  expect(res.status).toBe(200);
-  const page = (await res.json()) as { files: { filename: string }[] };
-  return page.files.map((f) => f.filename).sort();
-}
-
-async function upload(via: Velodex, files: string[]): Promise<void> {
-  await run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `${via.url}/team/py/`, '-u', '__token__', '-p', TOKEN, ...files], { env: { NO_COLOR: '1' } });
 }
 
 /** Polls `read` until it gives `want`; returns the ms it took from `since`. */
@@ -83,9 +55,10 @@ async function msUntil<T>(since: number, read: () => Promise<T>, want: T, limitM
 beforeAll(async () => {
   minio = await startMinio();
   work = tempDir('velodex-replicas-');
+  clients = replicaClients(work, TOKEN);
   near = await startVelodex({ config: config(BOUND_MS) });
   far = await startVelodex({ config: config() });
-  for (const v of [near, far]) await run(tool('crane'), ['auth', 'login', hostOf(v), '-u', '__token__', '--password-stdin', '--insecure'], { env: { HOME: work, DOCKER_CONFIG: join(work, 'docker') }, input: TOKEN });
+  for (const v of [near, far]) await clients.login(v);
 });
 
 afterAll(async () => {
@@ -113,7 +86,8 @@ describe('two replicas on one bucket', () => {
     const seen = await servedDigest(near, 'bounded');
     // Either whole version; the old one only while the copy read at `readAt` is younger than the bound.
     expect([first, second]).toContain(seen);
-    if (performance.now() - readAt < BOUND_MS - 500) expect(seen).toBe(first);
+    // (Each crane run takes its time on a loaded machine: the copy may be older than `readAt` by two of them.)
+    if (performance.now() - readAt < BOUND_MS - 2000) expect(seen).toBe(first);
     const took = await msUntil(movedAt, () => servedDigest(near, 'bounded'), second, BOUND_MS + 3000);
     expect(took).toBeLessThan(BOUND_MS + 1000);
     // Its own writes it serves at once.
