@@ -24,7 +24,7 @@ import { InvalidationSender, listenForInvalidations, sharedPeerKey, type Invalid
 import { Membership, PEER_TIMING, type PeerTiming } from './members.js';
 
 /** Documents kept at once. */
-const MAX_COPIES = 16_384;
+const MAX_COPIES = 4096;
 
 /**
  * A copy older than this is read again, though no write dropped it. Not needed when every process
@@ -123,7 +123,8 @@ export class PeerCache implements MetaStore {
 
   /** Leaves the members and closes the listener. */
   async close(): Promise<void> {
-    await this.membership.close();
+    // A store that is down now cannot stop the shutdown: writers then wait this process out once.
+    await this.membership.close().catch(this.onError);
     await this.listener?.close();
     this.#sender.close();
   }
