@@ -9,10 +9,11 @@
  */
 import fc from 'fast-check';
 import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { ProcessKeyLocks } from '../../registry/src/storage/key-locks.js';
-import { listenForInvalidations, sharedPeerKey } from '../../registry/src/storage/peers/invalidation.js';
+import { InvalidationSender, listenForInvalidations, sharedPeerKey } from '../../registry/src/storage/peers/invalidation.js';
 import { MEMBERS_KEY, safetyMarginMs, type MembersDoc, type PeerTiming } from '../../registry/src/storage/peers/members.js';
 import { MAX_COPY_AGE_MS, PeerCache } from '../../registry/src/storage/peers/peer-cache.js';
 import { REQUEST_READ, type MetaStore } from '../../registry/src/storage/types.js';
@@ -237,6 +238,37 @@ describe('the peer cache (peer_cache)', () => {
     const started = performance.now();
     await one.cache.put<Doc>('t/doc', { n: 1 });
     expect(performance.now() - started).toBeLessThan(one.cache.membership.leaseWaitMs);
+  });
+});
+
+describe('sending invalidations', () => {
+  it('sends again on a new connection when a kept-alive one was closed as it was reused, and fails on a connection that fails twice', async () => {
+    // A listener that answers the first request of each connection and resets the connection at its second.
+    const requests: number[] = [];
+    const server = createServer((socket) => {
+      let seen = 0;
+      socket.on('data', (chunk: Buffer) => {
+        if (!chunk.includes('POST /invalidate')) return;
+        seen++;
+        requests.push(seen);
+        if (seen === 1) socket.write('HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n');
+        else socket.resetAndDestroy();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const sender = new InvalidationSender(KEY, 1000);
+    try {
+      await sender.send(url, ['t/a']);
+      // The second goes out on the kept-alive connection, is reset, and goes again on a new one.
+      await sender.send(url, ['t/b']);
+      expect(requests).toEqual([1, 2, 1]);
+    } finally {
+      sender.close();
+      server.close();
+    }
+    // Nothing listens there any more: no retry helps, the send fails.
+    await expect(new InvalidationSender(KEY, 1000).send(url, ['t/c'])).rejects.toThrow();
   });
 });
 

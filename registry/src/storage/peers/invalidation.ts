@@ -15,6 +15,8 @@ import { ConflictError, type MetaStore } from '../types.js';
 const SIGNATURE_HEADER = 'x-velodex-peer-signature';
 /** Keys of one write fit many times over. */
 const MAX_BODY_BYTES = 64 * 1024;
+/** Connections the listener holds at once. */
+const MAX_CONNECTIONS = 512;
 /** A request that has not arrived whole by then is cut. */
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -55,6 +57,8 @@ export interface InvalidationListener {
 export async function listenForInvalidations(host: string, key: Buffer, drop: (keys: string[]) => void): Promise<InvalidationListener> {
   const server: Server = createServer((req, res) => answer(req, res, key, drop));
   server.requestTimeout = REQUEST_TIMEOUT_MS;
+  // The other processes keep a connection or a few each; nobody needs more.
+  server.maxConnections = MAX_CONNECTIONS;
   server.headersTimeout = REQUEST_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -117,6 +121,13 @@ function parseKeys(body: Buffer): string[] | null {
   }
 }
 
+class StaleConnectionError extends Error {
+  constructor(cause: Error) {
+    super(`a kept-alive connection was closed as it was reused: ${cause.message}`, { cause });
+    this.name = 'StaleConnectionError';
+  }
+}
+
 /** Sends invalidations: kept-alive connections to every member, each request bounded in time. */
 export class InvalidationSender {
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 8 });
@@ -126,9 +137,22 @@ export class InvalidationSender {
     private readonly timeoutMs: number,
   ) {}
 
-  /** Resolves once `url` acknowledged the drop of `keys`; rejects on any other outcome. */
-  send(url: string, keys: string[]): Promise<void> {
+  /**
+   * Resolves once `url` acknowledged the drop of `keys`; rejects on any other outcome. A kept-alive
+   * connection the listener closed as it was reused fails at once: that one is retried on a new
+   * connection (Node's advice for `reusedSocket`), since a failure here costs the write a lease.
+   */
+  async send(url: string, keys: string[]): Promise<void> {
     const body = Buffer.from(JSON.stringify({ keys }));
+    try {
+      await this.#post(url, body);
+    } catch (err) {
+      if (!(err instanceof StaleConnectionError)) throw err;
+      await this.#post(url, body);
+    }
+  }
+
+  #post(url: string, body: Buffer): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const req = request(
         `${url}/invalidate`,
@@ -149,7 +173,10 @@ export class InvalidationSender {
       deadline.unref();
       req.once('close', () => clearTimeout(deadline));
       req.once('timeout', () => req.destroy(new Error(`peer ${url} did not acknowledge within ${this.timeoutMs} ms`)));
-      req.once('error', reject);
+      req.once('error', (err: NodeJS.ErrnoException) => {
+        const stale = req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
+        reject(stale ? new StaleConnectionError(err) : err);
+      });
       req.end(body);
     });
   }
