@@ -79,7 +79,11 @@ export class FsMetaStore implements MetaStore {
         return null;
       }
     }
-    const fh = await unlessMissing(open(path, 'r'));
+    // A document never read is looked for in place first: most such reads on a cold pull are of
+    // documents not written yet (a new blob's holds), and a stat that finds no entry answers from
+    // the kernel's caches at once, where an open through the thread pool costs a hop to fail.
+    // One that is there is opened as before (the stamp comes from the open handle).
+    const fh = statSync(path, { throwIfNoEntry: false }) ? await unlessMissing(open(path, 'r')) : null;
     if (!fh) {
       this.#remember(key, { stamp: MISSING, doc: null, version: '' });
       return null;
