@@ -79,7 +79,11 @@ export class FsMetaStore implements MetaStore {
         return null;
       }
     }
-    const fh = await unlessMissing(open(path, 'r'));
+    // A document never read is looked for in place first: most such reads on a cold pull are of
+    // documents not written yet (a new blob's holds), and a stat that finds no entry answers from
+    // the kernel's caches at once, where an open through the thread pool costs a hop to fail.
+    // One that is there is opened as before (the stamp comes from the open handle).
+    const fh = statSync(path, { throwIfNoEntry: false }) ? await unlessMissing(open(path, 'r')) : null;
     if (!fh) {
       this.#remember(key, { stamp: MISSING, doc: null, version: '' });
       return null;
@@ -109,6 +113,22 @@ export class FsMetaStore implements MetaStore {
     return (await this.#read(key))?.version ?? null;
   }
 
+  /**
+   * Remembers the document this process has just renamed into place, so the next read of it (a
+   * tag map read back by the request that wrote it, the holds a pull checks) costs one stat
+   * rather than an open, a read and a parse. Called under the key's lock: no writer sharing it
+   * can have moved the file since the rename, so the stamp taken now is the written file's. The
+   * cached document is parsed from the text written, never the caller's object (which it may
+   * still change, and which a cached document's freezing would freeze). A document too large
+   * to cache, or a stat that fails, leaves the cache without it (the next read opens the file).
+   */
+  #rememberWritten(key: string, path: string, text: string, version: string): void {
+    this.#parsed.delete(key);
+    if (text.length > MAX_CACHED_DOC_BYTES) return;
+    const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+    if (st) this.#remember(key, { stamp: stampOf(st), doc: deepFreeze(JSON.parse(text) as unknown), version });
+  }
+
   #remember(key: string, entry: { stamp: string; doc: unknown; version: string }): void {
     this.#parsed.delete(key);
     this.#parsed.set(key, entry);
@@ -131,7 +151,9 @@ export class FsMetaStore implements MetaStore {
         throw err;
       }
       await fsyncPath(dir);
-      return versionOf(text);
+      const version = versionOf(text);
+      this.#rememberWritten(key, path, text, version);
+      return version;
     });
   }
 
