@@ -21,6 +21,9 @@ RUN if [ -n "$VELODEX_REVISION" ]; then node -e 'const fs = require("fs"); const
 
 FROM node:20.20.2-bookworm-slim
 ENV NODE_ENV=production
+# glibc's malloc keeps up to 32 MiB of freed memory instead of faulting it in again for every
+# streamed body (registry/src/workers/allocator-env.ts; keep the two alike).
+ENV GLIBC_TUNABLES=glibc.malloc.trim_threshold=33554432
 WORKDIR /app
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules

@@ -23,6 +23,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { imageArchive, layer, tree, type Entry } from './oci-archive.js';
 import { imageVersion, withVersion } from './version.js';
+import { MALLOC_TUNABLES } from '../../registry/src/workers/allocator-env.js';
 
 const NODE_VERSION = '20.20.2';
 const REPO = resolve(dirname(new URL(import.meta.url).pathname), '..', '..');
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
       name,
       config: {
         User: `${USER}:${USER}`,
-        Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production'],
+        Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production', `GLIBC_TUNABLES=${MALLOC_TUNABLES}`],
         Entrypoint: ['/usr/local/bin/node', '/app/registry/dist/cli.js'],
         Cmd: ['serve', '--host', '0.0.0.0', '--port', '8080', '--data-dir', '/tmp/velodex'],
         WorkingDir: '/app',

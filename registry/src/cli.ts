@@ -20,6 +20,7 @@ import { displayUrl } from './config/sanitize.js';
 import { formatDuration } from './config/duration.js';
 import { parseWorkersSetting } from './config/workers.js';
 import { startServer, type RunningServer } from './app/server.js';
+import { fixHeapGrowth } from './app/heap-growth.js';
 import { retentionAtServer, retentionCommand } from './app/lifecycle/retention-command.js';
 import { retentionText } from './lifecycle/retention-text.js';
 import { gcAtServer, gcCommand } from './app/lifecycle/gc-command.js';
@@ -95,6 +96,7 @@ async function main(argv: string[]): Promise<void> {
         runPrimary(config);
         return;
       }
+      fixHeapGrowth();
       const worker = cluster.isWorker ? new ClusterLink(config.workers.count) : undefined;
       // Signals are handled from the start: one that arrives while the server is still starting
       // stops it once it is up, instead of killing the process with unwritten log lines.

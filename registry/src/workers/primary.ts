@@ -14,6 +14,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { pino } from 'pino';
 import type { Config } from '../config/types.js';
 import { loggerOptions } from '../observe/log.js';
+import { allocatorEnv } from './allocator-env.js';
 import { FlightTable, type Forward } from './flight-table.js';
 import { LockTable } from './lock-table.js';
 import { BatchedSender, messagesIn } from './batches.js';
@@ -142,7 +143,7 @@ export function runPrimary(config: Config): void {
   };
 
   const fork = (slot: Slot): void => {
-    const worker = cluster.fork({ [WORKER_SLOT_ENV]: String(slot.index) });
+    const worker = cluster.fork({ ...allocatorEnv(process.env), [WORKER_SLOT_ENV]: String(slot.index) });
     slot.worker = worker;
     slot.startedAt = Date.now();
     slot.listening = false;
