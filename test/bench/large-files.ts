@@ -20,6 +20,7 @@ import { costed, peakRss, processTree, type CpuTime } from './process-stats.js';
 import { wrk } from './wrk-load.js';
 import { pushGibLayer } from './s3.js';
 import { launchServer, startVelodexBench, type Server } from './servers.js';
+import { MALLOC_TUNABLES } from '../../registry/src/workers/allocator-env.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -82,6 +83,8 @@ export async function measureLargeFiles(o: LargeFileOptions): Promise<string> {
     cmd: process.execPath,
     args: ['--import', 'tsx', join(REPO, 'test', 'bench', 'bare-file-server.ts'), String(port), ...o.files.map((f, i) => `f${i}=${f.stored}`)],
     logFile: join(o.logs, 'bare-file-server.log'),
+    // The allocator setting velodex runs with (its image's), so the floor is measured alike.
+    env: { GLIBC_TUNABLES: MALLOC_TUNABLES },
     url: `http://127.0.0.1:${port}`,
     ready: `http://127.0.0.1:${port}/f0`,
   });

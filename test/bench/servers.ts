@@ -14,6 +14,7 @@ import { hosted, oci, toml, type ConfigPart } from '../support/config.js';
 import { CLI, REPO, TOOLS, tool } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
 import { stopChild } from '../support/stop-child.js';
+import { MALLOC_TUNABLES } from '../../registry/src/workers/allocator-env.js';
 
 export interface Server {
   name: string;
@@ -104,7 +105,8 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
     cmd: process.execPath,
     args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
     // One process unless asked: auto would give one worker per core, and the rows compare processes.
-    env: { VELODEX_LOG_LEVEL: logLevel, VELODEX_WORKERS: String(workers) },
+    // The allocator setting of the image (Dockerfile), so one process runs as a pod's does.
+    env: { VELODEX_LOG_LEVEL: logLevel, VELODEX_WORKERS: String(workers), GLIBC_TUNABLES: MALLOC_TUNABLES },
     logFile,
     url,
     ready: `${url}/root/hosted/simple/`,
