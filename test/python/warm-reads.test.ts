@@ -1,10 +1,13 @@
 /**
- * What a warm Simple page costs the store, counted (never timed): velodex's app in process over
- * the run's backend, its stores wrapped by `countedStores`, in front of a small real upstream. A
- * warm hosted page and a warm cached page each make one round trip to the store. Two apps over
- * one store stand for two processes: an override document written through one, where the other
- * had read none, is what the other serves on its next request.
+ * What a warm Simple page or download costs the store, counted (never timed): velodex's app in
+ * process over the run's backend, its stores wrapped by `countedStores`, in front of a small real
+ * upstream. A warm hosted page and a warm cached page each make one round trip to the store, a
+ * warm download of a hosted file two (its record, then its bytes). Two apps over one store stand
+ * for two processes: an override document written through one, where the other had read none, is
+ * what the other serves on its next request.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { StoreCalls } from '../../registry/src/storage/counted.js';
 import { cached, hosted, toml, virtual } from '../support/config.js';
@@ -14,6 +17,9 @@ import { tempDir } from '../support/velodex.js';
 import { buildProject } from './fixtures/projects.js';
 import { postUpload } from './fixtures/upload-client.js';
 import { detail, write } from './mutations-client.js';
+import { serverStores } from '../support/store-probe.js';
+
+const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 const TOKEN = 'warm-token';
 const SIMPLE_JSON = 'application/vnd.pypi.simple.v1+json';
@@ -47,7 +53,7 @@ function upstreamPage(origin: Origin, project: string, sha: string, size: number
   });
 }
 
-describe('warm Simple pages cost one store round trip', () => {
+describe('what warm Simple pages and downloads cost the store', () => {
   let dataDir: string;
   let origin: Origin;
   let one: Process;
@@ -112,6 +118,37 @@ describe('warm Simple pages cost one store round trip', () => {
     // overrides, read early and dropped: one round trip.
     const cost = await pageCost(one, '/root/dev/simple/warmprivate/');
     expect(cost, JSON.stringify(cost)).toEqual({ calls: { 'meta.get': 4 }, total: 4, rounds: 1 });
+  });
+
+  it('downloads a warm hosted wheel with one read of its record and one of its bytes (the record gives the size); a HEAD asks the store instead of reading', async () => {
+    const built = await buildProject('warmfile', '1.0');
+    const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    const url = `${one.url}/root/local/files/${sha256Of(built.wheel)}/${built.wheelFilename}`;
+    await costOf(one, () => fetch(url));
+    const get = await costOf(one, () => fetch(url));
+    expect(get, JSON.stringify(get)).toEqual({ calls: { 'meta.get': 1, 'blobs.get': 1 }, total: 2, rounds: 2 });
+    const head = await costOf(one, () => fetch(url, { method: 'HEAD' }));
+    expect(head, JSON.stringify(head)).toEqual({ calls: { 'meta.get': 1, 'blobs.stat': 1 }, total: 2, rounds: 2 });
+  });
+
+  it('answers a listed wheel whose bytes are gone from the store with a 404 that no cache keeps, to GET and HEAD alike', async () => {
+    const built = await buildProject('lostfile', '1.0');
+    const up = await postUpload({ url: `${one.url}/root/local/`, token: TOKEN, file: built.wheel });
+    expect(up.status, up.body).toBe(200);
+    const sha = sha256Of(built.wheel);
+    const url = `${one.url}/root/local/files/${sha}/${built.wheelFilename}`;
+    expect((await fetch(url)).status).toBe(200);
+    const stores = await serverStores(dataDir);
+    expect(await stores.blobs.delete(sha)).toBe(true);
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(url, { method });
+      const text = await res.text();
+      expect(res.status, `${method}: ${text}`).toBe(404);
+      if (method === 'GET') expect(text).toContain(`no file ${sha}/${built.wheelFilename} in index local`);
+      expect(res.headers.get('cache-control') ?? '', method).not.toContain('immutable');
+      expect(res.headers.get('etag'), method).toBeNull();
+    }
   });
 
   it('sees overrides another process wrote where it had read none, on the next request', async () => {

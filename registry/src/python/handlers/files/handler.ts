@@ -10,7 +10,7 @@ import type { IndexRequest } from '../../../ecosystem/ecosystem.js';
 import { HttpError } from '../../../http/errors.js';
 import { isSha256Hex, type BlobRedirect, type BlobStore } from '../../../storage/types.js';
 import { reportRejectedRead } from '../../../http/verified-read.js';
-import { answeredNotModified } from '../../../http/conditional.js';
+import { answeredNotModified, etagMatches } from '../../../http/conditional.js';
 import { contentRange, parseRange, unsatisfiedRange } from '../../../http/range.js';
 import type { ProjectSource } from '../project-source.js';
 import { assertFileServable, resolvedFacts } from '../../read/policy/apply.js';
@@ -39,22 +39,25 @@ export async function serveFile(source: ProjectSource, store: FileStore, req: In
   const listed = await findServableFile(source, req.index, sha256, artifact);
   if (!listed) throw notFound();
   const body = await listed.open(wanted.part);
-  if (!body) {
+  const { project } = listed;
+  // Per project and per file too (`/+stats`); a sibling counts for its artifact. For the budget
+  // of the cached index holding it (lifecycle/budget/). Once the bytes are known to be there.
+  const counted = (size: number) => {
+    if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
+    if (wanted.part === 'file') recentUse.downloaded(req.index, sha256, size);
+  };
+  if (body?.kind === 'stream') {
+    counted(body.size ?? 0);
+    sendStream(req, body, wanted.contentType);
+    source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
+    return;
+  }
+  const sent = body ? await sendBlob(store, req, body, wanted.contentType, counted, () => source.count(req.index.name, 'rejected', 1, project, artifact)) : null;
+  if (sent === null) {
     if (wanted.part === 'file') req.request.log.warn({ sha256, filename }, 'a listed file has no bytes');
     throw notFound();
   }
-  // Per project and per file too (`/+stats`); a sibling counts for its artifact.
-  const { project } = listed;
-  if (wanted.counter) source.count(req.index.name, wanted.counter, 1, project, artifact);
-  // For the budget of the cached index holding it (lifecycle/budget/).
-  if (wanted.part === 'file') recentUse.downloaded(req.index, sha256, body.size ?? 0);
-  if (body.kind === 'blob') {
-    const sent = await sendBlob(store, req, body.digest, body.size, wanted.contentType, () => source.count(req.index.name, 'rejected', 1, project, artifact));
-    source.count(req.index.name, 'bytes', sent, project, artifact);
-  } else {
-    sendStream(req, body, wanted.contentType);
-    source.count(req.index.name, 'bytes', body.size ?? 0, project, artifact);
-  }
+  source.count(req.index.name, 'bytes', sent, project, artifact);
 }
 
 /** The file this index lists under `filename` with these bytes (any role), else null. */
@@ -97,10 +100,36 @@ function sendStream(req: IndexRequest, body: Extract<FileBody, { kind: 'stream' 
   void reply.send(body.stream);
 }
 
-/** Sends a stored blob; resolves to the number of body bytes sent. */
-async function sendBlob(store: FileStore, req: IndexRequest, digest: string, size: number, contentType: string, onRejected: () => void): Promise<number> {
+/**
+ * Sends a stored blob; resolves to the number of body bytes sent, or to null, with nothing sent
+ * or counted, when the store has no bytes for it. `counted` runs once the answer is decided.
+ */
+async function sendBlob(
+  store: FileStore,
+  req: IndexRequest,
+  body: Extract<FileBody, { kind: 'blob' }>,
+  contentType: string,
+  counted: (size: number) => void,
+  onRejected: () => void,
+): Promise<number | null> {
   const { request, reply } = req;
+  const { digest, size } = body;
   const etag = `"${digest}"`;
+  const ifRange = request.headers['if-range'];
+  const range = ifRange === undefined || ifRange === etag ? parseRange(request.headers.range, size) : ({ kind: 'full' } as const);
+  const part = range.kind === 'partial' ? { start: range.start, end: range.end } : undefined;
+  // Whether the answer carries the bytes (or their redirect): not a 304, not a 416.
+  const sends = !etagMatches(request.headers['if-none-match'], etag) && range.kind !== 'unsatisfiable';
+  // A full GET of a large file goes to the object store itself, when configured (`redirect.ts`);
+  // it still counts its bytes as a download of this index.
+  const url = sends && request.method === 'GET' && !part ? await store.redirect?.urlFor({ digest, size }) : null;
+  // A GET finds out whether the bytes are there as it opens them; a HEAD or a redirect asks the
+  // store first when the source did not.
+  const opens = sends && request.method === 'GET' && !url;
+  const opened = opens ? await store.blobs.get(digest, part) : null;
+  if (opens && !opened) return null;
+  if (sends && !opens && body.unconfirmed && (await store.blobs.stat(digest)) === null) return null;
+  counted(size);
   reply.headers({
     etag,
     'accept-ranges': 'bytes',
@@ -108,15 +137,9 @@ async function sendBlob(store: FileStore, req: IndexRequest, digest: string, siz
     'cache-control': 'public, max-age=31536000, immutable',
   });
   if (answeredNotModified(request, reply, etag)) return 0;
-  const ifRange = request.headers['if-range'];
-  const range = ifRange === undefined || ifRange === etag ? parseRange(request.headers.range, size) : ({ kind: 'full' } as const);
   if (range.kind === 'unsatisfiable') {
     throw new HttpError(416, `range not satisfiable for ${size} bytes`, { 'content-range': unsatisfiedRange(size) });
   }
-  const part = range.kind === 'partial' ? { start: range.start, end: range.end } : undefined;
-  // A full GET of a large file goes to the object store itself, when configured (`redirect.ts`);
-  // it still counts its bytes as a download of this index.
-  const url = request.method === 'GET' && !part ? await store.redirect?.urlFor({ digest, size }) : null;
   if (url) {
     // The URL expires: a cache must not keep the redirect as it keeps the immutable bytes.
     reply.removeHeader('accept-ranges').removeHeader('etag').header('cache-control', 'no-store');
@@ -130,9 +153,9 @@ async function sendBlob(store: FileStore, req: IndexRequest, digest: string, siz
     void reply.send();
     return 0;
   }
-  const stream = await store.blobs.get(digest, part);
-  if (!stream) throw new HttpError(404, `blob ${digest} vanished`);
-  reportRejectedRead(stream, request.log, onRejected);
-  void reply.send(stream);
+  // Every answer without a body has returned above: a GET that gets here opened its bytes.
+  if (!opened) return 0;
+  reportRejectedRead(opened, request.log, onRejected);
+  void reply.send(opened);
   return length;
 }

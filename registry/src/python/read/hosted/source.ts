@@ -38,7 +38,10 @@ export class HostedSource implements IndexSource {
   async #open(rec: FileRecord, part: FilePart): Promise<FileBody | null> {
     // Uploads carry no signatures (twine stopped sending them; PyPI stopped taking them).
     if (part === 'signature') return null;
-    const digest = part === 'metadata' ? rec.metadataSha256 : rec.sha256;
+    // The artifact's size is in its record, and its bytes, content-addressed, are the record's:
+    // the download opens them without asking the store first.
+    if (part === 'file') return { kind: 'blob', digest: rec.sha256, size: rec.size, unconfirmed: true };
+    const digest = rec.metadataSha256;
     if (!digest) return null;
     const info = await this.blobs.stat(digest);
     return info ? { kind: 'blob', digest, size: info.size } : null;

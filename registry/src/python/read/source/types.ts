@@ -30,8 +30,12 @@ export interface NameList {
 export type FilePart = 'file' | 'metadata' | 'signature';
 
 export type FileBody =
-  /** Stored: served from the blob store, ranges and all. */
-  | { kind: 'blob'; digest: string; size: number }
+  /**
+   * Stored: served from the blob store, ranges and all. `unconfirmed`: the size comes from the
+   * index's own record and the store was not asked whether the bytes are there; the answer finds
+   * out as it opens them (one store round trip fewer on a download).
+   */
+  | { kind: 'blob'; digest: string; size: number; unconfirmed?: true }
   /** Arriving from an upstream right now; errors rather than end short. */
   | {
       kind: 'stream';
