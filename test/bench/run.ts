@@ -469,7 +469,8 @@ async function main(): Promise<void> {
       const manifestRead = { name: 'manifest GET by tag', target: v.manifest };
       const pageRead = { name: py.detail.name, target: py.detail.velodex };
       const configRead = { name: `blob GET, config (${image.config.bytes.length} B)`, target: v.config };
-      console.log(await storeCallsPerRequest(s3, work, [manifestRead, configRead, pageRead]));
+      const wheelRead = { name: `wheel download, ${(py.bigWheel.bytes.length / MiB).toFixed(1)} MiB`, target: py.bigWheel.target };
+      console.log(await storeCallsPerRequest(s3, work, [manifestRead, configRead, pageRead, wheelRead]));
       console.log(await measureReplicas(s3, [manifestRead, pageRead], PAGE_LOAD, progress));
       const basic = `Basic ${Buffer.from(`__token__:${token}`).toString('base64')}`;
       console.log(
