@@ -59,6 +59,24 @@ describe('BlobHolds', () => {
     expect(await holds.isHeldBy(hex, 'oci')).toBe(false);
   });
 
+  it('writes a fresh hold without reading first, and where a document exists after all (another holder, a release) holds as usual', async () => {
+    const { blobs, meta } = await stores();
+    let now = 1000;
+    const holds = new BlobHolds(meta, blobs, { now: () => now });
+    const hex = sha('fresh');
+    const key = `holds/${hex.slice(0, 2)}/${hex}`;
+    expect(await holds.hold(hex, 'oci', 10, { fresh: true })).toBe(true);
+    expect((await meta.get(key))?.doc).toEqual({ holders: ['oci'], touched: { oci: 1000 } });
+    // Another holder's document is there: the fresh write fails and the holder is added to it.
+    now = 2000;
+    expect(await holds.hold(hex, 'python', 10, { fresh: true })).toBe(true);
+    expect((await meta.get(key))?.doc).toEqual({ holders: ['oci', 'python'], touched: { oci: 1000, python: 2000 } });
+    // Its own hold again: a touch, as without `fresh`.
+    now = 3000;
+    expect(await holds.hold(hex, 'oci', 10, { fresh: true })).toBe(false);
+    expect((await meta.get(key))?.doc).toEqual({ holders: ['oci', 'python'], touched: { oci: 3000, python: 2000 } });
+  });
+
   it('deletes the bytes and the document when the last holder releases', async () => {
     const { blobs, meta, put } = await stores();
     const holds = new BlobHolds(meta, blobs);

@@ -173,7 +173,8 @@ class Flight<M> {
       spool.complete();
       lead?.send({ type: 'progress', written: stage.size, verified: true });
       try {
-        await opts.holder?.hold(digest, stage.size);
+        // A flight starts only for bytes the store lacks: their holds document is new too.
+        await opts.holder?.hold(digest, stage.size, { fresh: true });
         const info = await stage.commit(digest);
         tell({ kind: 'published', info });
         return this.#settle({ kind: 'published', key, info });

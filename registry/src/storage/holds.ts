@@ -80,12 +80,20 @@ export interface ReleaseResult {
 /** One holder's view of the holds: what an ecosystem passes to the neutral roles. */
 export interface Holder {
   readonly name: string;
-  /** Records the hold; true when it is new. Call before storing the bytes; `size`, when known, is what accounting counts. */
-  hold(hex: Sha256Hex, size?: number): Promise<boolean>;
+  /**
+   * Records the hold; true when it is new. Call before storing the bytes; `size`, when known, is
+   * what accounting counts. `fresh`: the bytes were just found missing from the store, so the
+   * document most likely is too (see `BlobHolds.hold`).
+   */
+  hold(hex: Sha256Hex, size?: number, opts?: HoldOptions): Promise<boolean>;
   isHeld(hex: Sha256Hex): Promise<boolean>;
   release(hex: Sha256Hex): Promise<ReleaseResult>;
   /** `touchStored` for this holder. */
   touchStored(hexes: readonly Sha256Hex[]): Promise<Sha256Hex[]>;
+}
+
+export interface HoldOptions {
+  fresh?: boolean;
 }
 
 /**
@@ -154,7 +162,7 @@ export class BlobHolds {
     checkHolder(name);
     return {
       name,
-      hold: (hex, size) => this.hold(hex, name, size),
+      hold: (hex, size, opts) => this.hold(hex, name, size, opts),
       isHeld: (hex) => this.isHeldBy(hex, name),
       release: (hex) => this.release(hex, name),
       touchStored: (hexes) => this.touchStored(hexes, name),
@@ -198,10 +206,25 @@ export class BlobHolds {
    * Adds `holder` to the digest's holders, or refreshes its time when it holds the digest already
    * (a touch); true when it was not there yet. One read and one write. Waits while the bytes are
    * being deleted by a release.
+   *
+   * `fresh`: the caller just found the bytes missing (a pull-through about to store them), and a
+   * digest's document goes with its bytes, so it is written at once if absent, without the read;
+   * where one exists after all (another holder's, a release's), the write fails and the usual
+   * read and write follow. One store request instead of two for every blob a cold pull stores.
    */
-  async hold(hex: Sha256Hex, holder: string, size?: number): Promise<boolean> {
+  async hold(hex: Sha256Hex, holder: string, size?: number, opts: HoldOptions = {}): Promise<boolean> {
     checkHolder(holder);
     const key = keyOf(hex);
+    if (opts.fresh === true) {
+      const first: HoldsDoc = { holders: [holder], touched: { [holder]: this.#now() } };
+      try {
+        await this.#meta.put<HoldsDoc>(key, first, null);
+        this.#changed(hex, [], first.holders, size);
+        return true;
+      } catch (err) {
+        if (!(err instanceof ConflictError)) throw err;
+      }
+    }
     let conflicts = 0;
     for (;;) {
       const current = await this.#meta.get<HoldsDoc>(key);
