@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
@@ -334,6 +334,33 @@ describe('s3 BlobStore', () => {
       // A PUT's ETag is the MD5 of the body; the store computed it, this process did not.
       expect((await minio.client.statObject(minio.bucket, store.key(digest))).etag).toBe(createHash('md5').update(right).digest('hex'));
     });
+  });
+
+  it('a stage begun `absent` (a pull-through of bytes just found missing) publishes without asking whether the blob is there; one begun without asks first', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    const bytes = Buffer.from(`fetched for a cache ${prefix}`);
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    const stat = vi.spyOn(store, 'stat');
+    const fresh = await store.stage({ expected: digest, absent: true });
+    try {
+      await fresh.append(Readable.from([bytes]));
+      expect(await fresh.commit()).toEqual({ digest, size: bytes.length });
+    } finally {
+      await fresh.abort();
+    }
+    expect(stat).not.toHaveBeenCalled();
+    const etag = (await minio.client.statObject(minio.bucket, store.key(digest))).etag;
+    const again = await store.stage({ expected: digest });
+    try {
+      await again.append(Readable.from([bytes]));
+      expect(await again.commit()).toEqual({ digest, size: bytes.length });
+    } finally {
+      await again.abort();
+    }
+    expect(stat).toHaveBeenCalledTimes(1);
+    expect((await minio.client.statObject(minio.bucket, store.key(digest))).etag).toBe(etag);
+    expect(await keys(`${prefix}/`)).toEqual([store.key(digest)]);
   });
 
   it('two stores on one bucket see each other\'s commits and deletes', async () => {

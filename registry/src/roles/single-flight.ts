@@ -131,7 +131,8 @@ class Flight<M> {
     try {
       // An announced size is reserved from the scratch budget first: a fill that cannot fit is
       // refused before its transfer begins (scratch-budget.ts; fillRefusal says how).
-      stage = await opts.store.stage({ readBack: true, expected: source.expected, ...(size === undefined ? {} : { declared: size }) });
+      // A flight starts only for bytes the store lacks (`absent`).
+      stage = await opts.store.stage({ readBack: true, expected: source.expected, absent: true, ...(size === undefined ? {} : { declared: size }) });
     } catch (err) {
       const error = fillRefusal(err);
       source.body.destroy();

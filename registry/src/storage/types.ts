@@ -89,6 +89,12 @@ export interface StageOptions {
    * `ScratchBusyError` after a bounded wait). Bytes beyond it are counted as they land.
    */
   declared?: number;
+  /**
+   * The caller found no blob of the expected digest just before it began (a pull-through's
+   * fetch): the commit does not ask the store again before it publishes (s3: one HEAD fewer per
+   * blob). Should another process have stored it meanwhile, the same bytes go to the same key.
+   */
+  absent?: boolean;
 }
 
 export interface AppendOptions {

@@ -3,7 +3,7 @@
  * folder, never the bucket) through the same `FsStage` the fs backend uses, so hashing, counting,
  * undoing a failed append, `read` and `readBack` are one implementation for both backends.
  * `commit` checks the digest on that copy first, asks the store whether the blob is there already
- * (then nothing is sent), and otherwise publishes it one of three ways:
+ * (then nothing is sent; not for a stage begun `absent`), and otherwise publishes it one of three ways:
  *
  *   - a blob that fits one part (`PART_SIZE`): one PUT straight to its blob key, which the store
  *     verifies against the sha256 the stage computed (`put.ts`);
@@ -50,6 +50,8 @@ export class S3Stage implements BlobStage {
     private readonly target: StageTarget,
     /** The digest the bytes must have, when known before they arrive. */
     private readonly expected: Sha256Hex | undefined,
+    /** `StageOptions.absent`: the commit publishes without asking whether the blob is there. */
+    private readonly absent: boolean,
   ) {
     const key = expected === undefined ? target.stagingKey(local.id) : target.blobKey(expected);
     this.#parts = new PartUploader(target.loc, key, local.path);
@@ -58,7 +60,7 @@ export class S3Stage implements BlobStage {
   static async create(scratchDir: string, target: StageTarget, claim: ScratchClaim, opts: StageOptions): Promise<S3Stage> {
     // The callback runs only at commit, long after `stage` is assigned.
     const local = await FsStage.create(scratchDir, (path, digest) => stage.#publish(path, digest), claim, opts);
-    const stage: S3Stage = new S3Stage(local, target, opts.expected);
+    const stage: S3Stage = new S3Stage(local, target, opts.expected, opts.absent === true);
     return stage;
   }
 
@@ -125,7 +127,7 @@ export class S3Stage implements BlobStage {
    * after an fs commit.
    */
   async #publish(path: string, digest: Sha256Hex): Promise<void> {
-    if (await this.target.has(digest)) {
+    if (!(this.absent && digest === this.expected) && (await this.target.has(digest))) {
       await this.#parts.cancel();
     } else if (this.size <= PART_SIZE) {
       await this.#parts.putWhole(this.target.blobKey(digest), this.size, digest);
