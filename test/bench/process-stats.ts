@@ -73,6 +73,37 @@ export async function costed<T>(pid: number, cores: number, run: () => Promise<T
   return { result, cpu: { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }, machineCores: busyCores(machineBefore, machineAfter, cores) };
 }
 
+export interface MainThreads {
+  /** How many main threads were counted (the processes of the tree). */
+  threads: number;
+  /** Seconds the main threads (each process's event loop) ran on a core. */
+  running: number;
+  /** Seconds they were ready to run but waited for a core (the run queue). */
+  waiting: number;
+}
+
+/**
+ * What the main thread of `pid` and of each child (a primary's workers) did so far, from the
+ * scheduler's own accounting (/proc/<pid>/task/<pid>/schedstat: ns on a core, ns in the run
+ * queue). Over a pull, the wall time less both is the time the event loop had nothing to do: it
+ * waited on the disk, the upstream or the clients. Zeros where the kernel keeps no schedstat.
+ */
+export function mainThreads(pid: number): MainThreads {
+  let running = 0;
+  let waiting = 0;
+  const tree = processTree(pid);
+  for (const p of tree) {
+    try {
+      const [run, wait] = readFileSync(`/proc/${p}/task/${p}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+      running += (run ?? 0) / 1e9;
+      waiting += (wait ?? 0) / 1e9;
+    } catch {
+      // Gone meanwhile, or no schedstat in this kernel.
+    }
+  }
+  return { threads: tree.length, running, waiting };
+}
+
 /** Peak resident memory (VmHWM) of one process, in bytes. */
 export function peakRss(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

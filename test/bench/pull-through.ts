@@ -18,7 +18,7 @@ import { startMinio, type Minio } from '../support/minio.js';
 import { buildImage, writeLayout } from '../support/oci-image.js';
 import { tool } from '../support/paths.js';
 import { run } from '../support/run.js';
-import { busyCores, cpuTime, machineTicks } from './process-stats.js';
+import { busyCores, cpuTime, machineTicks, mainThreads, type MainThreads } from './process-stats.js';
 import { distributionS3Driver } from './s3.js';
 import { distributionMissing, distributionVersion, startDistribution, startVelodexBench, stopAll, type Server } from './servers.js';
 
@@ -53,25 +53,30 @@ interface PullResult {
   cpu: { cold: number; warm: number };
   /** Cores of the whole machine busy during the cold pull, and the median of the warm ones. */
   cores: { cold: number; warm: number };
+  /** What the server's main threads did during the cold pull (for velodex: its event loops). */
+  coldMain: MainThreads;
 }
 
 /**
- * Cold, then warm (median of `WARM_RUNS`) pulls of every image through `prefix`, after an
- * unmeasured pull of other images (so each server's first-request work, code compilation for
- * velodex, is not in the cold figure: that is the steady state of a pod that has served before).
+ * Cold, then warm (median of `WARM_RUNS`) pulls of every image through `prefix`, after unmeasured
+ * pulls of other images, `IMAGES` at a time (so each server's first-request work, code
+ * compilation for velodex, is not in the cold figure: that is the steady state of a pod that has
+ * served before).
  */
 async function pullRounds(work: string, name: string, server: Server, prefix: string, repos: string[], firstRepos: string[], progress: (msg: string) => void): Promise<PullResult> {
   const cpu = () => {
     const t = cpuTime(server.pid);
     return t.user + t.system;
   };
-  progress(`${name}: an unmeasured pull of other images`);
-  await pullAll(work, prefix, firstRepos, `${server.name}-first`);
+  progress(`${name}: unmeasured pulls of other images`);
+  for (let i = 0; i < firstRepos.length; i += IMAGES) await pullAll(work, prefix, firstRepos.slice(i, i + IMAGES), `${server.name}-first`);
   progress(`${name}: cold pull of ${IMAGES} images`);
   const pull = async (round: string) => {
-    const [cpuBefore, machineBefore] = [cpu(), machineTicks()];
+    const [cpuBefore, machineBefore, mainBefore] = [cpu(), machineTicks(), mainThreads(server.pid)];
     const ms = await pullAll(work, prefix, repos, `${server.name}-${round}`);
-    return { ms, cpu: cpu() - cpuBefore, cores: busyCores(machineBefore, machineTicks(), cpus().length) };
+    const mainAfter = mainThreads(server.pid);
+    const main = { threads: mainAfter.threads, running: mainAfter.running - mainBefore.running, waiting: mainAfter.waiting - mainBefore.waiting };
+    return { ms, cpu: cpu() - cpuBefore, cores: busyCores(machineBefore, machineTicks(), cpus().length), main };
   };
   const cold = await pull('cold');
   const warm: { ms: number; cpu: number; cores: number }[] = [];
@@ -80,7 +85,13 @@ async function pullRounds(work: string, name: string, server: Server, prefix: st
     warm.push(await pull(`warm-${r}`));
   }
   const mid = (f: (w: { ms: number; cpu: number; cores: number }) => number) => median(warm.map(f));
-  return { cold: cold.ms, warm: mid((w) => w.ms), cpu: { cold: cold.cpu, warm: mid((w) => w.cpu) }, cores: { cold: cold.cores, warm: mid((w) => w.cores) } };
+  return {
+    cold: cold.ms,
+    warm: mid((w) => w.ms),
+    cpu: { cold: cold.cpu, warm: mid((w) => w.cpu) },
+    cores: { cold: cold.cores, warm: mid((w) => w.cores) },
+    coldMain: cold.main,
+  };
 }
 
 /** velodex's cached index and the Distribution proxy on one backend, both over `upstream`. */
@@ -150,8 +161,10 @@ export async function measurePullThrough(work: string, logs: string, progress: (
     bytes += await push(`bench-pull-${i}`, repo);
     repos.push(repo);
   }
-  // Pulled first, unmeasured, by each server: several at once, so every worker of velodex serves some.
-  const firstRepos = ['bench/first-0', 'bench/first-1', 'bench/first-2'];
+  // Pulled first, unmeasured, by each server, six at a time (so every worker of velodex serves
+  // some). Twice as many as measured: after only three images, V8 was still compiling velodex's
+  // code during the cold pull (about 0.05 s of its CPU then, by perf and by an A/B of the count).
+  const firstRepos = Array.from({ length: 2 * IMAGES }, (_, i) => `bench/first-${i}`);
   for (const [i, repo] of firstRepos.entries()) await push(`bench-pull-first-${i}`, repo);
 
   const results: Record<string, { velodex: PullResult[]; proxy: PullResult }> = {};
@@ -178,9 +191,17 @@ export async function measurePullThrough(work: string, logs: string, progress: (
       });
     }
   }
+  lines.push('', "velodex's event loops during the cold pull (the main thread of each of its processes, by the scheduler's schedstat): s on a core / s ready but waiting for a core / s with nothing to do (waiting on the disk, the upstream or the clients), summed over its processes.", '');
+  for (const [backend, { velodex }] of Object.entries(results)) {
+    velodex.forEach((v, i) => {
+      const { threads, running, waiting } = v.coldMain;
+      const idle = Math.max(0, (threads * v.cold) / 1000 - running - waiting);
+      lines.push(`- ${backend}, ${WORKER_COUNTS[i]} worker${WORKER_COUNTS[i] === 1 ? '' : 's'} (${threads} main thread${threads === 1 ? '' : 's'}): ${running.toFixed(2)} / ${waiting.toFixed(2)} / ${idle.toFixed(2)}`);
+    });
+  }
   lines.push(
     '',
-    'Each server first pulls three other images at once, unmeasured (its first-request work, for velodex the compilation of its code in each worker, is not in the cold figure).',
+    `Each server first pulls ${firstRepos.length} other images, ${IMAGES} at once, unmeasured (its first-request work, for velodex the compilation of its code in each worker, is not in the cold figure).`,
     "CPU s: user + system seconds of the server's processes (velodex: its workers and their primary) for that pull (warm: the median of the runs); the issue's goal is a cold pull within 2x of a warm one's CPU. Each velodex starts on an empty store of its own.",
     's3: velodex on a prefix of a fresh MinIO\'s bucket, the proxy with the Distribution registry\'s s3 driver on another bucket of it.',
     '',
