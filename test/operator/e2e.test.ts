@@ -14,13 +14,17 @@
  * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
  * taken; an invalid spec refused at apply time), two operators with the leader killed
- * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
- * nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
+ * mid-reconcile, the upstream down (UpstreamOffline) and back. Then spec.storage.peerCache on
+ * (the rest runs with it): every pod's /+status names every process, a tag moved or a wheel
+ * uploaded through one pod is served by the other on its next request (each pod at its own IP),
+ * and warm manifest GETs cost MinIO (almost) no object GET by its own counter. A registry pod
+ * killed (replaced, nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
  * HTTPS from a certificate Secret of a CA the suite makes: its renewal is served without a roll and
  * without a failed request to a client polling through it, then docker (trusting the CA in its
  * certs.d, no insecure-registry setting) logs in, pushes and pulls, and pip installs with the CA
  * and no trusted-host; its pods spread and limit their scratch by default, and its autoscaler and
- * NetworkPolicy come and go with its spec.
+ * NetworkPolicy (with the peers' rule; the cluster's bridge CNI plugin enforces none) come and go
+ * with its spec.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
