@@ -14,13 +14,17 @@
  * client polls (the pods roll, no request fails), a token rotated (the old token is refused, the
  * new one accepted), resources the operator refuses (missing Secret, unknown registry, a route
  * taken; an invalid spec refused at apply time), two operators with the leader killed
- * mid-reconcile, the upstream down (UpstreamOffline) and back, a registry pod killed (replaced,
- * nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
+ * mid-reconcile, the upstream down (UpstreamOffline) and back. Then spec.storage.peerCache on
+ * (the rest runs with it): every pod's /+status names every process, a tag moved or a wheel
+ * uploaded through one pod is served by the other on its next request (each pod at its own IP),
+ * and warm manifest GETs cost MinIO (almost) no object GET by its own counter. A registry pod
+ * killed (replaced, nothing lost), the registry scaled to zero (NoReadyPods) and back. A second registry serves
  * HTTPS from a certificate Secret of a CA the suite makes: its renewal is served without a roll and
  * without a failed request to a client polling through it, then docker (trusting the CA in its
  * certs.d, no insecure-registry setting) logs in, pushes and pulls, and pip installs with the CA
  * and no trusted-host; its pods spread and limit their scratch by default, and its autoscaler and
- * NetworkPolicy come and go with its spec.
+ * NetworkPolicy (with the peers' rule; the cluster's bridge CNI plugin enforces none) come and go
+ * with its spec.
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
@@ -39,6 +43,7 @@ import { run } from '../support/run.js';
 import { buildProject, type BuiltProject } from '../python/fixtures/projects.js';
 import { CLEAN_ENV } from '../python/fixtures/clients.js';
 import { buildImage, tar, writeLayout } from '../support/oci-image.js';
+import { minioObjectGets } from '../support/minio.js';
 import { startDockerd, type Dockerd } from '../support/dockerd.js';
 import { buildPreviousRelease, type PreviousRelease } from '../support/previous-release.js';
 import { tempDir } from '../support/velodex.js';
@@ -762,6 +767,117 @@ describe('a platform team on a real cluster', () => {
     }
   });
 
+  it("keeps copies in every pod with spec.storage.peerCache: each pod's /+status names every process of every pod; a tag moved or a wheel uploaded through one pod is what every other pod serves on its next request, and warm manifest GETs ask MinIO (almost) nothing", async () => {
+    // The wheels uploaded below, built while the pods roll.
+    const wheels = Promise.all(['1.0', '1.1'].map((version) => buildProject('e2e-peer', version)));
+    const toml = async () => (await k(['get', 'configmap', 'default-config', '-n', NS, '-o', 'jsonpath={.data.velodex\\.toml}'])).stdout;
+    // The node-mirror step's cleanup reached the config first, so that this roll is the last one.
+    await until('the node mirror gone from the config', async () => (!(await toml()).includes('"team/node-a"') ? true : undefined));
+    await k(['patch', 'packageregistry', 'default', '-n', NS, '--type=merge', '-p', '{"spec":{"storage":{"peerCache":true}}}']);
+    await until('peer_cache in the config', async () => ((await toml()).includes('peer_cache = true') ? true : undefined));
+    await until('the pod template with its own IP as VELODEX_PEER_HOST', async () => ((await k(['get', 'deployment', 'default', '-n', NS, '-o', 'jsonpath={.spec.template.spec.containers[0].env[?(@.name=="VELODEX_PEER_HOST")].valueFrom.fieldRef.fieldPath}'])).stdout === 'status.podIP' ? true : undefined));
+    await k(['rollout', 'status', 'deployment/default', '-n', NS, '--timeout=240s']);
+    await untilOnlyNewPods();
+
+    // Each pod reached by its own IP (the node is on the pods' bridge), not through the Service.
+    const ips = (await k(['get', 'pods', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '-o', 'jsonpath={.items[*].status.podIP}'])).stdout.trim().split(/\s+/);
+    expect(ips).toHaveLength(2);
+    const pods = ips.map((ip) => `${ip}:8080`);
+    type PeerStatus = { workers: number; storage: { peer_cache?: { serving: boolean; members: number; removed: number } } };
+    const statusOf = async (pod: string) => (await (await fetch(`http://${pod}/+status`, { signal: AbortSignal.timeout(10_000) })).json()) as PeerStatus;
+    // Every process of every pod is a member (the pods that rolled away left as they stopped).
+    const processes = (await Promise.all(pods.map(statusOf))).reduce((n, s) => n + s.workers, 0);
+    expect(processes).toBeGreaterThanOrEqual(2);
+    const peerCaches = await until(`every pod serving copies, with all ${processes} processes as members`, async () => {
+      const all = (await Promise.all(pods.map(statusOf))).map((s) => s.storage.peer_cache);
+      return all.every((p) => p?.serving === true && p.members === processes) ? all : undefined;
+    }, 60_000);
+    expect(peerCaches.map((p) => p?.removed)).toEqual(pods.map(() => 0));
+
+    const craneEnv = { HOME: work, DOCKER_CONFIG: join(work, 'docker-peers') };
+    const crane = (args: string[], input?: string) => run(tool('crane'), [...args, '--insecure'], { env: craneEnv, input });
+    for (const pod of pods) await crane(['auth', 'login', pod, '-u', '__token__', '--password-stdin'], TOKEN_TWO);
+    const accept = 'application/vnd.oci.image.manifest.v1+json';
+    /** The digest `pod` serves for the tag (checked against the bytes it serves), or null on a 404. */
+    const served = async (pod: string, tag: string) => {
+      const res = await fetch(`http://${pod}/v2/team/images/peer/manifests/${tag}`, { headers: { accept }, signal: AbortSignal.timeout(10_000) });
+      const body = Buffer.from(await res.arrayBuffer());
+      if (res.status === 404) return null;
+      expect(res.status).toBe(200);
+      expect(res.headers.get('docker-content-digest')).toBe(`sha256:${sha256(body)}`);
+      return res.headers.get('docker-content-digest');
+    };
+    /** Each pod reads the tag twice: its copy of what it found is kept. */
+    const warm = async (tag: string) => {
+      for (const pod of pods) for (let i = 0; i < 2; i++) await served(pod, tag);
+    };
+    const push = async (pod: string, tag: string, seed: string) => {
+      const image = buildImage({ seed, layers: 1, bigFileSize: 2048 });
+      await crane(['push', writeLayout(join(work, `peer-layout-${seed}`), [{ tag, item: image }]), `${pod}/team/images/peer:${tag}`]);
+      return image.manifest.descriptor.digest;
+    };
+
+    // The tag moved through each pod in turn, each time after every pod has a copy of the old one.
+    let moved = '';
+    for (const [i, writer] of pods.entries()) {
+      await warm('moving');
+      moved = await push(writer, 'moving', `e2e-peer-${i}`);
+      for (const pod of pods) expect(await served(pod, 'moving'), `${pod} after a push through ${writer}`).toBe(moved);
+    }
+
+    // MinIO's own count of the object GETs it answered (its root credentials, from the chart's Secret).
+    const minioIp = (await k(['get', 'service', 'velodex-minio', '-n', 'velodex-system', '-o', 'jsonpath={.spec.clusterIP}'])).stdout.trim();
+    const secret = JSON.parse((await k(['get', 'secret', 'velodex-minio', '-n', 'velodex-system', '-o', 'jsonpath={.data}'])).stdout) as Record<string, string>;
+    const key = (name: string) => Buffer.from(secret[name] ?? '', 'base64').toString('utf8');
+    const storeGets = () => minioObjectGets(`http://${minioIp}:9000`, { accessKey: key('access-key'), secretKey: key('secret-key') });
+
+    await warm('stable');
+    await crane(['tag', `${pods[0]}/team/images/peer:moving`, 'stable']);
+    const cold = await storeGets();
+    for (const pod of pods) expect(await served(pod, 'stable'), `${pod} after crane tag through ${pods[0]}`).toBe(moved);
+    // The counter is read fresh: it moved across these reads, which had to ask the store.
+    expect(await storeGets()).toBeGreaterThan(cold);
+
+    // Warm manifest GETs on one pod. Each would be two object GETs without the copies
+    // (peer-cache-replicas.test.ts); what is left are the members' own reads of their document
+    // (one a second each) and whatever else the cluster asks meanwhile.
+    const reader = pods.at(-1)!;
+    await warm('moving');
+    const before = await storeGets();
+    const started = Date.now();
+    for (let i = 0; i < 50; i++) expect(await served(reader, 'moving')).toBe(moved);
+    const gets = (await storeGets()) - before;
+    console.log(`peer_cache: 50 warm manifest GETs on ${reader} in ${Date.now() - started} ms cost MinIO ${gets} object GETs (from every client of the bucket)`);
+    expect(gets).toBeLessThan(25);
+
+    // A wheel uploaded through one pod is on every pod's next Simple page, the absent page too.
+    const page = async (pod: string) => {
+      const res = await fetch(`http://${pod}/team/hosted/simple/e2e-peer/`, { headers: { accept: 'application/vnd.pypi.simple.v1+json' }, signal: AbortSignal.timeout(10_000) });
+      if (res.status === 404) {
+        await res.arrayBuffer();
+        return [];
+      }
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { files: { filename: string }[] }).files.map((f) => f.filename).sort();
+    };
+    const built = await wheels;
+    const uploaded: string[] = [];
+    for (const [writer, wheel] of pods.map((pod, i) => [pod, built[i]!] as const)) {
+      for (const pod of pods) for (let n = 0; n < 2; n++) expect(await page(pod)).toEqual(uploaded);
+      await run(tool('twine'), ['upload', '--disable-progress-bar', '--non-interactive', '--repository-url', `http://${writer}/team/hosted/`, '-u', '__token__', '-p', TOKEN_TWO, wheel.wheel], { env: { NO_COLOR: '1' } });
+      uploaded.push(wheel.wheelFilename);
+      uploaded.sort();
+      for (const pod of pods) expect(await page(pod), `${pod} after an upload through ${writer}`).toEqual(uploaded);
+    }
+
+    // Every write reached every pod's listener at its pod IP: no pod was removed for want of an
+    // answer (a write would then have waited out its lease), and all are members still.
+    const after = (await Promise.all(pods.map(statusOf))).map((s) => s.storage.peer_cache);
+    expect(after).toEqual(pods.map(() => ({ serving: true, members: processes, removed: 0 })));
+    const logs = (await k(['logs', '-n', NS, '-l', 'app.kubernetes.io/instance=default', '--tail=-1'])).stdout;
+    expect(logs).not.toMatch(/could not reach .*listener/);
+  });
+
   it("serves HTTPS with spec.tls: Ready through the HTTPS probes and status poll, https in status.url and /+api, a renewed certificate served without a roll and without a failed request to a polling client; docker (the CA in its certs.d, no insecure registry) logs in, pushes and pulls, twine uploads and pip installs with the CA and no trusted-host", async () => {
     const ca = testCa(tempDir('velodex-e2e-tls-'), 'DNS:secure.team.svc');
     const secret = async (cert: IssuedCertificate) => {
@@ -874,6 +990,13 @@ describe('a platform team on a real cluster', () => {
     await until('the autoscaler, the NetworkPolicy and the Ingress', async () => ((await k(['get', 'hpa,networkpolicy,ingress', 'secure', '-n', NS, '-o', 'name'], undefined).catch(() => ({ stdout: '' }))).stdout.trim().split('\n').length === 3 ? true : undefined));
     // Clients are told the Ingress's address.
     expect(await until('status.url of the Ingress', async () => ((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.status.url}'])).stdout === 'https://secure.example.com' ? true : undefined))).toBe(true);
+    // Its storage is the default registry's, peerCache included (the step before): the policy also
+    // admits the registry's own pods on any TCP port, where each process takes its invalidation
+    // listener. This cluster's bridge CNI plugin enforces no NetworkPolicy, so this shows the
+    // object, not that it lets the peers talk.
+    expect((await k(['get', 'packageregistry', 'secure', '-n', NS, '-o', 'jsonpath={.spec.storage.peerCache}'])).stdout).toBe('true');
+    const policy = JSON.parse((await k(['get', 'networkpolicy', 'secure', '-n', NS, '-o', 'json'])).stdout) as { spec: { ingress: unknown[] } };
+    expect(policy.spec.ingress).toContainEqual({ from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'velodex', 'app.kubernetes.io/instance': 'secure' } } }], ports: [{ protocol: 'TCP' }] });
     // The registry still answers through its NetworkPolicy (every pod may reach it; this client is the node).
     await k(['wait', '--for=condition=Ready', 'packageregistry/secure', '-n', NS, '--timeout=240s']);
     await k(['patch', 'packageregistry', 'secure', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/autoscaling"},{"op":"remove","path":"/spec/networkPolicy"},{"op":"remove","path":"/spec/ingress"}]']);

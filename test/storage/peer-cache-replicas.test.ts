@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hosted, oci, s3Storage, toml } from '../support/config.js';
-import { startMinio, type Minio } from '../support/minio.js';
+import { minioObjectGets, startMinio, type Minio } from '../support/minio.js';
 import { run } from '../support/run.js';
 import { until } from '../support/until.js';
 import { startVelodex, tempDir, type Velodex } from '../support/velodex.js';
@@ -44,11 +44,8 @@ async function servedDigest(via: Velodex, tag: string): Promise<string> {
   return digest;
 }
 
-/** MinIO's own count of the object GETs it answered (its Prometheus endpoint). */
-async function storeGets(): Promise<number> {
-  const text = await (await fetch(`${minio.endpoint}/minio/v2/metrics/node`)).text();
-  return [...text.matchAll(/^minio_s3_requests_total\{api="getobject"[^}]*\} (\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
-}
+/** MinIO's own count of the object GETs it answered (fresh on every call: `minioObjectGets`). */
+const storeGets = () => minioObjectGets(minio.endpoint);
 
 async function members(): Promise<MembersDoc['members']> {
   const body = await minio.client.getObject(minio.bucket, `${PREFIX}/meta/peers/members.json`);
@@ -91,7 +88,10 @@ describe('two replicas on one bucket with peer_cache', () => {
 
   it('answers warm reads from memory, and a tag moved through one replica is served by the other on its next request', async () => {
     const first = await pushImage(one, 'moving', 'peer-a');
+    const cold = await storeGets();
     expect(await servedDigest(two, 'moving')).toBe(first);
+    // The counter counts: two's first reads of the new tag went to the store.
+    expect(await storeGets()).toBeGreaterThan(cold);
     await warmedUp(two, '/v2/team/images/app/manifests/moving');
     const before = await storeGets();
     for (let i = 0; i < 50; i++) {
