@@ -141,6 +141,39 @@ describe('s3 MetaStore across processes and faults', () => {
     expect(await a.get('docs/one')).toBeNull();
   });
 
+  it('remembers what it last read or wrote for an update to start from (seen): one request per update of a document it knows, and another process\'s write still read before it is changed', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const loc = s3Location(s3Config(minio, prefix));
+    const sent: string[] = [];
+    const send = loc.requests.request.bind(loc.requests);
+    loc.requests.request = async (...args) => {
+      sent.push(args[0]);
+      return send(...args);
+    };
+    const a = new S3MetaStore(loc);
+    const b = s3Store(minio, prefix);
+    expect(a.seen('docs/two')).toBeUndefined();
+    expect(await a.get('docs/two')).toBeNull();
+    expect(a.seen('docs/two')).toBeNull();
+    type Doc = { names: string[] };
+    const add = (name: string) => (doc: Doc | undefined) => ({ names: [...(doc?.names ?? []), name] });
+    sent.length = 0;
+    // Seen absent: created with no read; then updated from what it wrote, with no read either.
+    await updateDoc<Doc>(a, 'docs/two', add('x'));
+    await updateDoc<Doc>(a, 'docs/two', add('y'));
+    expect(sent).toEqual([]);
+    const written = await b.get<Doc>('docs/two');
+    expect(written?.doc).toEqual({ names: ['x', 'y'] });
+    expect(a.seen('docs/two')?.version).toBe(written?.version);
+    // Another process writes: the guess is stale, the write refused, the document read, nothing lost.
+    await b.put<Doc>('docs/two', { names: ['x', 'y', 'b'] }, written?.version);
+    await updateDoc<Doc>(a, 'docs/two', add('z'));
+    expect(sent).toEqual(['GET']);
+    expect((await b.get<Doc>('docs/two'))?.doc).toEqual({ names: ['x', 'y', 'b', 'z'] });
+    await a.delete('docs/two');
+    expect(a.seen('docs/two')).toBeNull();
+  });
+
   it('loses no update when three writer processes update one key concurrently', async () => {
     const prefix = `t-${randomUUID()}`;
     const env = {

@@ -79,3 +79,73 @@ describe('updateDoc', () => {
     expect((await store.get<Names>('doc'))?.doc.names).toEqual(['first', 'other', 'mine']);
   });
 });
+
+/** The counting store, with a `seen` guess the test sets, and its reads counted. */
+class GuessingStore extends CountingStore {
+  reads = 0;
+  guess: { doc: unknown; version: string } | null | undefined = undefined;
+
+  override get<T>(key: string): Promise<{ doc: T; version: string } | null> {
+    this.reads++;
+    return super.get<T>(key);
+  }
+
+  seen(): { doc: unknown; version: string } | null | undefined {
+    return this.guess;
+  }
+}
+
+async function guessing(): Promise<GuessingStore> {
+  const store = new GuessingStore(tempDir('velodex-update-'));
+  await store.init();
+  return store;
+}
+
+describe('updateDoc starting from what the store last saw (MetaStore.seen)', () => {
+  it('writes without a read when the guess is the stored version', async () => {
+    const store = await guessing();
+    const version = await store.put<Names>('doc', { names: ['a'] }, null);
+    store.guess = { doc: { names: ['a'] }, version };
+    const result = await updateDoc<Names>(store, 'doc', adding('b'));
+    expect(result).toEqual({ doc: { names: ['a', 'b'] }, changed: true });
+    expect(store.reads).toBe(0);
+    expect((await store.get<Names>('doc'))?.doc).toEqual({ names: ['a', 'b'] });
+  });
+
+  it('creates an absent document without a read when it was last seen absent', async () => {
+    const store = await guessing();
+    store.guess = null;
+    await updateDoc<Names>(store, 'new', adding('a'));
+    expect(store.reads).toBe(0);
+    expect((await store.get<Names>('new'))?.doc).toEqual({ names: ['a'] });
+  });
+
+  it('reads and applies the change again when the guess is stale: another writer\'s change is kept', async () => {
+    const store = await guessing();
+    const old = await store.put<Names>('doc', { names: ['a'] }, null);
+    await store.put<Names>('doc', { names: ['a', 'other'] }, old);
+    store.guess = { doc: { names: ['a'] }, version: old };
+    const result = await updateDoc<Names>(store, 'doc', adding('b'));
+    expect(result).toEqual({ doc: { names: ['a', 'other', 'b'] }, changed: true });
+    expect(store.reads).toBe(1);
+    expect((await store.get<Names>('doc'))?.doc).toEqual({ names: ['a', 'other', 'b'] });
+    // Seen absent, but there: the create fails and the document is read.
+    store.reads = 0;
+    store.guess = null;
+    await updateDoc<Names>(store, 'doc', adding('c'));
+    expect(store.reads).toBe(1);
+    expect((await store.get<Names>('doc'))?.doc).toEqual({ names: ['a', 'other', 'b', 'c'] });
+  });
+
+  it('never decides "no change" from a guess: it reads the document and decides on that', async () => {
+    const store = await guessing();
+    const old = await store.put<Names>('doc', { names: ['a'] }, null);
+    await store.put<Names>('doc', { names: [] }, old);
+    // The guess already has "a"; the store no longer does.
+    store.guess = { doc: { names: ['a'] }, version: old };
+    const result = await updateDoc<Names>(store, 'doc', (doc) => (doc?.names.includes('a') ? undefined : adding('a')(doc)));
+    expect(result).toEqual({ doc: { names: ['a'] }, changed: true });
+    expect(store.reads).toBe(1);
+    expect((await store.get<Names>('doc'))?.doc).toEqual({ names: ['a'] });
+  });
+});

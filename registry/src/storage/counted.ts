@@ -82,6 +82,8 @@ function countedMeta(meta: MetaStore, counter: StoreCallCounter): MetaStore {
       void counter.track('meta.list', () => Promise.resolve());
       return meta.list(prefix);
     },
+    // Asks the store nothing: not a call.
+    seen: (key) => meta.seen?.(key),
   };
 }
 

@@ -68,6 +68,10 @@ export class RecentReads implements MetaStore {
       this.#forget(key);
     }
   }
+  seen(key: string): Versioned<unknown> | null | undefined {
+    return this.inner.seen?.(key);
+  }
+
 
   list(prefix: string): AsyncIterable<string> {
     return this.inner.list(prefix);

@@ -231,6 +231,12 @@ export interface MetaStore {
   delete(key: string, ifVersion?: string): Promise<boolean>;
   /** Every key below `prefix` (a folder, without trailing slash), in no particular order. */
   list(prefix: string): AsyncIterable<string>;
+  /**
+   * What this process last read or wrote under `key`, without asking the store (null: found
+   * absent; undefined: nothing known): a guess for a compare-and-swap (`updateDoc`), never an
+   * answer, for it may be stale. A store that keeps nothing leaves it out.
+   */
+  seen?(key: string): Versioned<unknown> | null | undefined;
 }
 
 export class DigestMismatchError extends Error {

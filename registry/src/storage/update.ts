@@ -84,8 +84,15 @@ async function drain(store: MetaStore, key: string, queue: Queue, docs: Map<stri
  * on a conflict: each change's result (the document as it left it), or the error it threw.
  */
 async function writeTogether(store: MetaStore, key: string, changes: Change<unknown>[]): Promise<Array<Updated<unknown> | { error: unknown }>> {
+  // The first attempt starts from what this process last saw of the document (`MetaStore.seen`),
+  // when the store keeps it, rather than from a read: the compare-and-swap checks that guess. A
+  // wrong guess costs the failed write and the read it saved; a guess that asks for no write is
+  // not trusted, and the document is read to decide.
+  let guess = store.seen?.(key);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const current = await store.get<unknown>(key);
+    const guessed = guess !== undefined;
+    const current = guessed ? guess : await store.get<unknown>(key);
+    guess = undefined;
     let doc: unknown = current?.doc;
     let written = false;
     const results: Array<Updated<unknown> | { error: unknown }> = [];
@@ -104,13 +111,17 @@ async function writeTogether(store: MetaStore, key: string, changes: Change<unkn
         results.push({ error });
       }
     }
-    if (!written) return results;
+    if (!written) {
+      if (guessed) continue;
+      return results;
+    }
     try {
       await store.put(key, doc, current ? current.version : null);
       return results;
     } catch (err) {
       if (!(err instanceof ConflictError)) throw err;
-      await new Promise((r) => setTimeout(r, backoffMs(attempt)));
+      // A stale guess is no other writer's race: read at once.
+      if (!guessed) await new Promise((r) => setTimeout(r, backoffMs(attempt)));
     }
   }
   throw new ConflictError(key);

@@ -115,6 +115,10 @@ export class PeerCache implements MetaStore {
     return this.inner.list(prefix);
   }
 
+  seen(key: string): Versioned<unknown> | null | undefined {
+    return this.inner.seen?.(key);
+  }
+
   /** Drops this process's copies of `keys` (a write here, or a member's invalidation). */
   drop(keys: readonly string[]): void {
     for (const key of keys) this.#copies.delete(key);

@@ -59,6 +59,8 @@ export class S3MetaStore implements MetaStore {
   readonly #base: string;
   /** Parsed documents by key, with the ETag they were read at (see `get`); least recently used first. */
   readonly #parsed = new ByteLru<{ etag: string; doc: unknown; bytes: number }>(MAX_CACHED_BYTES, (entry) => entry.bytes);
+  /** Keys this process last found absent (read, or deleted), oldest first: for `seen`. */
+  readonly #absent = new Set<string>();
 
   constructor(loc: S3Location) {
     this.#loc = loc;
@@ -85,17 +87,57 @@ export class S3MetaStore implements MetaStore {
       return { doc: known.doc as T, version: known.etag };
     }
     this.#parsed.delete(key);
-    if (current === null || current === UNCHANGED || current.text === '') return null;
-    const doc = deepFreeze(JSON.parse(current.text) as unknown);
-    // A parsed document costs a few times its text; ByteLru keeps none larger than the budget.
-    this.#parsed.set(key, { etag: current.etag, doc, bytes: current.text.length * 3 });
+    if (current === null || current === UNCHANGED || current.text === '') {
+      this.#sawAbsent(key);
+      return null;
+    }
+    const doc = this.#remember(key, current.text, current.etag);
     return { doc: doc as T, version: current.etag };
+  }
+
+  /**
+   * The version this process last read or wrote under `key` (`MetaStore.seen`): a guess that a
+   * compare-and-swap checks. A write whose version matches skips the read before it: one request
+   * to the store instead of two.
+   */
+  seen(key: string): Versioned<unknown> | null | undefined {
+    const known = this.#parsed.get(key);
+    if (known) return { doc: known.doc, version: known.etag };
+    return this.#absent.has(key) ? null : undefined;
+  }
+
+  /** Keeps the parsed document read or written at `etag`; a parsed document costs a few times its text (ByteLru keeps none larger than the budget). */
+  #remember(key: string, text: string, etag: string): unknown {
+    this.#absent.delete(key);
+    const doc = deepFreeze(JSON.parse(text) as unknown);
+    this.#parsed.set(key, { etag, doc, bytes: text.length * 3 });
+    return doc;
+  }
+
+  #sawAbsent(key: string): void {
+    this.#parsed.delete(key);
+    this.#absent.delete(key);
+    this.#absent.add(key);
+    if (this.#absent.size > MAX_ABSENT_KEYS) this.#absent.delete(this.#absent.values().next().value as string);
   }
 
   async put<T>(key: string, doc: T, ifVersion?: string | null): Promise<string> {
     const text = JSON.stringify(doc) as string | undefined;
     if (text === undefined) throw new TypeError(`cannot store ${typeof doc} as a document (${key})`);
-    const body = Buffer.from(text);
+    let etag: string;
+    try {
+      etag = await this.#put(key, Buffer.from(text), ifVersion);
+    } catch (err) {
+      // Whatever the store holds now, it is not what this process last saw.
+      this.#parsed.delete(key);
+      this.#absent.delete(key);
+      throw err;
+    }
+    this.#remember(key, text, etag);
+    return etag;
+  }
+
+  async #put(key: string, body: Buffer, ifVersion: string | null | undefined): Promise<string> {
     if (ifVersion === undefined) return this.#write(key, body, {});
     if (ifVersion !== null) return this.#writeIf(key, body, { 'If-Match': quote(ifVersion) });
     try {
@@ -110,6 +152,15 @@ export class S3MetaStore implements MetaStore {
   }
 
   async delete(key: string, ifVersion?: string): Promise<boolean> {
+    // Absent once this succeeds; unknown if it fails.
+    this.#parsed.delete(key);
+    this.#absent.delete(key);
+    const deleted = await this.#delete(key, ifVersion);
+    this.#sawAbsent(key);
+    return deleted;
+  }
+
+  async #delete(key: string, ifVersion: string | undefined): Promise<boolean> {
     if (ifVersion === undefined) return this.#remove(key);
     try {
       await this.#writeIf(key, Buffer.alloc(0), { 'If-Match': quote(ifVersion) });
@@ -222,6 +273,8 @@ export class S3MetaStore implements MetaStore {
 
 /** The bytes the parsed-document cache may take, reckoned from the documents' text. */
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
+/** Keys remembered as absent for `seen`: a key each, only a guess, so a bound keeps it small. */
+const MAX_ABSENT_KEYS = 4096;
 
 /** `#read`'s answer when the store said the document has not changed since the ETag asked about. */
 const UNCHANGED = Symbol('unchanged');
