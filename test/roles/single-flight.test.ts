@@ -18,7 +18,7 @@ const MiB = 1024 * 1024;
 const BIG = 50 * MiB;
 const SMALL = 6 * MiB;
 
-const up = proxiedOrigin({ '/files/big': BIG, '/files/corrupt': SMALL, '/files/drop': SMALL, '/files/paused': SMALL });
+const up = proxiedOrigin({ '/files/big': BIG, '/files/corrupt': SMALL, '/files/drop': SMALL, '/files/paused': SMALL, '/files/again': SMALL });
 
 async function setup() {
   const root = tempDir('velodex-flight-');
@@ -83,6 +83,31 @@ describe('BlobFlights', () => {
     const again = await flights.open('sha256:big', starter(up, '/files/big', digest), { recheck: async () => (await store.stat(digest)) !== null });
     expect(again).toBeNull();
     expect(up.proxy.count('/files/big')).toBe(1);
+  });
+
+  it('asks the store again only when a flight of the key may have ended since the caller looked', async () => {
+    const { store, flights, reported } = await setup();
+    const digest = generatedDigest('/files/again', SMALL);
+    let rechecks = 0;
+    const recheck = async () => {
+      rechecks += 1;
+      return (await store.stat(digest)) !== null;
+    };
+    // No flight of the key ever ended: nothing can have been published since the lookup.
+    const lookedAt = Date.now();
+    const first = (await flights.open('again', starter(up, '/files/again', digest), { recheck, since: lookedAt }))!;
+    expect(rechecks).toBe(0);
+    expect(await consume(first.stream).result).toEqual({ digest, size: SMALL });
+    await reported(1);
+    // A caller that looked before that flight ended may have missed it: the store is asked, and
+    // has it. No second fetch.
+    expect(await flights.open('again', starter(up, '/files/again', digest), { recheck, since: lookedAt })).toBeNull();
+    expect(rechecks).toBe(1);
+    await reported(2);
+    // Without `since` the store is always asked.
+    expect(await flights.open('again', starter(up, '/files/again', digest), { recheck })).toBeNull();
+    expect(rechecks).toBe(2);
+    expect(up.proxy.count('/files/again')).toBe(1);
   });
 
   it('a waiter that does not read never makes the leader buffer or wait', async () => {

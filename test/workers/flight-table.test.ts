@@ -26,6 +26,19 @@ describe('FlightTable', () => {
     expect(t.join('other', 2).lead).toBe(true);
   });
 
+  it('tells a new leader whether a flight of the key ended since its lookup began', () => {
+    const t = new FlightTable();
+    const lookedAt = Date.now();
+    const first = t.join('k', 1, lookedAt);
+    expect(first.endedSince).toBeUndefined();
+    t.fromLeader(1, first.flight, { type: 'end', end: { kind: 'published', info: { digest: 'd', size: 10 } } });
+    // Another worker looked before that flight ended: it may have missed the bytes.
+    expect(t.join('k', 2, lookedAt)).toMatchObject({ lead: true, endedSince: true });
+    // A key no flight ended for, and a join that says nothing of its lookup.
+    expect(t.join('other', 2, lookedAt).endedSince).toBeUndefined();
+    expect(t.join('third', 1).endedSince).toBeUndefined();
+  });
+
   it('ignores events from a worker that does not lead the flight', () => {
     const t = new FlightTable();
     const lead = t.join('k', 1);

@@ -43,6 +43,8 @@ export type PeerEvent =
 
 export interface LeadFlight {
   readonly role: 'lead';
+  /** A flight of the key ended in some process at or after the `since` given to `join` (`recent-ends.ts`). */
+  readonly endedSince?: boolean;
   /** Tells every follower; `progress` may be coalesced (the latest wins), nothing else is. */
   send(event: PeerEvent): void;
 }
@@ -54,8 +56,12 @@ export interface FollowFlight {
 }
 
 export interface FlightPeers {
-  /** Joins the server-wide flight of `key`: leads it when none runs, else follows the one that does. */
-  join(key: string): Promise<LeadFlight | FollowFlight>;
+  /**
+   * Joins the server-wide flight of `key`: leads it when none runs, else follows the one that does.
+   * `since`: when the caller's lookup of the store began; a leader learns whether a flight of the
+   * key ended since (`LeadFlight.endedSince`).
+   */
+  join(key: string, since?: number): Promise<LeadFlight | FollowFlight>;
 }
 
 /**

@@ -23,6 +23,7 @@ import type { Holder } from '../storage/holds.js';
 import { DigestMismatchError, type BlobInfo, type BlobStage, type BlobStore, type Sha256Hex } from '../storage/types.js';
 import type { CounterSink } from '../observe/counters.js';
 import { FileTail } from './file-tail.js';
+import { RecentEnds } from './recent-ends.js';
 import type { FlightPeers, FollowFlight, LeadFlight, PeerEnd, PeerEvent } from './flight-peers.js';
 import { Spool } from './spool.js';
 import { UpstreamError } from './upstream-error.js';
@@ -67,6 +68,12 @@ export interface OpenOptions {
    * returns null so the caller reads the store instead.
    */
   recheck?: () => Promise<boolean>;
+  /**
+   * When (`Date.now()`) the caller's own lookup that found nothing began. With it, `recheck` runs
+   * only when a flight of the key may have ended since (`recent-ends.ts`): otherwise nothing can
+   * have been published in between, and the store is not asked again.
+   */
+  since?: number;
 }
 
 export interface BlobFlightsOptions {
@@ -289,6 +296,8 @@ class Flight<M> {
 export class BlobFlights {
   readonly #opts: BlobFlightsOptions;
   readonly #flights = new Map<string, Flight<unknown>>();
+  /** When this process's last flights of each key ended: whether a `recheck` can find anything. */
+  readonly #ended = new RecentEnds();
 
   constructor(opts: BlobFlightsOptions) {
     this.#opts = opts;
@@ -310,7 +319,10 @@ export class BlobFlights {
       const created = new Flight<M>(key);
       flight = created;
       this.#flights.set(key, created as Flight<unknown>);
-      void this.#fly(created, start, opts.recheck).then(async ({ outcome, followed }) => {
+      void this.#fly(created, start, opts).then(async ({ outcome, followed }) => {
+        // Noted before the flight leaves the map: a caller that looked before it ended and opens
+        // after it left rechecks the store.
+        this.#ended.ended(key);
         if (this.#flights.get(key) === (created as Flight<unknown>)) this.#flights.delete(key);
         await created.dispose();
         // A followed flight was the leading process's fetch: that one reports it.
@@ -329,20 +341,29 @@ export class BlobFlights {
   }
 
   /** Runs `flight` here, or follows the server's other process that runs it (`peers`). */
-  async #fly<M>(flight: Flight<M>, start: () => Promise<FlightSource<M>>, recheck: (() => Promise<boolean>) | undefined): Promise<{ outcome: FlightOutcome; followed: boolean }> {
+  async #fly<M>(flight: Flight<M>, start: () => Promise<FlightSource<M>>, opts: OpenOptions): Promise<{ outcome: FlightOutcome; followed: boolean }> {
     const peers = this.#opts.peers;
+    const { since } = opts;
     let role: LeadFlight | FollowFlight | undefined;
+    // Whether every process that could have published the bytes was asked.
+    let asked = peers === undefined;
     try {
-      role = await peers?.flights.join(`${peers.scope}\0${flight.key}`);
+      role = await peers?.flights.join(`${peers.scope}\0${flight.key}`, since);
+      asked = true;
     } catch {
       // The other processes cannot be asked (the primary is going away): fetch alone.
     }
     if (role?.role === 'follow') {
       const outcome = await flight.follow(role);
       if (outcome) return { outcome, followed: true };
+      // The leader's flight ended without one this process could share: it may have stored them.
       role = undefined;
+      asked = false;
     }
-    return { outcome: await flight.run(this.#opts, start, recheck, role), followed: false };
+    // Without `since`, or when a flight here or in another process may have published the bytes
+    // since the caller looked (or the others could not be asked), the store is asked again.
+    const mayBeStored = since === undefined || !asked || this.#ended.endedSince(flight.key, since) || (role?.role === 'lead' && role.endedSince === true);
+    return { outcome: await flight.run(this.#opts, start, mayBeStored ? opts.recheck : undefined, role), followed: false };
   }
 
   #report(outcome: FlightOutcome): void {

@@ -6,6 +6,7 @@
  * clients see a failed transfer, never a stalled one.
  */
 import { LEADER_STOPPED, type PeerEvent } from '../roles/flight-peers.js';
+import { RecentEnds } from '../roles/recent-ends.js';
 
 interface Flight {
   id: number;
@@ -21,6 +22,8 @@ export interface Joined {
   lead: boolean;
   /** For a follower: the leader's events so far, to send before any new one. */
   catchUp: PeerEvent[];
+  /** For a leader: a flight of the key ended at or after the joiner's `since` (`recent-ends.ts`). */
+  endedSince?: boolean;
 }
 
 /** An event for some workers. */
@@ -33,9 +36,10 @@ export interface Forward {
 export class FlightTable {
   readonly #byKey = new Map<string, Flight>();
   readonly #byId = new Map<number, Flight>();
+  readonly #ended = new RecentEnds();
   #nextId = 1;
 
-  join(key: string, worker: number): Joined {
+  join(key: string, worker: number, since?: number): Joined {
     const running = this.#byKey.get(key);
     if (running && running.leader !== worker) {
       running.followers.add(worker);
@@ -46,7 +50,7 @@ export class FlightTable {
     const flight: Flight = { id: this.#nextId++, key, leader: worker, followers: new Set(), head: undefined, progress: undefined };
     this.#byKey.set(key, flight);
     this.#byId.set(flight.id, flight);
-    return { flight: flight.id, lead: true, catchUp: [] };
+    return { flight: flight.id, lead: true, catchUp: [], ...(since !== undefined && this.#ended.endedSince(key, since) ? { endedSince: true } : {}) };
   }
 
   /** The leader's `event`: who gets it (nobody when `worker` does not lead `flight`). */
@@ -77,6 +81,7 @@ export class FlightTable {
   }
 
   #end(f: Flight): void {
+    this.#ended.ended(f.key);
     this.#byId.delete(f.id);
     if (this.#byKey.get(f.key) === f) this.#byKey.delete(f.key);
   }

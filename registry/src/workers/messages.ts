@@ -16,8 +16,11 @@ export type FromWorker =
   /** Take the lock of `key`; `locked` with the same id grants it. */
   | { velodex: 'lock'; id: number; key: string }
   | { velodex: 'unlock'; id: number }
-  /** Join the server-wide flight of `key` (`flight-table.ts`); `flying` with the same id answers. */
-  | { velodex: 'fly'; id: number; key: string }
+  /**
+   * Join the server-wide flight of `key` (`flight-table.ts`); `flying` with the same id answers.
+   * `since`: when the worker's lookup of the store began (`FlightPeers.join`).
+   */
+  | { velodex: 'fly'; id: number; key: string; since?: number }
   /** The leader of `flight` tells its followers. */
   | { velodex: 'flight'; flight: number; event: PeerEvent };
 
@@ -26,8 +29,11 @@ export type ToWorker =
   | { velodex: 'gathered'; id: number; parts: unknown[] }
   | { velodex: 'ask'; id: number; topic: string }
   | { velodex: 'locked'; id: number }
-  /** This worker leads `flight`, or follows it (the leader's events so far come next, as `flight`). */
-  | { velodex: 'flying'; id: number; flight: number; lead: boolean }
+  /**
+   * This worker leads `flight`, or follows it (the leader's events so far come next, as `flight`).
+   * `endedSince`: a flight of the key ended at or after the `since` of `fly`.
+   */
+  | { velodex: 'flying'; id: number; flight: number; lead: boolean; endedSince?: boolean }
   /** What the leader of `flight` told its followers. */
   | { velodex: 'flight'; flight: number; event: PeerEvent };
 

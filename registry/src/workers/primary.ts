@@ -114,8 +114,8 @@ export function runPrimary(config: Config): void {
         return;
       }
       case 'fly': {
-        const joined = flights.join(msg.key, worker.id);
-        send(worker, { velodex: 'flying', id: msg.id, flight: joined.flight, lead: joined.lead });
+        const joined = flights.join(msg.key, worker.id, msg.since);
+        send(worker, { velodex: 'flying', id: msg.id, flight: joined.flight, lead: joined.lead, ...(joined.endedSince ? { endedSince: true } : {}) });
         for (const event of joined.catchUp) send(worker, { velodex: 'flight', flight: joined.flight, event });
         return;
       }

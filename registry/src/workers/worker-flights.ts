@@ -19,11 +19,11 @@ export class WorkerFlights implements FlightPeers {
 
   constructor(private readonly send: Send) {}
 
-  join(key: string): Promise<LeadFlight | FollowFlight> {
+  join(key: string, since?: number): Promise<LeadFlight | FollowFlight> {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       this.#joining.set(id, resolve);
-      if (this.send({ velodex: 'fly', id, key })) return;
+      if (this.send({ velodex: 'fly', id, key, ...(since !== undefined ? { since } : {}) })) return;
       // No primary to ask (it is going away): the caller fetches alone.
       this.#joining.delete(id);
       reject(new Error('the primary process cannot be reached'));
@@ -39,7 +39,7 @@ export class WorkerFlights implements FlightPeers {
       const resolve = this.#joining.get(msg.id);
       this.#joining.delete(msg.id);
       if (msg.lead) {
-        resolve?.(new Leader(msg.flight, this.send));
+        resolve?.(new Leader(msg.flight, this.send, msg.endedSince === true));
         return;
       }
       const follower = new Follower();
@@ -62,6 +62,7 @@ class Leader implements LeadFlight {
   constructor(
     private readonly flight: number,
     private readonly post: Send,
+    readonly endedSince: boolean,
   ) {}
 
   send(event: PeerEvent): void {

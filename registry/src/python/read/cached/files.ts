@@ -103,12 +103,13 @@ export class CachedFiles {
 
   async #artifact(w: Wanted): Promise<FileBody> {
     const { file } = w;
+    const lookedAt = Date.now();
     const stored = await this.#o.blobs.stat(file.sha256);
     if (stored) {
       await this.#learnSize(w, stored.size);
       return { kind: 'blob', digest: file.sha256, size: stored.size };
     }
-    const delivery = await this.#fly(w);
+    const delivery = await this.#fly(w, lookedAt);
     if (delivery) {
       const stored = delivery.outcome.then((o) => o.kind === 'published' || o.kind === 'already_stored');
       return { kind: 'stream', digest: file.sha256, stream: delivery.stream, size: delivery.size, stored };
@@ -119,9 +120,11 @@ export class CachedFiles {
     return { kind: 'blob', digest: file.sha256, size: info.size };
   }
 
-  async #fly(w: Wanted) {
+  /** `since`: when the caller's lookup that found the file not stored began (`OpenOptions.since`). */
+  async #fly(w: Wanted, since?: number) {
     const delivery = await this.#o.flights.open(`python-file:${w.file.sha256}`, () => this.#start(w), {
       recheck: async () => (await this.#o.blobs.stat(w.file.sha256)) !== null,
+      ...(since !== undefined ? { since } : {}),
     });
     // Once stored, the page gives the file's size (every waiter reports it; the first write wins).
     void delivery?.outcome.then((o) => {
