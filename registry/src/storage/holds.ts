@@ -82,8 +82,9 @@ export interface Holder {
   readonly name: string;
   /**
    * Records the hold; true when it is new. Call before storing the bytes; `size`, when known, is
-   * what accounting counts. `fresh`: the bytes were just found missing from the store, so the
-   * document most likely is too (see `BlobHolds.hold`).
+   * what accounting counts. `fresh`: the document is most likely absent (the bytes were just
+   * found missing from the store, or are new to the caller): a hint, never trusted (see
+   * `BlobHolds.hold`).
    */
   hold(hex: Sha256Hex, size?: number, opts?: HoldOptions): Promise<boolean>;
   isHeld(hex: Sha256Hex): Promise<boolean>;

@@ -23,13 +23,15 @@ const OCTET_STREAM = 'application/octet-stream';
 
 export async function getBlob(call: OciCall, digest: string, head: boolean): Promise<void> {
   const hex = parseDigest(digest);
+  const lookedAt = Date.now();
   const stored = await serveStored(call, hex, head, REQUEST_READ);
   if (stored === 'served') return;
   // A miss: the index's cached members pull it through (read/cached/blobs.ts), in lookup order.
   const range = typeof call.request.headers.range === 'string' ? call.request.headers.range : undefined;
+  // Found not stored: the pull need not look again, unless a flight ended since (`BlobWant.lookedAt`).
   const notStored = stored === 'not_stored';
   for (const cached of await call.deps.members.pullThrough(call.target.index, call.target.repo)) {
-    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}), ...(notStored ? { notStored } : {}) });
+    const pulled = await cached.blobs.pull(call.target.repo, hex, { head, ...(range !== undefined ? { range } : {}), ...(notStored ? { notStored, lookedAt } : {}) });
     if (pulled.kind === 'unknown') continue;
     if (pulled.kind === 'stored') {
       // Just pulled (here or by another process): read what the store has now.
@@ -94,18 +96,29 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
     }
   }
   const blobs = deps.blobs;
-  const [info, held] = await Promise.all([blobs.stat(hex), deps.holds.visible(call.target.index, call.target.repo, hex, reads)]);
-  // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
+  const visible = () => deps.holds.visible(call.target.index, call.target.repo, hex, reads);
+  // A GET looks for the bytes first: with none stored (a cold pull-through) the hold is not read,
+  // and with them the hold is read beside the bytes (as many round trips as both at once, then the
+  // bytes). A HEAD asks for both at once: one round trip.
+  const [info, heldFirst] = await Promise.all([blobs.stat(hex), head ? visible() : undefined]);
   if (!info) return 'not_stored';
-  if (!held) return 'not_served';
   deps.blobSizes.set(hex, info.size);
   const wanted = parseRange(rangeHeader, info.size);
+  const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+  const length = range ? range.end - range.start + 1 : info.size;
+  // With redirects on, a whole GET may need no stream at all (`redirect.ts`).
+  const streamed = !head && wanted.kind !== 'unsatisfiable' && length > 0 && !deps.redirect;
+  const [held, opened] = heldFirst !== undefined ? [heldFirst, null] : await Promise.all([visible(), streamed ? blobs.get(hex, range) : null]);
+  // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
+  if (!held) {
+    opened?.destroy();
+    return 'not_served';
+  }
   if (wanted.kind === 'unsatisfiable') {
     throw new OciStatusError(416, 'RANGE_NOT_SATISFIABLE', `range "${String(rangeHeader)}" cannot be served from ${info.size} bytes`, {
       'Content-Range': unsatisfiedRange(info.size),
     });
   }
-  const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
   // A full GET of a large blob goes to the object store itself, when configured (`redirect.ts`).
   const url = !head && !range ? await deps.redirect?.urlFor(info) : null;
   if (url) {
@@ -120,12 +133,11 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
       .send();
     return 'served';
   }
-  const length = range ? range.end - range.start + 1 : info.size;
   if (head || length === 0) {
     await send(call, hex, info.size, range, null);
     return 'served';
   }
-  const stream = await blobs.get(hex, range);
+  const stream = streamed ? opened : await blobs.get(hex, range);
   // Deleted between stat and open.
   if (!stream) throw new OciError('BLOB_UNKNOWN', `blob sha256:${hex} is not stored`);
   await send(call, hex, info.size, range, stream);

@@ -51,6 +51,8 @@ export interface BlobWant {
    * look again. (Bytes stored meanwhile are found by the flight's own recheck.)
    */
   notStored?: boolean;
+  /** With `notStored`: when (`Date.now()`) that lookup began (`OpenOptions.since`). */
+  lookedAt?: number;
 }
 
 /** What an upstream HEAD of a blob said: 404 as null. */
@@ -87,7 +89,7 @@ export class CachedBlobs {
     const adopted = want.notStored ? 'absent' : await this.#adopt(repo, hex);
     if (adopted !== 'absent') return { kind: adopted };
     if (want.head || want.range !== undefined) return this.#passThrough(repo, hex, want);
-    const delivery = await this.#open(repo, hex);
+    const delivery = await this.#open(repo, hex, want.notStored ? want.lookedAt : undefined);
     if (delivery === 'unknown') return { kind: 'unknown' };
     if (!delivery) return { kind: 'stored' };
     return { kind: 'fetched', body: delivery.stream, ...(delivery.size !== undefined ? { size: delivery.size } : {}) };
@@ -128,7 +130,7 @@ export class CachedBlobs {
    * The flight of `hex`: a delivery, null when the bytes turned out stored, or `unknown`. A failed
    * upstream is the client's 502 here, but counted once per flight (`#counted`), not per client.
    */
-  async #open(repo: readonly string[], hex: string) {
+  async #open(repo: readonly string[], hex: string, since?: number) {
     const opened = async () => {
       try {
         return await this.#flights.open<null>(
@@ -149,7 +151,7 @@ export class CachedBlobs {
             const length = header(res.headers, 'content-length');
             return { body: res.body, expected: hex, ...(length !== undefined ? { size: Number(length) } : {}), meta: null };
           },
-          { recheck: async () => (await this.store.stat(hex)) !== null && (await this.holder.isHeld(hex)) },
+          { recheck: async () => (await this.store.stat(hex)) !== null && (await this.holder.isHeld(hex)), ...(since !== undefined ? { since } : {}) },
         );
       } catch (err) {
         if (err instanceof OciError && err.code === 'BLOB_UNKNOWN') return 'unknown' as const;

@@ -327,8 +327,10 @@ export class CachedRepos implements MemberReader {
       throw new OciError('MANIFEST_INVALID', `the upstream's manifest for "${reference}" cannot be served: ${err instanceof Error ? err.message : String(err)}`);
     }
     const record = manifestRecord(checked, hex, body.length);
-    // The hold, then the bytes, then the documents that point at them.
-    await this.#holder.hold(hex, body.length);
+    // The hold, then the bytes, then the documents that point at them. A manifest this index did
+    // not hold is most likely new to the store too: its holds document is written without a read
+    // first (one that exists after all is read and updated as usual).
+    await this.#holder.hold(hex, body.length, { fresh: true });
     await this.#store.put(Readable.from([body]), hex);
     const stored = await this.#stored.putManifest(repo, hex, record, want.tag, want.confirmedUntil);
     this.#onChanged?.(repo.join('/'));
