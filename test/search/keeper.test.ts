@@ -100,6 +100,53 @@ describe('SearchKeeper', () => {
     await Promise.all([one.keeper.close(), two.keeper.close()]);
   });
 
+  it("does not read its own writes again at the refresh, unless another process's change came just before", async () => {
+    const meta = new FsMetaStore(tempDir('velodex-keeper-own-'));
+    await meta.init();
+    const store = new FakeSource();
+    store.projects.set('alpha', 'first words');
+    const one = keeperOn(meta, store);
+    const two = keeperOn(meta, store);
+    one.keeper.start();
+    two.keeper.start();
+    await Promise.all([one.keeper.ready(), two.keeper.ready()]);
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+
+    // A write through process one, read again at once: its refresh finds its own append and reads nothing.
+    store.projects.set('alpha', 'own write');
+    await one.changes.record('hosted', ['alpha']);
+    await settle();
+    store.reads = 0;
+    await one.keeper.refresh();
+    expect(store.reads).toBe(0);
+    expect(find(one.keeper, 'own')).toEqual(['alpha:own write']);
+    // Process two still reads it.
+    await two.keeper.refresh();
+    expect(store.reads).toBe(1);
+    expect(find(two.keeper, 'own')).toEqual(['alpha:own write']);
+
+    // Process two changes the name, then process one does, before one refreshed: one's read at
+    // its write may have come before two's, so its refresh reads the name again.
+    store.projects.set('alpha', 'their write');
+    await two.changes.record('hosted', ['alpha']);
+    store.projects.set('alpha', 'mine again');
+    await one.changes.record('hosted', ['alpha']);
+    await settle();
+    store.reads = 0;
+    await one.keeper.refresh();
+    expect(store.reads).toBe(1);
+
+    // A name only another process changed is read as before.
+    store.projects.set('beta', 'new words');
+    await two.changes.record('hosted', ['beta']);
+    await settle();
+    store.reads = 0;
+    await one.keeper.refresh();
+    expect(store.reads).toBe(1);
+    expect(find(one.keeper, 'new')).toEqual(['beta:new words']);
+    await Promise.all([one.keeper.close(), two.keeper.close()]);
+  });
+
   it('leaves an index the first build is reading to it: a refresh meanwhile reads no entry again', async () => {
     const meta = new FsMetaStore(tempDir('velodex-keeper-first-'));
     await meta.init();

@@ -74,7 +74,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     clientUrl: (index, base) => `${base.host}/${index.route}/<image>`,
     discovery: ociDiscovery,
     ...ociStatus(stores.meta, members),
-    search: ociSearch((index) => members.hosted(index), stores.blobs),
+    search: ociSearch((index) => members.hosted(index), deps.blobBytes, stores.blobs),
     async register(app) {
       const tokens = new TokenSigner(ctx.signingKey);
       await registerOciRoutes(app, { ...deps, tokens });

@@ -12,6 +12,7 @@ import type { SearchEntry } from '../search/entry.js';
 import type { SearchSource } from '../search/source.js';
 import type { BlobStore } from '../storage/types.js';
 import type { TagsDoc } from './model/meta.js';
+import type { BlobBytes } from './read/blob-bytes.js';
 import type { HostedRepos } from './read/hosted/repos.js';
 
 /** Manifests and configs past this are not read for search (annotations sit in small documents). */
@@ -21,7 +22,11 @@ const ANNOTATION = { title: 'org.opencontainers.image.title', description: 'org.
 
 type Strings = Record<string, string>;
 
-export function ociSearch(reposOf: (index: IndexConfig) => HostedRepos, blobs: BlobStore): SearchSource {
+/**
+ * `manifests`: the manifests' bytes by digest, kept in memory (read/blob-bytes.ts): an entry is read
+ * right after a pull or push, which reads the same manifest. Configs are read from `blobs`.
+ */
+export function ociSearch(reposOf: (index: IndexConfig) => HostedRepos, manifests: BlobBytes, blobs: BlobStore): SearchSource {
   const policies = new WeakMap<IndexConfig, Policy>();
   const policyOf = (index: IndexConfig): Policy => {
     let p = policies.get(index);
@@ -29,13 +34,18 @@ export function ociSearch(reposOf: (index: IndexConfig) => HostedRepos, blobs: B
     return p;
   };
 
-  async function json(hex: string): Promise<Record<string, unknown> | null> {
+  /** A config: its size first, so a large one is never read. */
+  async function configBytes(hex: string): Promise<Buffer | null> {
     const info = await blobs.stat(hex);
     if (!info || info.size > MAX_SEARCH_DOC) return null;
     const stream = await blobs.get(hex);
-    if (!stream) return null;
+    return stream && buffer(stream);
+  }
+
+  async function json(bytes: Buffer | null): Promise<Record<string, unknown> | null> {
+    if (!bytes || bytes.length > MAX_SEARCH_DOC) return null;
     try {
-      const doc: unknown = JSON.parse((await buffer(stream)).toString('utf8'));
+      const doc: unknown = JSON.parse(bytes.toString('utf8'));
       return doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>) : null;
     } catch {
       return null;
@@ -44,13 +54,14 @@ export function ociSearch(reposOf: (index: IndexConfig) => HostedRepos, blobs: B
 
   /** The annotations of the manifest, else the labels of its config. */
   async function annotationsOf(hex: string): Promise<Strings> {
-    const manifest = await json(hex);
+    // A manifest is at most 4 MiB (model/manifest-check.ts).
+    const manifest = await json(await manifests.get(hex));
     if (!manifest) return {};
     const own = strings(manifest.annotations);
     if (Object.values(ANNOTATION).some((k) => own[k] !== undefined)) return own;
     const config = manifest.config as { digest?: unknown } | undefined;
     const digest = typeof config?.digest === 'string' && config.digest.startsWith('sha256:') ? config.digest.slice(7) : null;
-    const image = digest ? await json(digest) : null;
+    const image = digest ? await json(await configBytes(digest)) : null;
     const labels = strings((image?.config as { Labels?: unknown } | undefined)?.Labels);
     return { ...labels, ...own };
   }

@@ -41,6 +41,14 @@ export interface ChangeLogDoc {
 /** Told of every change recorded in this process, with the names it touched (before the append). */
 export type ChangeListener = (indexName: string, names: readonly string[]) => void;
 
+/**
+ * Told once this process's append of a change is stored: for each name, the serial the append gave
+ * it and the serial of the name's change before it (undefined: none logged). A reader that read the
+ * name again after the change (the `ChangeListener`'s part) need not read it at that serial again,
+ * unless the change before it is one it has not read (another process's, just before).
+ */
+export type AppendListener = (indexName: string, appended: ReadonlyMap<string, { serial: number; before: number | undefined }>) => void;
+
 type Log = { warn(obj: object, msg: string): void };
 
 function append(doc: ChangeLogDoc, names: readonly string[]): void {
@@ -55,8 +63,13 @@ function append(doc: ChangeLogDoc, names: readonly string[]): void {
   doc.floor = Math.max(doc.floor ?? 0, dropped.at(-1)![1]);
 }
 
+function serialOf(doc: ChangeLogDoc, name: string): number | undefined {
+  return Object.hasOwn(doc.changed, name) ? doc.changed[name] : undefined;
+}
+
 export class SearchChanges {
   readonly #listeners: ChangeListener[] = [];
+  readonly #appendListeners: AppendListener[] = [];
 
   constructor(
     private readonly meta: MetaStore,
@@ -72,6 +85,11 @@ export class SearchChanges {
     this.#listeners.push(listener);
   }
 
+  /** `listener` hears of every append through this object, once stored (`AppendListener`). */
+  onAppended(listener: AppendListener): void {
+    this.#appendListeners.push(listener);
+  }
+
   async read(indexName: string): Promise<ChangeLogDoc | null> {
     return (await this.meta.get<ChangeLogDoc>(SearchChanges.key(indexName)))?.doc ?? null;
   }
@@ -83,12 +101,17 @@ export class SearchChanges {
   async record(indexName: string, names: readonly string[]): Promise<void> {
     if (names.length === 0) return;
     for (const listener of this.#listeners) listener(indexName, names);
+    let appended = new Map<string, { serial: number; before: number | undefined }>();
     try {
       await updateDoc<ChangeLogDoc>(this.meta, SearchChanges.key(indexName), (current) => {
         const doc = current ?? { serial: 0, changed: {} };
+        // Per attempt: a conflict runs this again on the stored document.
+        const before = new Map(names.map((name) => [name, serialOf(doc, name)]));
         append(doc, names);
+        appended = new Map(names.map((name) => [name, { serial: doc.serial, before: before.get(name) }]));
         return doc;
       });
+      for (const listener of this.#appendListeners) listener(indexName, appended);
     } catch (err) {
       this.log.warn({ index: indexName, names: names.slice(0, 10), err: err instanceof Error ? err.message : String(err) }, 'search change not logged');
     }

@@ -36,6 +36,8 @@ type Log = { warn(obj: object, msg: string): void; info(obj: object, msg: string
 
 /** Entries read at once while building or refreshing (store round trips in flight). */
 const READ_CONCURRENCY = 8;
+/** Own appends remembered per index between refreshes; past it they are forgotten (read again). */
+const MAX_OWN = 4096;
 
 export interface KeeperOptions {
   /** The indexes that hold entries (hosted and cached), with their ecosystem's source. */
@@ -60,6 +62,11 @@ export class SearchKeeper {
   /** The change log serial each built index is current with. */
   readonly #seen = new Map<string, number>();
   /**
+   * Per index, the serials of this process's own appends whose names it read again at the write
+   * (`AppendListener`): a refresh does not read them a second time.
+   */
+  readonly #own = new Map<string, Map<string, number>>();
+  /**
    * The indexes the first build has not tried yet: the refresh leaves them to it. (It used to
    * build any index not yet built, so a refresh during the first build read the index a second
    * time beside it, replacing every entry: that was the search's cost to uploads at 100k.)
@@ -78,6 +85,7 @@ export class SearchKeeper {
       // Not before `start` (an app built but never started keeps no index), and not awaited.
       if (this.#built !== undefined && !this.#closed) void this.#reread(indexName, names);
     });
+    opts.changes.onAppended((indexName, appended) => this.#noteOwn(indexName, appended));
   }
 
   /** Whether every index has been built (a search before that may miss entries). */
@@ -148,9 +156,13 @@ export class SearchKeeper {
           await this.#rebuild(index, source);
           continue;
         }
-        const moved = Object.entries(doc.changed ?? {}).filter(([, serial]) => serial > seen).map(([name]) => name);
+        const own = this.#own.get(index.name);
+        const moved = Object.entries(doc.changed ?? {})
+          .filter(([name, serial]) => serial > seen && own?.get(name) !== serial)
+          .map(([name]) => name);
         await eachLimited(moved, READ_CONCURRENCY, (key) => this.#load(index, source, key));
         this.#seen.set(index.name, doc.serial);
+        if (own) for (const [name, serial] of own) if (serial <= doc.serial) own.delete(name);
       } catch (err) {
         this.#o.log.warn({ index: index.name, err: err instanceof Error ? err.message : String(err) }, 'search: refresh failed; retrying on the next one');
       }
@@ -165,6 +177,23 @@ export class SearchKeeper {
     for (const key of this.index.keysOf(index.name)) if (!listed.has(key)) this.index.remove(index.name, key);
     await eachLimited(keys, READ_CONCURRENCY, (key) => this.#load(index, source, key));
     this.#seen.set(index.name, serial);
+  }
+
+  /**
+   * This process's appends: a name read again at its write is current at the serial its append
+   * gave it, when the change before it was this process's own or one it had read by then (else
+   * another process changed it just before, maybe after that read, and the refresh reads it).
+   */
+  #noteOwn(indexName: string, appended: ReadonlyMap<string, { serial: number; before: number | undefined }>): void {
+    if (this.#built === undefined || this.#closed || !this.#byName.has(indexName)) return;
+    const seen = this.#seen.get(indexName) ?? 0;
+    let own = this.#own.get(indexName);
+    if (!own) this.#own.set(indexName, (own = new Map()));
+    for (const [name, { serial, before }] of appended) {
+      if (before === undefined || before <= seen || own.get(name) === before) own.set(name, serial);
+      else own.delete(name);
+    }
+    if (own.size > MAX_OWN) own.clear();
   }
 
   async #reread(indexName: string, names: readonly string[]): Promise<void> {
