@@ -7,12 +7,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';
 import { putVerified } from '../../registry/src/storage/s3/put.js';
+import { ASK_ABOVE_BYTES } from '../../registry/src/storage/s3/stage.js';
 import { DigestMismatchError, StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { startMinio, type Minio } from '../support/minio.js';
 import { tempDir } from '../support/velodex.js';
@@ -339,7 +341,8 @@ describe('s3 BlobStore', () => {
   it('a stage begun `absent` (a pull-through of bytes just found missing) publishes without asking whether the blob is there; one begun without asks first', async () => {
     const prefix = `t-${randomUUID()}`;
     const { store } = await s3Store(prefix);
-    const bytes = Buffer.from(`fetched for a cache ${prefix}`);
+    // Above ASK_ABOVE_BYTES: smaller bytes are never asked about (next test).
+    const bytes = Buffer.concat([Buffer.from(`fetched for a cache ${prefix}`), Buffer.alloc(ASK_ABOVE_BYTES, 7)]);
     const digest = createHash('sha256').update(bytes).digest('hex');
     const stat = vi.spyOn(store, 'stat');
     const fresh = await store.stage({ expected: digest, absent: true });
@@ -363,13 +366,33 @@ describe('s3 BlobStore', () => {
     expect(await keys(`${prefix}/`)).toEqual([store.key(digest)]);
   });
 
+  it('small bytes (a manifest, a config) are put without asking whether they are stored, and put again identical', async () => {
+    const prefix = `t-${randomUUID()}`;
+    const { store } = await s3Store(prefix);
+    const bytes = Buffer.from(`{"small":"${prefix}"}`);
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    const stat = vi.spyOn(store, 'stat');
+    for (let i = 0; i < 2; i++) {
+      const stage = await store.stage({ expected: digest });
+      try {
+        await stage.append(Readable.from([bytes]));
+        expect(await stage.commit()).toEqual({ digest, size: bytes.length });
+      } finally {
+        await stage.abort();
+      }
+    }
+    expect(stat).not.toHaveBeenCalled();
+    expect(await buffer((await store.get(digest))!)).toEqual(bytes);
+    expect(await keys(`${prefix}/`)).toEqual([store.key(digest)]);
+  });
+
   it('two stores on one bucket see each other\'s commits and deletes', async () => {
     const prefix = `t-${randomUUID()}`;
     const a = (await s3Store(prefix)).store;
     const b = (await s3Store(prefix)).store;
     const { digest } = await a.put(Readable.from([Buffer.from('shared bytes')]));
     expect(await b.stat(digest)).toEqual({ digest, size: 12, modifiedMs: expect.any(Number) });
-    // b commits the same bytes again: no error, nothing re-uploaded.
+    // b commits the same bytes again: no error (small, so written again identical).
     const stage = await b.stage();
     await stage.append(Readable.from([Buffer.from('shared bytes')]));
     expect(await stage.commit(digest)).toEqual({ digest, size: 12 });

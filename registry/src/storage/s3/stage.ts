@@ -3,7 +3,8 @@
  * folder, never the bucket) through the same `FsStage` the fs backend uses, so hashing, counting,
  * undoing a failed append, `read` and `readBack` are one implementation for both backends.
  * `commit` checks the digest on that copy first, asks the store whether the blob is there already
- * (then nothing is sent; not for a stage begun `absent`), and otherwise publishes it one of three ways:
+ * (then nothing is sent; not for a stage begun `absent`, nor for bytes up to `ASK_ABOVE_BYTES`,
+ * whose upload costs no more than the question), and otherwise publishes it one of three ways:
  *
  *   - a blob that fits one part (`PART_SIZE`): one PUT straight to its blob key, which the store
  *     verifies against the sha256 the stage computed (`put.ts`);
@@ -26,6 +27,14 @@ import { DigestMismatchError, type AppendOptions, type BlobInfo, type BlobStage,
 import type { S3Location } from './connect.js';
 import { asUnavailable, isNotFound } from './errors.js';
 import { PART_SIZE, PartUploader } from './parts.js';
+
+/**
+ * Bytes up to this size are put without asking first whether the blob is stored: a HEAD costs a
+ * request, like the PUT, and spares an upload only of bytes a PUT sends in no time. Stored
+ * already, they are written again, identical, under their key (a versioned bucket keeps one more
+ * version of them).
+ */
+export const ASK_ABOVE_BYTES = 64 * 1024;
 
 /** What the stage needs from its store: where objects go and how a staging object is published. */
 export interface StageTarget {
@@ -127,7 +136,8 @@ export class S3Stage implements BlobStage {
    * after an fs commit.
    */
   async #publish(path: string, digest: Sha256Hex): Promise<void> {
-    if (!(this.absent && digest === this.expected) && (await this.target.has(digest))) {
+    const ask = !(this.absent && digest === this.expected) && this.size > ASK_ABOVE_BYTES;
+    if (ask && (await this.target.has(digest))) {
       await this.#parts.cancel();
     } else if (this.size <= PART_SIZE) {
       await this.#parts.putWhole(this.target.blobKey(digest), this.size, digest);
