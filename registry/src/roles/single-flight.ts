@@ -23,7 +23,7 @@ import type { Holder } from '../storage/holds.js';
 import { DigestMismatchError, type BlobInfo, type BlobStage, type BlobStore, type Sha256Hex } from '../storage/types.js';
 import type { CounterSink } from '../observe/counters.js';
 import { FileTail } from './file-tail.js';
-import { RecentEnds } from './recent-ends.js';
+import { RecentEnds } from '../storage/recent-ends.js';
 import type { FlightPeers, FollowFlight, LeadFlight, PeerEnd, PeerEvent } from './flight-peers.js';
 import { Spool } from './spool.js';
 import { UpstreamError } from './upstream-error.js';

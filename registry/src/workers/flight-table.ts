@@ -6,7 +6,7 @@
  * clients see a failed transfer, never a stalled one.
  */
 import { LEADER_STOPPED, type PeerEvent } from '../roles/flight-peers.js';
-import { RecentEnds } from '../roles/recent-ends.js';
+import { RecentEnds } from '../storage/recent-ends.js';
 
 interface Flight {
   id: number;

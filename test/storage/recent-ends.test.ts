@@ -1,11 +1,11 @@
 /**
- * When flights ended (registry/src/roles/recent-ends.ts): what lets a flight skip asking the store
+ * When flights ended (registry/src/storage/recent-ends.ts): what lets a flight skip asking the store
  * again. A key no flight ended for since a lookup began needs no recheck; one that ended at or
  * after it (or within the clock margin before it) does; and once the table has forgotten ends,
  * every lookup that began before the newest forgotten one is answered "maybe".
  */
 import { describe, expect, it } from 'vitest';
-import { RecentEnds } from '../../registry/src/roles/recent-ends.js';
+import { RecentEnds } from '../../registry/src/storage/recent-ends.js';
 
 describe('RecentEnds', () => {
   it('answers whether a flight of the key may have ended since a lookup began', () => {

@@ -1,11 +1,11 @@
 /**
  * When the last flight of each key ended, for a while: what lets a new flight skip its `recheck`
- * of the store (single-flight.ts). A caller that found nothing stored and then opens a flight can
- * have missed only bytes a flight published between its lookup and the open; when no flight of
- * the key ended since the lookup began, nothing was published meanwhile by this process (or, in
- * the primary's table, by the server's workers), and the recheck would only cost a store round
- * trip. Bytes another replica stores meanwhile were never caught by the recheck either (it runs
- * before the fetch, not during it): they are published again, identical, under the same key.
+ * of the store (roles/single-flight.ts). A caller that found nothing stored and then opens a
+ * flight can have missed only bytes a flight published between its lookup and the open; when no
+ * flight of the key ended since the lookup began, nothing was published meanwhile by this process
+ * (or, in the primary's table, by the server's workers), and the recheck would only cost a store
+ * round trip. Bytes another replica stores meanwhile were never caught by the recheck either (it
+ * runs before the fetch, not during it): they are published again, identical, under the same key.
  *
  * Bounded: past `MAX_KEYS` the oldest end is forgotten, and any lookup that began before the
  * newest forgotten end is answered "maybe" (recheck). Ends are wall-clock times so that the
