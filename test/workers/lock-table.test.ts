@@ -22,6 +22,29 @@ describe('LockTable', () => {
     expect(t.size).toBe(0);
   });
 
+  it('tells a holder whether the key was let go since it last looked at what the lock guards', () => {
+    const t = new LockTable();
+    const lookedAt = Date.now();
+    const first = { worker: 1, id: 1, since: lookedAt };
+    expect(t.request('a', first)).toBe(true);
+    expect(t.releasedSince(first)).toBe(false);
+    // A second worker looked at the same time and waits: the first one's release is news to it.
+    const second = { worker: 2, id: 1, since: lookedAt };
+    expect(t.request('a', second)).toBe(false);
+    expect(t.release(first)).toEqual(second);
+    expect(t.releasedSince(second)).toBe(true);
+    t.release(second);
+    // Without a `since`, always: nothing is known of what it saw.
+    const blind = { worker: 1, id: 2 };
+    expect(t.request('b', blind)).toBe(true);
+    expect(t.releasedSince(blind)).toBe(true);
+    t.release(blind);
+    // Another key's release is not news for this one.
+    const other = { worker: 2, id: 2, since: lookedAt };
+    expect(t.request('c', other)).toBe(true);
+    expect(t.releasedSince(other)).toBe(false);
+  });
+
   it('a dead worker lets go of what it held and leaves the queues it waited in', () => {
     const t = new LockTable();
     t.request('a', { worker: 1, id: 1 });

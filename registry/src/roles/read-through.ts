@@ -107,10 +107,12 @@ export class DocCache {
 
   /**
    * The document under `key`, from cache or upstream; null when the upstream says it is gone.
-   * `stored`: the record as a `peek` in this request already read it.
+   * `stored`: the record as a `peek` in this request already read it, that read begun at `storedAt`
+   * (`Date.now()`; see the revalidator's `ReadOptions`).
    */
-  async read(key: string, fetcher: DocFetcher, stored?: Promise<Versioned<CachedDoc> | null>): Promise<DocResult | null> {
-    const read = await this.#revalidator.read(key, this.#copy(key, fetcher), stored ? { stored: stored.then((v) => v && { record: v.doc }) } : {});
+  async read(key: string, fetcher: DocFetcher, stored?: Promise<Versioned<CachedDoc> | null>, storedAt?: number): Promise<DocResult | null> {
+    const opts = stored ? { stored: stored.then((v) => v && { record: v.doc }), ...(storedAt !== undefined ? { storedAt } : {}) } : {};
+    const read = await this.#revalidator.read(key, this.#copy(key, fetcher), opts);
     return read && this.#result(read.doc, read.served);
   }
 

@@ -9,8 +9,9 @@
  *    upstream-list.ts, whose walk over them is what `ask` runs).
  * 3. Otherwise one refresh per key runs at a time (with `locks`, one across the server's
  *    processes too), and every waiter shares its result. It reads the stored copy again first
- *    (another waiter, worker or replica may have refreshed it), then `ask`s the upstream and has
- *    the copy `keep` the answer:
+ *    when another refresh of the key, in this process or another worker, ended since the copy
+ *    was read (it is then most likely fresh: storage/recent-ends.ts), then `ask`s the upstream and
+ *    has the copy `keep` the answer:
  *    - nothing was stored: `fetched`, no counter;
  *    - the same content (a 304, the same bytes or digest): `revalidated`, counted `refreshes`;
  *    - other content: `changed`, counted `refreshes` and `changed`;
@@ -41,6 +42,7 @@ import type { UpstreamDeletions } from '../config/types.js';
 import { SlotsBusyError } from '../limits/slots.js';
 import { NO_COUNTERS, type CounterSink, type UsageCounter } from '../observe/counters.js';
 import type { KeyLocks } from '../storage/key-locks.js';
+import { RecentEnds } from '../storage/recent-ends.js';
 import { PromiseFlights } from './promise-flights.js';
 import { restated } from './upstream-error.js';
 import { UpstreamHealth, type UpstreamState } from './upstream-health.js';
@@ -101,6 +103,11 @@ export interface RevalidatorOptions {
 export interface ReadOptions<D> {
   /** The stored copy as this request already read it (the read starts with it instead). */
   stored?: Promise<D | null>;
+  /**
+   * With `stored`: when (`Date.now()`) its read began. Without it the refresh reads the copy again
+   * whatever happened since.
+   */
+  storedAt?: number;
   /** The project the counters count under, when the caller counts per project. */
   project?: string;
 }
@@ -115,6 +122,8 @@ export class Revalidator<D> {
   readonly #nothingCached: (why: string) => string;
   readonly #deletions: UpstreamDeletions;
   readonly #flights = new PromiseFlights<Read<D> | null>();
+  /** Without `locks`: when this process's last refresh of each key ended. */
+  readonly #refreshed = new RecentEnds();
 
   constructor(opts: RevalidatorOptions = {}) {
     this.health = opts.health ?? new UpstreamHealth();
@@ -128,6 +137,7 @@ export class Revalidator<D> {
   /** The document under `key`, stored or refreshed; null when the upstream says it is gone. */
   async read<A>(key: string, copy: CachedCopy<D, A>, opts: ReadOptions<D> = {}): Promise<Read<D> | null> {
     const { project } = opts;
+    const lookedAt = opts.stored ? opts.storedAt : Date.now();
     const cached = await (opts.stored ?? copy.stored());
     const now = this.#now();
     if (cached && copy.isFresh(cached, now)) return { doc: cached, served: 'fresh' };
@@ -135,14 +145,24 @@ export class Revalidator<D> {
       this.#count('stale_served', project);
       return { doc: cached, served: 'stale' };
     }
-    const refresh = () => this.#refresh(copy, project);
-    const read = await this.#flights.run(key, () => (this.#locks ? this.#locks.run(`revalidate:${key}`, refresh) : refresh()));
+    // The copy as read above, unless another refresh of the key ended since (then read again).
+    const refresh = (since: boolean) => this.#refresh(copy, project, since ? undefined : { copy: cached });
+    const locks = this.#locks;
+    const read = await this.#flights.run(key, async () => {
+      if (locks) return locks.run(`revalidate:${key}`, (grant) => refresh(grant.releasedSince), lookedAt);
+      try {
+        return await refresh(lookedAt === undefined || this.#refreshed.endedSince(key, lookedAt));
+      } finally {
+        this.#refreshed.ended(key);
+      }
+    });
     if (read?.served === 'stale') this.#count('stale_served', project);
     return read;
   }
 
-  async #refresh<A>(copy: CachedCopy<D, A>, project: string | undefined): Promise<Read<D> | null> {
-    const current = await copy.stored();
+  /** `known`: the stored copy as the caller read it, when no refresh of the key ended since. */
+  async #refresh<A>(copy: CachedCopy<D, A>, project: string | undefined, known?: { copy: D | null }): Promise<Read<D> | null> {
+    const current = known ? known.copy : await copy.stored();
     if (current && copy.isFresh(current, this.#now())) return { doc: current, served: 'fresh' };
     let answer: A;
     try {

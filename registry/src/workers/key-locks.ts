@@ -1,8 +1,9 @@
 /**
  * The fs store's per-key locks across the workers of one server: first this worker's own queue
- * (so it asks the primary once per key at a time), then the primary's lock for the key.
+ * (so it asks the primary once per key at a time), then the primary's lock for the key. A holder
+ * was released since the caller looked (`LockGrant`) when one was, in this worker or in another.
  */
-import { ProcessKeyLocks, type KeyLocks } from '../storage/key-locks.js';
+import { ProcessKeyLocks, type KeyLocks, type LockGrant } from '../storage/key-locks.js';
 import type { WorkerLink } from './link.js';
 
 export class WorkerKeyLocks implements KeyLocks {
@@ -10,14 +11,18 @@ export class WorkerKeyLocks implements KeyLocks {
 
   constructor(private readonly link: WorkerLink) {}
 
-  run<R>(key: string, fn: () => Promise<R>): Promise<R> {
-    return this.#local.run(key, async () => {
-      const release = await this.link.lock(key);
-      try {
-        return await fn();
-      } finally {
-        release();
-      }
-    });
+  run<R>(key: string, fn: (grant: LockGrant) => Promise<R>, since?: number): Promise<R> {
+    return this.#local.run(
+      key,
+      async (local) => {
+        const held = await this.link.lock(key, since);
+        try {
+          return await fn({ releasedSince: local.releasedSince || held.releasedSince });
+        } finally {
+          held.release();
+        }
+      },
+      since,
+    );
   }
 }

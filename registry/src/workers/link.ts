@@ -14,10 +14,19 @@ import type { FromWorker, ToWorker } from './messages.js';
 import { WorkerFlights } from './worker-flights.js';
 
 export interface WorkerLink extends WorkerPeers {
-  /** Waits for the server-wide lock of `key`; resolves to its release. */
-  lock(key: string): Promise<() => void>;
+  /**
+   * Waits for the server-wide lock of `key`; resolves to its release, and whether a holder let go
+   * of it at or after `since` (`LockGrant`; always true without a `since`).
+   */
+  lock(key: string, since?: number): Promise<HeldLock>;
   /** Absent in a process that serves alone: its own single-flight is the server's. */
   readonly fetches?: SharedFetches;
+}
+
+/** A server-wide lock, held. */
+export interface HeldLock {
+  release: () => void;
+  releasedSince: boolean;
 }
 
 type Answer = () => unknown;
@@ -36,9 +45,9 @@ export class SoloLink implements WorkerLink {
     this.#answers.set(topic, answer);
   }
 
-  /** Nothing else takes it: the store's own in-process lock serialises this process. */
-  lock(): Promise<() => void> {
-    return Promise.resolve(() => undefined);
+  /** Nothing else takes it: the store's own in-process lock serialises this process (and knows its releases). */
+  lock(): Promise<HeldLock> {
+    return Promise.resolve({ release: () => undefined, releasedSince: false });
   }
 }
 
@@ -102,17 +111,20 @@ export class ClusterLink implements WorkerLink {
     this.#answers.set(topic, answer);
   }
 
-  async lock(key: string): Promise<() => void> {
+  async lock(key: string, since?: number): Promise<HeldLock> {
     let lockId = 0;
-    await this.#request((id) => {
+    const granted = await this.#request((id) => {
       lockId = id;
-      return { velodex: 'lock', id, key };
+      return { velodex: 'lock', id, key, ...(since !== undefined ? { since } : {}) };
     });
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#send({ velodex: 'unlock', id: lockId });
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.#send({ velodex: 'unlock', id: lockId });
+      },
+      releasedSince: since === undefined || (granted.velodex === 'locked' && granted.releasedSince === true),
     };
   }
 

@@ -3,15 +3,20 @@
  * that exits lets go of what it held and leaves the queues it waited in, so a killed worker never
  * keeps a key locked.
  */
+import { RecentEnds } from '../storage/recent-ends.js';
 
 export interface Holder {
   worker: number;
   /** The worker's request id, which its `unlock` names. */
   id: number;
+  /** When the worker last looked at what the lock guards (`LockGrant`). */
+  since?: number;
 }
 
 export class LockTable {
   readonly #queues = new Map<string, Holder[]>();
+  /** When each key's lock was last let go by its holder (bounded: recent-ends.ts). */
+  readonly #released = new RecentEnds();
   /** Which key each (worker, id) asked for, to find it again on `unlock`. */
   readonly #keyOf = new Map<string, string>();
 
@@ -34,6 +39,7 @@ export class LockTable {
     this.#keyOf.delete(tag(holder));
     const queue = this.#queues.get(key)!;
     const wasHead = queue[0]?.worker === holder.worker && queue[0].id === holder.id;
+    if (wasHead) this.#released.ended(key);
     const at = queue.findIndex((h) => h.worker === holder.worker && h.id === holder.id);
     queue.splice(at, 1);
     if (queue.length === 0) {
@@ -41,6 +47,12 @@ export class LockTable {
       return undefined;
     }
     return wasHead ? queue[0] : undefined;
+  }
+
+  /** Whether a holder let go of `holder`'s key at or after its `since` (always true without one). */
+  releasedSince(holder: Holder): boolean {
+    const key = this.#keyOf.get(tag(holder));
+    return holder.since === undefined || key === undefined || this.#released.endedSince(key, holder.since);
   }
 
   /** Everything `worker` held or waited for goes; returns the holders granted in its place. */

@@ -13,8 +13,8 @@ export type FromWorker =
   | { velodex: 'gather'; id: number; topic: string }
   /** This worker's answer to an `ask`. */
   | { velodex: 'part'; id: number; part?: unknown; error?: string }
-  /** Take the lock of `key`; `locked` with the same id grants it. */
-  | { velodex: 'lock'; id: number; key: string }
+  /** Take the lock of `key`; `locked` with the same id grants it. `since`: see `LockGrant`. */
+  | { velodex: 'lock'; id: number; key: string; since?: number }
   | { velodex: 'unlock'; id: number }
   /**
    * Join the server-wide flight of `key` (`flight-table.ts`); `flying` with the same id answers.
@@ -28,7 +28,8 @@ export type FromWorker =
 export type ToWorker =
   | { velodex: 'gathered'; id: number; parts: unknown[] }
   | { velodex: 'ask'; id: number; topic: string }
-  | { velodex: 'locked'; id: number }
+  /** `releasedSince`: a holder let go of the lock at or after the `since` of `lock` (`LockGrant`). */
+  | { velodex: 'locked'; id: number; releasedSince?: boolean }
   /**
    * This worker leads `flight`, or follows it (the leader's events so far come next, as `flight`).
    * `endedSince`: a flight of the key ended at or after the `since` of `fly`.

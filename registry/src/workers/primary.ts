@@ -16,7 +16,7 @@ import type { Config } from '../config/types.js';
 import { loggerOptions } from '../observe/log.js';
 import { allocatorEnv } from './allocator-env.js';
 import { FlightTable, type Forward } from './flight-table.js';
-import { LockTable } from './lock-table.js';
+import { LockTable, type Holder as LockHolder } from './lock-table.js';
 import { BatchedSender, messagesIn } from './batches.js';
 import type { FromWorker, ToWorker } from './messages.js';
 
@@ -72,9 +72,9 @@ export function runPrimary(config: Config): void {
     }
     outbox.send(msg);
   };
-  const grant = (h: { worker: number; id: number }): void => {
+  const grant = (h: LockHolder): void => {
     const w = cluster.workers?.[h.worker];
-    if (w) send(w, { velodex: 'locked', id: h.id });
+    if (w) send(w, { velodex: 'locked', id: h.id, ...(locks.releasedSince(h) ? { releasedSince: true } : {}) });
   };
   const forward = (f: Forward | undefined): void => {
     for (const to of f?.to ?? []) {
@@ -105,9 +105,11 @@ export function runPrimary(config: Config): void {
         }
         return;
       }
-      case 'lock':
-        if (locks.request(msg.key, { worker: worker.id, id: msg.id })) send(worker, { velodex: 'locked', id: msg.id });
+      case 'lock': {
+        const holder: LockHolder = { worker: worker.id, id: msg.id, ...(msg.since !== undefined ? { since: msg.since } : {}) };
+        if (locks.request(msg.key, holder)) grant(holder);
         return;
+      }
       case 'unlock': {
         const next = locks.release({ worker: worker.id, id: msg.id });
         if (next) grant(next);

@@ -133,13 +133,16 @@ export class CachedRepos implements MemberReader {
   async resolve(repo: readonly string[], ref: Reference, opts?: ReadOptions): Promise<FoundManifest | null> {
     const name = repo.join('/');
     if (ref.kind === 'digest') {
+      const lookedAt = Date.now();
       const held = await this.#stored.resolve(repo, ref, opts);
       if (held) return held;
-      return this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref));
+      return this.#flights.run(`${name}@${ref.hex}`, () => this.#firstPull(repo, ref, lookedAt));
     }
+    const lookedAt = Date.now();
     const mapped = await this.#stored.resolve(repo, ref, opts);
     const read = await this.#tags.read(`oci:${this.index.name}:${name}:${ref.tag}`, this.#tagCopy(repo, ref.tag, mapped), {
       stored: Promise.resolve(mapped),
+      storedAt: lookedAt,
       project: name,
     });
     return read?.doc ?? null;
@@ -224,10 +227,10 @@ export class CachedRepos implements MemberReader {
   /**
    * A manifest by digest this index does not hold: fetched (a failure answered 502 UNKNOWN, with
    * nothing stored to fall back on), then verified and stored. With several worker processes it
-   * runs under a lock they share, after reading the store again: a manifest another worker just
-   * pulled is not fetched twice.
+   * runs under a lock they share, after reading the store again when another pull of it ended
+   * since the request looked (`lookedAt`): a manifest another worker just pulled is not fetched twice.
    */
-  #firstPull(repo: readonly string[], ref: Reference & { kind: 'digest' }): Promise<FoundManifest | null> {
+  #firstPull(repo: readonly string[], ref: Reference & { kind: 'digest' }, lookedAt: number): Promise<FoundManifest | null> {
     const pull = async () => {
       const answer = await this.upstream.orUnavailable(
         () => this.upstream.ask(repo, (registry) => fetchManifest(registry, repo, `sha256:${ref.hex}`), { absent: (m) => m === null, pinned: true }),
@@ -237,7 +240,11 @@ export class CachedRepos implements MemberReader {
     };
     const locks = this.#locks;
     if (!locks) return pull();
-    return locks.run(`oci-pull:${this.index.name}:${repo.join('/')}:sha256:${ref.hex}`, async () => (await this.#stored.resolve(repo, ref)) ?? pull());
+    return locks.run(
+      `oci-pull:${this.index.name}:${repo.join('/')}:sha256:${ref.hex}`,
+      async (grant) => (grant.releasedSince ? await this.#stored.resolve(repo, ref) : null) ?? pull(),
+      lookedAt,
+    );
   }
 
   /**

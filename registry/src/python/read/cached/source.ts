@@ -80,6 +80,8 @@ function pageKey(indexName: string, normalized: string): string {
 /** What `project` reads from the store, started together. */
 interface ProjectReads {
   record: Promise<Versioned<CachedDoc> | null>;
+  /** When (`Date.now()`) the read of `record` began. */
+  recordAt: number;
   overrides: Promise<LoadedOverrides | null>;
   wantsSizes: boolean;
   sizes: Promise<LoadedSizes | null>;
@@ -183,7 +185,7 @@ export class CachedSource implements IndexSource {
     // Once: the reads belong to the request that started them.
     if (started) this.#started.delete(started);
     const reads = mine ?? this.#startReads(normalized);
-    const [loaded, overrides, early] = await Promise.all([this.#load(normalized, reads.record), reads.overrides, reads.sizes]);
+    const [loaded, overrides, early] = await Promise.all([this.#load(normalized, reads.record, reads.recordAt), reads.overrides, reads.sizes]);
     if (!loaded) return null;
     const { cached } = await this.#parse(loaded);
     this.#noteUnsized(normalized, cached.unsized);
@@ -208,6 +210,7 @@ export class CachedSource implements IndexSource {
   #startReads(normalized: string): ProjectReads {
     const wantsSizes = this.#unsized.has(normalized);
     return {
+      recordAt: Date.now(),
       record: this.docs.peek(pageKey(this.index.name, normalized), REQUEST_READ),
       overrides: this.#o.overrides.get(this.index.name, normalized, REQUEST_READ),
       wantsSizes,
@@ -280,10 +283,10 @@ export class CachedSource implements IndexSource {
     if (this.#unsized.size > PARSED_PAGES) this.#unsized.delete(this.#unsized.values().next().value!);
   }
 
-  #load(normalized: string, stored?: Promise<Versioned<CachedDoc> | null>): Promise<Loaded | null> {
+  #load(normalized: string, stored?: Promise<Versioned<CachedDoc> | null>, storedAt?: number): Promise<Loaded | null> {
     const key = pageKey(this.index.name, normalized);
     return this.docs
-      .read(key, (cond) => this.#fetch(`${encodeURIComponent(normalized)}/`, cond), stored)
+      .read(key, (cond) => this.#fetch(`${encodeURIComponent(normalized)}/`, cond), stored, storedAt)
       .then((doc) => (doc ? { doc, normalized } : null));
   }
 
