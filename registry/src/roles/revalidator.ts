@@ -146,7 +146,7 @@ export class Revalidator<D> {
       return { doc: cached, served: 'stale' };
     }
     // The copy as read above, unless another refresh of the key ended since (then read again).
-    const refresh = (since: boolean) => this.#refresh(copy, project, since ? undefined : { copy: cached });
+    const refresh = (readAgain: boolean) => this.#refresh(copy, project, readAgain ? undefined : { copy: cached });
     const locks = this.#locks;
     const read = await this.#flights.run(key, async () => {
       if (locks) return locks.run(`revalidate:${key}`, (grant) => refresh(grant.releasedSince), lookedAt);

@@ -1,7 +1,8 @@
 /**
  * The fs store's per-key locks across the workers of one server: first this worker's own queue
- * (so it asks the primary once per key at a time), then the primary's lock for the key. A holder
- * was released since the caller looked (`LockGrant`) when one was, in this worker or in another.
+ * (so it asks the primary once per key at a time), then the primary's lock for the key. The grant
+ * says the lock was let go since the caller looked (`LockGrant`) when a holder in this worker, or
+ * in another, let go of it since.
  */
 import { ProcessKeyLocks, type KeyLocks, type LockGrant } from '../storage/key-locks.js';
 import type { WorkerLink } from './link.js';
