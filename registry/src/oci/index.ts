@@ -33,11 +33,9 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
   // A tag kept after its upstream deleted it: its mark in `/+status` and the webhook event.
   const kept = keptReporter(ctx.summaries, ctx.events, ctx.log);
   const { cachedFill } = ctx;
-  const blobBytes = new BlobBytes(stores.blobs);
   const members = new Members({
     meta: stores.meta,
     blobs: stores.blobs,
-    blobBytes,
     holds,
     indexByName: ctx.indexByName,
     counters: ctx.counters,
@@ -55,7 +53,7 @@ export function createOciEcosystem(ctx: ServerContext): Ecosystem {
     members,
     blobs: stores.blobs,
     redirect: stores.redirect,
-    blobBytes,
+    blobBytes: new BlobBytes(stores.blobs),
     blobSizes: blobSizes(),
     sessions,
     holds,

@@ -142,7 +142,6 @@ export async function putManifest(call: OciCall, reference: string): Promise<voi
   // The hold, then the bytes, then the documents that point at them.
   await holder.hold(hex, body.length);
   await deps.blobs.put(Readable.from([body]), hex);
-  deps.blobBytes.remember(hex, body);
   const repos = deps.members.hosted(hosted);
   await repos.putManifest(target.repo, hex, record, ref.kind === 'tag' ? ref.tag : undefined);
   deps.counters.index(target.index.route).add('uploads', 1, target.repo.join('/'));

@@ -20,14 +20,6 @@ export class BlobBytes {
 
   constructor(private readonly blobs: BlobStore) {}
 
-  /**
-   * Bytes that hash to `hex` and were just stored under it (a manifest pushed or pulled through):
-   * the GET that follows, and the search entry, read them from here.
-   */
-  remember(hex: string, bytes: Buffer): void {
-    this.#cache.set(hex, bytes);
-  }
-
   /** Drops content whose bytes were deleted. */
   forget(hex: string): void {
     this.#cache.delete(hex);

@@ -48,7 +48,6 @@ import { checkManifest, isObject, MAX_MANIFEST_BYTES, OCI_INDEX } from '../../mo
 import { manifestRecord } from '../../model/manifest-record.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
-import type { BlobBytes } from '../blob-bytes.js';
 import { CachedBlobs } from './blobs.js';
 import { confirmedUntil } from './confirmations.js';
 import { MANIFEST_ACCEPT, type UpstreamRegistry } from './upstream-registry.js';
@@ -80,8 +79,6 @@ export interface CachedServices {
   slots: UpstreamSlots;
   /** With several worker processes: how they share upstream fetches. */
   fetches?: SharedFetches;
-  /** Manifests' bytes in memory (read/blob-bytes.ts): each manifest stored goes there too. */
-  blobBytes?: BlobBytes;
   /** Told (not awaited) when what the index holds of a repository changed: a manifest stored, a tag dropped. */
   onChanged?: (repo: string) => void;
   /**
@@ -99,7 +96,6 @@ export class CachedRepos implements MemberReader {
   /** Blobs pulled through this index. */
   readonly blobs: CachedBlobs;
   readonly #store: BlobStore;
-  readonly #bytes: BlobBytes | undefined;
   readonly #holder: Holder;
   readonly #counters: IndexCounters;
   readonly #locks: KeyLocks | undefined;
@@ -117,7 +113,6 @@ export class CachedRepos implements MemberReader {
     const { meta, blobs, holds, counters, slots, fetches } = services;
     this.#stored = new HostedRepos(index, meta, holds);
     this.#store = blobs;
-    this.#bytes = services.blobBytes;
     this.#holder = holds.of(index.name);
     this.#counters = counters;
     this.#locks = fetches?.locks;
@@ -344,8 +339,6 @@ export class CachedRepos implements MemberReader {
     // first (one that exists after all is read and updated as usual).
     await this.#holder.hold(hex, body.length, { fresh: true });
     await this.#store.put(Readable.from([body]), hex);
-    // Verified above: the client's GET that follows reads them from memory.
-    this.#bytes?.remember(hex, body);
     const stored = await this.#stored.putManifest(repo, hex, record, want.tag, want.confirmedUntil);
     this.#onChanged?.(repo.join('/'));
     return { hex, record: stored, index: this.index, ...(want.confirmedUntil !== undefined ? { confirmedUntil: want.confirmedUntil } : {}) };

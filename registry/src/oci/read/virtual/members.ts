@@ -13,7 +13,6 @@ import type { BlobStore, MetaStore, ReadOptions } from '../../../storage/types.j
 import { UpstreamError } from '../../../roles/upstream-error.js';
 import type { Descriptor } from '../../model/meta.js';
 import type { Reference } from '../../model/names.js';
-import type { BlobBytes } from '../blob-bytes.js';
 import { CachedRepos } from '../cached/repos.js';
 import { HostedRepos } from '../hosted/repos.js';
 import type { IndexHolds } from '../index-holds.js';
@@ -31,8 +30,6 @@ export interface MemberServices {
   upstreamSlots: UpstreamSlotsByIndex;
   /** With several worker processes: how they share upstream fetches. */
   fetches?: SharedFetches;
-  /** Manifests' bytes in memory: a cached index puts each manifest it stores there. */
-  blobBytes?: BlobBytes;
   /** Told (not awaited) when what a cached index holds of a repository changed. */
   onCachedChange?: (index: IndexConfig, repo: string) => void;
   /** Told (not awaited) when a cached index keeps a tag its upstream deleted (since when), or no longer (null). */
@@ -59,11 +56,10 @@ export class Members {
   cached(index: CachedIndex): CachedRepos {
     let repos = this.#cached.get(index.name);
     if (!repos) {
-      const { meta, blobs, holds, counters, upstreamSlots, fetches, blobBytes, onCachedChange, onCachedKept } = this.services;
+      const { meta, blobs, holds, counters, upstreamSlots, fetches, onCachedChange, onCachedKept } = this.services;
       repos = new CachedRepos(index, {
         meta, blobs, holds, counters: counters.index(index.route), slots: upstreamSlots.for(index),
         ...(fetches ? { fetches } : {}),
-        ...(blobBytes ? { blobBytes } : {}),
         ...(onCachedChange ? { onChanged: (repo: string) => onCachedChange(index, repo) } : {}),
         ...(onCachedKept ? { onKept: (repo: string, tag: string, hex: string, since: number | null) => onCachedKept(index, repo, tag, hex, since) } : {}),
       });
