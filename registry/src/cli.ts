@@ -27,6 +27,7 @@ import { gcAtServer, gcCommand } from './app/lifecycle/gc-command.js';
 import { AdminActionError, adminToken, ADMIN_TOKEN_ENV } from './app/lifecycle/admin-client.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
+import { DRAIN_GRACE_MS } from './app/drain.js';
 
 const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
@@ -109,7 +110,7 @@ async function main(argv: string[]): Promise<void> {
         if (!server || stopping) return;
         stopping = true;
         server.app.log.info({ signal }, 'shutting down');
-        await server.close();
+        await server.close(DRAIN_GRACE_MS);
         process.exit(0);
       };
       process.once('SIGINT', () => void stop('SIGINT'));

@@ -5,7 +5,8 @@
  * are applied with kubectl (the cached one pulls through a pypiserver on the cluster's bridge),
  * `kubectl wait --for=condition=Ready` returns, and twine, pip and crane store through the
  * registry's Service. Then the upgrade of docs/kubernetes.md to this tree's chart and image (CRDs
- * applied, `helm upgrade`) while a client polls every stored object (no failed request), the new
+ * applied, `helm upgrade`) while a client polls every stored object, each request on a new connection
+ * (no failed request), the new
  * version in /+status and the VERSION column, everything read back whole by pip and crane; the rest
  * runs on this tree's version. SIZE shows what each index stores; a pod pushes with its
  * ServiceAccount's projected token and no Secret, and a pod of another ServiceAccount is refused; a
@@ -28,6 +29,7 @@
  */
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { basename, dirname, join } from 'node:path';
@@ -104,12 +106,30 @@ function pip(args: string[], route = 'team/all') {
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
-/** One GET, failing unless it answers 200 with a body of the given sha256 (hex), if any. */
-async function getWhole(url: string, digest?: string, headers: Record<string, string> = {}): Promise<void> {
-  const res = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
-  const body = Buffer.from(await res.arrayBuffer());
-  if (res.status !== 200) throw new Error(`GET ${url}: ${res.status} ${body.toString('utf8', 0, 300)}`);
-  if (digest !== undefined && sha256(body) !== digest) throw new Error(`GET ${url}: a body of sha256 ${sha256(body)}, stored ${digest}`);
+/**
+ * One GET on a connection of its own, failing unless it answers 200 with a body of the given
+ * sha256 (hex), if any. Its own connection: the upgrade's stopping pods run the previous release,
+ * which closes an idle kept-alive connection at once when it stops, and a request crossing that
+ * close fails in the client. This tree drains such connections first (app/drain.ts; the index-edit
+ * roll below polls on kept-alive connections through this tree's pods stopping).
+ */
+function getWhole(url: string, digest?: string, headers: Record<string, string> = {}): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { headers, agent: false, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        if (res.statusCode !== 200) return reject(new Error(`GET ${url}: ${res.statusCode} ${body.toString('utf8', 0, 300)}`));
+        if (digest !== undefined && sha256(body) !== digest) return reject(new Error(`GET ${url}: a body of sha256 ${sha256(body)}, stored ${digest}`));
+        resolve();
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer to GET ${url} within 10 s`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** One HTTPS GET on a new connection to `ip`, checking the certificate names `servername`: its status and the certificate's fingerprint. */

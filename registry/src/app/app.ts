@@ -58,6 +58,7 @@ import { retentionRoute } from './lifecycle/retention-route.js';
 import { SearchChanges } from '../search/changes.js';
 import { SearchKeeper } from '../search/keeper.js';
 import { searchRoutes } from './search/routes.js';
+import { ConnectionDrain } from './drain.js';
 
 export interface BuiltApp {
   app: FastifyInstance;
@@ -79,6 +80,8 @@ export interface BuiltApp {
   counters: UsageCounters;
   /** The derived search index (search/), built in the background from start; absent when `[search] enabled = false`. */
   search?: SearchKeeper;
+  /** Ends kept-alive connections gently before the app closes (the server's stop settles it). */
+  drain: ConnectionDrain;
 }
 
 export interface BuildOptions {
@@ -103,7 +106,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     // Paths are checked segment by segment in parseSafePath; the router must not rewrite them.
     routerOptions: { ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, maxParamLength: 2048 },
     bodyLimit: 1024 * 1024,
-    // While closing, a request that arrives on a kept-alive connection is served (see `closing`).
+    // While closing, a request that arrives on a kept-alive connection is served (see `drain`).
     return503OnClosing: false,
     ...timeouts,
     // Over TLS fastify makes the Node server from the `https` options alone: the head bound goes there too.
@@ -120,18 +123,12 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
     clientAddress,
     tooManyBody: (request, message) => treeOf(request.raw, trees)?.tooManyRequests(message) ?? errorBody(429, message),
   });
-  // Behind a Kubernetes Service a client's kept-alive connection still leads to a stopping pod
-  // after its endpoint was withdrawn (conntrack keeps it). Answering those requests with 503
-  // failed them during every roll; instead they are served and end their connection, so the
-  // client's next request opens a new one to a pod that stays. Idle connections are closed by
-  // fastify's close (forceCloseConnections: 'idle').
-  let closing = false;
+  // A stop drains kept-alive connections before it closes them (drain.ts): fastify's own close
+  // (preClose) begins it too, for a close that did not settle first.
+  const drain = new ConnectionDrain(app.server);
   app.addHook('preClose', (done) => {
-    closing = true;
+    drain.begin();
     done();
-  });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (closing) reply.header('connection', 'close');
   });
   const startedAt = new Date();
   const requests = countRequests(app);
@@ -144,6 +141,8 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // At send, not at arrival: a request already in flight when the drain began ends its connection too.
+    if (drain.closing) reply.header('connection', 'close');
   });
 
   app.setErrorHandler(answerError);
@@ -261,7 +260,7 @@ export async function buildApp(config: Config, stores: Stores, modules: readonly
   // Its catch-all `/*` loses to every static route (`/+api`, `/metrics`, `/{route}/+api`, ...).
   await app.register(indexNamespace, { routed, ecosystemOf: (index: IndexConfig) => byId.get(index.ecosystem), answerError, readGate });
 
-  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters, ...(search ? { search } : {}) };
+  return { app, ecosystems, events, rateLimits: limiter, retention, gc, gcTotals, usage, budgets, counters, drain, ...(search ? { search } : {}) };
 }
 
 /** The ecosystem tree (`/v2/`) a request is under, if any. */

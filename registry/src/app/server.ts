@@ -18,7 +18,11 @@ import { ClusterLink, SoloLink } from '../workers/link.js';
 export interface RunningServer {
   app: FastifyInstance;
   url: string;
-  close(): Promise<void>;
+  /**
+   * Stops serving and closes everything. `drainMs`: first let kept-alive connections end after
+   * their next response, waiting at most this long (app/drain.ts); a stop on a signal does.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 /**
@@ -41,7 +45,7 @@ export async function startServer(config: Config, notes: Record<string, string> 
     // Every worker process stages on the same disk: each takes its share of the scratch limit.
     ...(worker ? { workerLocks: worker.locks, scratchShares: config.workers.count } : {}),
   });
-  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
+  const { app, ecosystems: running, events, retention, gc, gcTotals, usage, budgets, counters, search, drain } = await buildApp(config, stores, ecosystems, { link, ...(certificate ? { tls: certificate } : {}) });
   reportPeerError = (err) => app.log.warn({ err }, 'peer cache');
   usage.start();
   // In the background: serving never waits for the search index (search/keeper.ts).
@@ -95,7 +99,8 @@ export async function startServer(config: Config, notes: Record<string, string> 
   return {
     app,
     url,
-    async close() {
+    async close(drainMs = 0) {
+      if (drainMs > 0) await drain.settle(drainMs);
       stopSweeper();
       stopTlsReload();
       stopRetention();
