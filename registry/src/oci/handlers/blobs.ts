@@ -86,7 +86,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
     if (wanted.kind !== 'unsatisfiable') {
       const range = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
       if (size > 0 && size <= SMALL_BLOB_BYTES) return (await serveSmall(call, hex, size, range, reads)) ? 'served' : 'not_served';
-      const [held, stream] = await Promise.all([deps.holds.visible(call.target.index, call.target.repo, hex, reads), size === 0 ? null : deps.blobs.get(hex, range)]);
+      const [held, stream] = await holdAndBytes(deps.holds.visible(call.target.index, call.target.repo, hex, reads), size === 0 ? null : deps.blobs.get(hex, range));
       if (!held || (size > 0 && !stream)) {
         stream?.destroy();
         return 'not_served';
@@ -108,7 +108,7 @@ async function serveStored(call: OciCall, hex: string, head: boolean, reads: Rea
   const length = range ? range.end - range.start + 1 : info.size;
   // With redirects on, a whole GET may need no stream at all (`redirect.ts`).
   const streamed = !head && wanted.kind !== 'unsatisfiable' && length > 0 && !deps.redirect;
-  const [held, opened] = heldFirst !== undefined ? [heldFirst, null] : await Promise.all([visible(), streamed ? blobs.get(hex, range) : null]);
+  const [held, opened] = heldFirst !== undefined ? [heldFirst, null] : await holdAndBytes(visible(), streamed ? blobs.get(hex, range) : null);
   // Bytes only another repository, index or ecosystem holds (a Python file, a blob this repository deleted) are not ours.
   if (!held) {
     opened?.destroy();
@@ -157,6 +157,20 @@ async function serveSmall(call: OciCall, hex: string, size: number, range: { sta
   const part = range ? whole.subarray(range.start, range.end + 1) : whole;
   await send(call, hex, size, range, part);
   return true;
+}
+
+/**
+ * The hold and the bytes, asked for at once. When either read fails the other's stream, if it
+ * opened, is destroyed: left alone it would hold its store connection until the store's deadline.
+ */
+export async function holdAndBytes(hold: Promise<boolean>, bytes: Promise<Readable | null> | null): Promise<[boolean, Readable | null]> {
+  const [held, opened] = await Promise.allSettled([hold, bytes]);
+  if (held.status === 'rejected') {
+    if (opened.status === 'fulfilled') opened.value?.destroy();
+    throw held.reason;
+  }
+  if (opened.status === 'rejected') throw opened.reason;
+  return [held.value, opened.value];
 }
 
 /** The answer for a held blob of `size` bytes: headers, and the bytes when `body` is given. */
