@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
+import { ConflictError } from '../../registry/src/storage/types.js';
 import { tempDir } from '../support/velodex.js';
 import { describeBlobStore } from './contract/blob-store.js';
 
@@ -83,5 +84,26 @@ describe('fs staging', () => {
     expect(await a.get('absent/doc')).toBeNull();
     await b.put('absent/doc', { n: 2 });
     expect((await a.get<{ n: number }>('absent/doc'))?.doc.n).toBe(2);
+  });
+
+  it('creates a document never read only while it is absent, whether this instance remembers it missing or knows nothing of it', async () => {
+    const root = tempDir('velodex-meta-create-');
+    const a = new FsMetaStore(root);
+    const b = new FsMetaStore(root);
+    const c = new FsMetaStore(root);
+    await a.init();
+    // Never read anywhere: created (a new blob's holds, written without a read).
+    await a.put('fresh/doc', { by: 'a' }, null);
+    // c knows nothing of it, b remembers it missing from before a wrote it: neither creates over it.
+    expect(await b.get('fresh/other')).toBeNull();
+    await a.put('fresh/other', { by: 'a' }, null);
+    await expect(b.put('fresh/other', { by: 'b' }, null)).rejects.toThrow(ConflictError);
+    await expect(c.put('fresh/doc', { by: 'c' }, null)).rejects.toThrow(ConflictError);
+    expect((await c.get<{ by: string }>('fresh/doc'))?.doc.by).toBe('a');
+    expect((await b.get<{ by: string }>('fresh/other'))?.doc.by).toBe('a');
+    // Deleted by another instance: absent again, so a create goes through.
+    expect(await c.delete('fresh/doc')).toBe(true);
+    await a.put('fresh/doc', { by: 'a again' }, null);
+    expect((await c.get<{ by: string }>('fresh/doc'))?.doc.by).toBe('a again');
   });
 });
