@@ -1,8 +1,9 @@
 /**
  * Filesystem MetaStore: one JSON file per key under `root/meta/`. Writes go to a temp file that
  * is written durably (O_DSYNC) and renamed over the old one (then its folder is fsynced), so a
- * reader sees the old or the new document, never a torn one. Compare-and-swap is exact among the processes that share the store's `KeyLocks`: one
- * process, or the worker processes of one server (`workers/`); the s3 backend is for replicas.
+ * reader sees the old or the new document, never a torn one. Compare-and-swap is exact among the
+ * processes that share the store's `KeyLocks`: one process, or the worker processes of one server
+ * (`workers/`); the s3 backend is for replicas.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { closeSync, constants, open as openCb, statSync, write as writeCb, type BigIntStats } from 'node:fs';
