@@ -27,7 +27,6 @@ import { gcAtServer, gcCommand } from './app/lifecycle/gc-command.js';
 import { AdminActionError, adminToken, ADMIN_TOKEN_ENV } from './app/lifecycle/admin-client.js';
 import { ClusterLink } from './workers/link.js';
 import { runPrimary } from './workers/primary.js';
-import { DRAIN_GRACE_MS } from './app/drain.js';
 
 const USAGE = `usage:
   velodex serve [--config FILE] [--host HOST] [--port PORT] [--data-dir DIR] [--workers N|auto]
@@ -110,7 +109,7 @@ async function main(argv: string[]): Promise<void> {
         if (!server || stopping) return;
         stopping = true;
         server.app.log.info({ signal }, 'shutting down');
-        await server.close(DRAIN_GRACE_MS);
+        await server.close(config.connections.drainMs);
         process.exit(0);
       };
       process.once('SIGINT', () => void stop('SIGINT'));
@@ -209,7 +208,7 @@ function rateLimitSummary(rl: RateLimitConfig): string {
 /** `headers 30s, body idle 60s, keep-alive 75s, per client: no cap`. */
 function connectionsSummary(c: ConnectionsConfig): string {
   const cap = c.maxPerClient === 0 ? 'no cap' : `at most ${c.maxPerClient} per process`;
-  return `headers ${c.headersTimeoutMs / 1000}s, body idle ${c.bodyIdleTimeoutMs / 1000}s, keep-alive ${c.keepAliveTimeoutMs / 1000}s, per client: ${cap}`;
+  return `headers ${c.headersTimeoutMs / 1000}s, body idle ${c.bodyIdleTimeoutMs / 1000}s, keep-alive ${c.keepAliveTimeoutMs / 1000}s, drain ${c.drainMs / 1000}s, per client: ${cap}`;
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -8,6 +8,7 @@
  * and with two workers. Raw sockets: the test must hold one connection and choose when to reuse it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { connections, hosted, toml } from '../support/config.js';
 import { alive } from '../support/dockerd.js';
 import { RawConnection, requestHead, type RawResponse } from '../support/raw-http.js';
 import { until } from '../support/until.js';
@@ -15,6 +16,8 @@ import { startVelodex, type Velodex } from '../support/velodex.js';
 
 /** Longer than the drain and a stop; reaching it means the server never acted. */
 const HUNG_MS = 20_000;
+/** The drain the tests give (1 s by default): room for a loaded machine to reuse the connection within it. */
+const DRAIN_SECS = 5;
 
 let server: Velodex | undefined;
 afterEach(async () => {
@@ -40,7 +43,7 @@ describe.each([
   { name: 'two workers', args: ['--workers', '2'], processes: 2 },
 ])('a stopping server, $name', ({ args, processes }) => {
   it('answers a request on a kept-alive connection with Connection: close, closes an idle one after the drain, and exits', async () => {
-    server = await startVelodex({ args });
+    server = await startVelodex({ args, config: toml(connections({ drainSecs: DRAIN_SECS }), hosted('rel')) });
     const s = server;
     const reused = await RawConnection.open(s.url);
     const idle = await RawConnection.open(s.url);

@@ -82,12 +82,12 @@ describe('trusted_proxies', () => {
 
 describe('[connections]', () => {
   it('has defaults a server that sets nothing runs with', () => {
-    expect(loadText('').connections).toEqual({ headersTimeoutMs: 30_000, bodyIdleTimeoutMs: 60_000, keepAliveTimeoutMs: 75_000, maxPerClient: 0 });
+    expect(loadText('').connections).toEqual({ headersTimeoutMs: 30_000, bodyIdleTimeoutMs: 60_000, keepAliveTimeoutMs: 75_000, maxPerClient: 0, drainMs: 1_000 });
   });
 
   it('takes every bound and the cap', () => {
-    const config = loadText('[connections]\nheaders_timeout_secs = 5\nbody_idle_timeout_secs = 20\nkeep_alive_timeout_secs = 10\nmax_per_client = 64');
-    expect(config.connections).toEqual({ headersTimeoutMs: 5_000, bodyIdleTimeoutMs: 20_000, keepAliveTimeoutMs: 10_000, maxPerClient: 64 });
+    const config = loadText('[connections]\nheaders_timeout_secs = 5\nbody_idle_timeout_secs = 20\nkeep_alive_timeout_secs = 10\nmax_per_client = 64\ndrain_secs = 0');
+    expect(config.connections).toEqual({ headersTimeoutMs: 5_000, bodyIdleTimeoutMs: 20_000, keepAliveTimeoutMs: 10_000, maxPerClient: 64, drainMs: 0 });
   });
 
   it.each([
@@ -95,6 +95,8 @@ describe('[connections]', () => {
     ['body_idle_timeout_secs = 1.5', /connections\.body_idle_timeout_secs/],
     ['keep_alive_timeout_secs = -1', /connections\.keep_alive_timeout_secs/],
     ['max_per_client = -1', /connections\.max_per_client/],
+    ['drain_secs = 61', /connections\.drain_secs/],
+    ['drain_secs = 0.5', /connections\.drain_secs/],
     ['request_timeout_secs = 60', /connections: unknown key "request_timeout_secs"/],
   ])('refuses %s, naming the key', (line, message) => {
     expect(() => loadText(`[connections]\n${line}`)).toThrow(ConfigError);
@@ -104,7 +106,7 @@ describe('[connections]', () => {
   it('is shown by check-config', async () => {
     const file = join(tempDir('velodex-conn-config-'), 'velodex.toml');
     writeFileSync(file, '[connections]\nbody_idle_timeout_secs = 20\nmax_per_client = 64\n');
-    expect((await run(process.execPath, [CLI, 'check-config', file])).stdout).toContain('connections: headers 30s, body idle 20s, keep-alive 75s, per client: at most 64 per process\n');
+    expect((await run(process.execPath, [CLI, 'check-config', file])).stdout).toContain('connections: headers 30s, body idle 20s, keep-alive 75s, drain 1s, per client: at most 64 per process\n');
   });
 });
 

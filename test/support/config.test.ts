@@ -88,7 +88,7 @@ describe('top-level builders', () => {
         hosted('h'),
         trustedProxies(['127.0.0.1']),
         rateLimit({ enabled: true, read: { requests: 4, windowSecs: 2 }, admin: { requests: 1, windowSecs: 60 } }),
-        connections({ headersTimeoutSecs: 1, bodyIdleTimeoutSecs: 2, keepAliveTimeoutSecs: 3, maxPerClient: 4 }),
+        connections({ headersTimeoutSecs: 1, bodyIdleTimeoutSecs: 2, keepAliveTimeoutSecs: 3, maxPerClient: 4, drainSecs: 5 }),
         admin({ env: 'ADMIN_TOKEN' }),
         auth({ tokenSigningKey: 'k'.repeat(40) }),
         metrics({ enabled: false }),
@@ -101,7 +101,7 @@ describe('top-level builders', () => {
     );
     expect(config.trustedProxies).toEqual([{ address: '127.0.0.1', prefix: 32, family: 'ipv4' }]);
     expect(config.rateLimit).toEqual({ enabled: true, classes: { read: { requests: 4, windowSecs: 2 }, admin: { requests: 1, windowSecs: 60 } } });
-    expect(config.connections).toEqual({ headersTimeoutMs: 1_000, bodyIdleTimeoutMs: 2_000, keepAliveTimeoutMs: 3_000, maxPerClient: 4 });
+    expect(config.connections).toEqual({ headersTimeoutMs: 1_000, bodyIdleTimeoutMs: 2_000, keepAliveTimeoutMs: 3_000, maxPerClient: 4, drainMs: 5_000 });
     expect(config.admin.token?.reveal()).toBe('admin-token');
     expect(config.auth.tokenSigningKey?.reveal()).toBe('k'.repeat(40));
     expect(config.metrics).toEqual({ enabled: false });

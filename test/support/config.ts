@@ -245,6 +245,7 @@ export interface ConnectionsOptions {
   bodyIdleTimeoutSecs?: number;
   keepAliveTimeoutSecs?: number;
   maxPerClient?: number;
+  drainSecs?: number;
 }
 
 /** `[connections]`: the bounds on slow clients and the per-address cap. */
@@ -255,6 +256,7 @@ export function connections(o: ConnectionsOptions): ConfigPart {
       body_idle_timeout_secs: o.bodyIdleTimeoutSecs,
       keep_alive_timeout_secs: o.keepAliveTimeoutSecs,
       max_per_client: o.maxPerClient,
+      drain_secs: o.drainSecs,
     },
   };
 }

@@ -7,14 +7,12 @@
  * "other side closed". So a stop first drains:
  * - from `begin()` on, every response says `Connection: close`, and its connection ends after it:
  *   the client's next request opens a new connection, to a pod that stays;
- * - `settle(graceMs)` waits until every connection has ended so, or until `graceMs` passed. Only a
- *   connection that stayed idle all that time is then closed while idle (fastify's close), and a
- *   client is unlikely to pick that very moment to reuse it.
+ * - `settle(graceMs)` waits until every connection has ended so, or until `graceMs` passed
+ *   (`[connections] drain_secs`, 1 s by default). Only a connection that stayed idle all that time
+ *   is then closed while idle (fastify's close), and a client is unlikely to pick that very moment
+ *   to reuse it.
  */
 import type { Server } from 'node:net';
-
-/** How long a stop waits for its kept-alive connections to end after their next response (cli.ts). */
-export const DRAIN_GRACE_MS = 1_000;
 
 const POLL_MS = 20;
 

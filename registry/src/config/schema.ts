@@ -211,6 +211,8 @@ export const connectionsSchema = z.strictObject({
   keep_alive_timeout_secs: boundSecs.optional(),
   // 0: no cap.
   max_per_client: z.number().int().min(0).max(1_000_000).optional(),
+  // 0: no drain. At most a minute: a stop must fit in the orchestrator's grace period.
+  drain_secs: z.number().int().min(0).max(60).optional(),
 });
 
 /** The bearer tokens velodex issues itself (a token realm an ecosystem serves, as the OCI one does for docker). */
