@@ -160,8 +160,9 @@ async function serveSmall(call: OciCall, hex: string, size: number, range: { sta
 }
 
 /**
- * The hold and the bytes, asked for at once. When either read fails the other's stream, if it
+ * The hold and the bytes, asked for at once. When the hold read fails, the bytes' stream, if it
  * opened, is destroyed: left alone it would hold its store connection until the store's deadline.
+ * (When the bytes' read fails there is no stream to destroy.)
  */
 export async function holdAndBytes(hold: Promise<boolean>, bytes: Promise<Readable | null> | null): Promise<[boolean, Readable | null]> {
   const [held, opened] = await Promise.allSettled([hold, bytes]);
