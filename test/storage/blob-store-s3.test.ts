@@ -308,8 +308,8 @@ describe('s3 BlobStore', () => {
     it('is refused for other bytes than its sha256 and leaves nothing under the key, signed (http) or by its checksum header alone (as over https)', async () => {
       for (const signsPayload of [true, false]) {
         const loc = s3Location(s3Config(minio, `t-${randomUUID()}`));
-        // Over https the client signs UNSIGNED-PAYLOAD: only x-amz-checksum-sha256 guards the body.
-        loc.client.enableSHA256 = signsPayload;
+        // Over https the request signs UNSIGNED-PAYLOAD: only x-amz-checksum-sha256 guards the body.
+        loc.requests.signsPayload = signsPayload;
         const key = `${loc.prefix}blobs/sha256/${digest.slice(0, 2)}/${digest}`;
         const err = await putVerified(loc, key, wrong, digest).then(
           () => null,

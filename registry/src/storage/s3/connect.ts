@@ -16,18 +16,12 @@ import { S3Requests } from './requests.js';
 /** Where the s3 backend's objects live, and the client that reaches them. */
 export interface S3Location {
   client: Client;
-  /**
-   * The same store and keys, but signing every body as `UNSIGNED-PAYLOAD`: for uploads whose
-   * integrity a checksum header carries instead (`put.ts`), so the client does not sha256 bytes
-   * we already checked. Over https this is `client` itself, which signs bodies that way anyway.
-   */
-  checksumClient: Client;
   bucket: string;
   /** Key prefix inside the bucket: empty, or ending in `/`. */
   prefix: string;
   /** `scheme://host:port` for messages: never credentials. */
   endpoint: string;
-  /** The lean path for a request's small reads (`requests.ts`), on the client's agent. */
+  /** The lean path for reads and in-memory PUTs (`requests.ts`), on the client's agent. */
   requests: S3Requests;
 }
 
@@ -76,20 +70,12 @@ export function s3Location(cfg: StorageConfig, opts: LocationOptions = {}): S3Lo
     retryOptions: { disableRetry: true },
   };
   const client = new Client(options);
-  let checksumClient = client;
-  if (!tls) {
-    // One agent for both: the sockets are the same store's.
-    checksumClient = new Client(options);
-    // Over http the client signs the body's sha256, which it computes itself; this one signs
-    // UNSIGNED-PAYLOAD as it does over https (a public field of the client, read per request).
-    checksumClient.enableSHA256 = false;
-  }
   const requests = new S3Requests(
     { url, bucket: cfg.bucket, region: address.region, accessKey: address.accessKey, secretKey: address.secretKey },
     agent,
     (options, callback) => transport.request(options, callback),
   );
-  return { client, checksumClient, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}`, requests };
+  return { client, bucket: cfg.bucket, prefix: normalisePrefix(cfg.prefix), endpoint: `${url.protocol}//${url.host}`, requests };
 }
 
 /**

@@ -34,13 +34,13 @@
  * - Tombstones stay in the bucket (0 bytes each) until an unconditional delete of the key: a
  *   sweep could delete one only with a conditional DELETE, which the stores this runs on lack.
  *
- * How the `minio` client sends the conditions: `putObject` passes `If-Match` and `If-None-Match`
- * through as request headers (its `isSupportedHeader` list; other metadata keys get an
- * `X-Amz-Meta-` prefix), and a document is far below its multipart threshold (64 MiB), so each
- * write is one signed PUT carrying the condition. Reads are one GET on the lean request path
- * (`requests.ts`), whose response carries the body and its `ETag`, the version of exactly the bytes
- * read (a HEAD then GET could pair one version with another's bytes).
+ * Each write is one PUT on the lean request path (`requests.ts`) carrying its condition
+ * (`If-Match` or `If-None-Match`) as a header, its body's sha256 signed as the payload over http,
+ * and its answer's `ETag` is the new version. Reads are one GET on that path, whose response
+ * carries the body and its `ETag`, the version of exactly the bytes read (a HEAD then GET could
+ * pair one version with another's bytes).
  */
+import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { assertSafeKey, ConflictError, type MetaStore, type Versioned } from '../types.js';
 import type { S3Location } from './connect.js';
@@ -235,7 +235,14 @@ export class S3MetaStore implements MetaStore {
   async #write(key: string, body: Buffer, condition: Record<string, string>): Promise<string> {
     const name = this.#name(key);
     try {
-      const { etag } = await this.#loc.client.putObject(this.#loc.bucket, name, body, body.length, { ...JSON_TYPE, ...condition });
+      const { requests } = this.#loc;
+      // Signed as the payload only over http: over https the request signs none (`requests.ts`).
+      const sha256 = requests.signsPayload ? createHash('sha256').update(body).digest('hex') : undefined;
+      const res = await requests.request('PUT', name, { ...JSON_TYPE, ...condition }, [200], { bytes: body, ...(sha256 === undefined ? {} : { sha256 }) });
+      res.resume();
+      const etag = res.headers.etag;
+      // S3 answers every PUT with the new object's ETag; a store that does not cannot version documents.
+      if (typeof etag !== 'string' || etag === '') throw new Error('the object store returned no ETag with a PUT: the S3 MetaStore needs it as the version');
       return unquote(etag);
     } catch (err) {
       throw asUnavailable(err, this.#loc.endpoint, `writing ${key}`);

@@ -5,13 +5,14 @@
  *
  * - `putVerified`: one PUT of a whole object whose sha256 the caller already computed (a stage
  *   hashes every byte on its way in). Over http that digest is the signed payload hash
- *   (`x-amz-content-sha256`), over https the client signs `UNSIGNED-PAYLOAD`; either way it also
- *   goes as `x-amz-checksum-sha256`, which the store checks too. No second sha256 and no MD5 here
- *   (the `minio` client's `putObject` computes both over every body).
+ *   (`x-amz-content-sha256`), over https the request signs `UNSIGNED-PAYLOAD`; either way it also
+ *   goes as `x-amz-checksum-sha256`, which the store checks too. No second sha256 and no MD5 here.
  * - `uploadPartChecked` (a part of a multipart upload) and `putChecked` (an object whose digest
  *   is not known yet): signed `UNSIGNED-PAYLOAD` and checked by their CRC32
  *   (`x-amz-checksum-crc32`; zlib's, far cheaper than a sha256). A blob's own sha256 was
  *   verified on the local copy before its upload is completed.
+ *
+ * All three go the lean way (`requests.ts`), each one request on the location's agent.
  *
  * A PUT is atomic: a refused body leaves the key as it was (absent, for a blob key).
  */
@@ -22,11 +23,8 @@ import type { S3Location } from './connect.js';
 
 /** PUTs `body` at `key`; the store refuses it unless its sha256 is `sha256`. */
 export async function putVerified(loc: S3Location, key: string, body: Buffer, sha256: Sha256Hex): Promise<void> {
-  const { client, bucket } = loc;
-  const headers = { 'content-length': String(body.length), 'x-amz-checksum-sha256': Buffer.from(sha256, 'hex').toString('base64') };
-  // The client signs the payload hash only over http; over https it must be given none.
-  const signed = client.enableSHA256 ? sha256 : '';
-  drain(await client.makeRequestStreamAsync({ method: 'PUT', bucketName: bucket, objectName: key, headers }, body, signed, [200], ''));
+  const headers = { 'x-amz-checksum-sha256': Buffer.from(sha256, 'hex').toString('base64') };
+  drain(await loc.requests.request('PUT', key, headers, [200], { bytes: body, sha256 }));
 }
 
 /**
@@ -39,15 +37,14 @@ export async function putChecked(loc: S3Location, key: string, body: Buffer): Pr
 
 /** Uploads `body` as part `part` of the multipart upload `uploadId` to `key`; returns its ETag. */
 export async function uploadPartChecked(loc: S3Location, key: string, uploadId: string, part: number, body: Buffer): Promise<string> {
-  const res = await putCrc32(loc, key, `uploadId=${encodeURIComponent(uploadId)}&partNumber=${part}`, body);
+  const res = await putCrc32(loc, key, `partNumber=${part}&uploadId=${encodeURIComponent(uploadId)}`, body);
   const etag = res.headers.etag;
   if (typeof etag !== 'string' || etag === '') throw new Error(`the store gave no ETag for part ${part} of ${key}`);
   return etag.replace(/^"|"$/g, '');
 }
 
 async function putCrc32(loc: S3Location, key: string, query: string, body: Buffer): Promise<IncomingMessage> {
-  const headers = { 'content-length': String(body.length), 'x-amz-checksum-crc32': crc32Base64(body) };
-  const res = await loc.checksumClient.makeRequestStreamAsync({ method: 'PUT', bucketName: loc.bucket, objectName: key, query, headers }, body, '', [200], '');
+  const res = await loc.requests.request('PUT', key, { 'x-amz-checksum-crc32': crc32Base64(body) }, [200], { bytes: body }, query);
   drain(res);
   return res;
 }
