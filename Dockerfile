@@ -34,5 +34,6 @@ COPY --from=build /src/operator/package.json operator/
 COPY --from=build /src/operator/dist operator/dist
 USER 65532:65532
 EXPOSE 8080
-ENTRYPOINT ["node", "/app/registry/dist/cli.js"]
+# V8 flags of a serving process (registry/src/workers/v8-flags.ts; keep the two alike).
+ENTRYPOINT ["node", "--no-memory-reducer", "/app/registry/dist/cli.js"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/tmp/velodex"]

@@ -6,7 +6,7 @@ NPM_STAMP := node_modules/.package-lock.json
 .PHONY: run build install tools image kind-e2e test test-only test-fs test-s3 lint typecheck bench bench-tools clean
 
 run: build
-	node registry/dist/cli.js serve
+	node --no-memory-reducer registry/dist/cli.js serve
 
 install: $(NPM_STAMP)
 

@@ -11,7 +11,8 @@
  *   layer 3  the built registry and operator (registry/dist, operator/dist, package.json files;
  *            the registry's version stamped with the source commit: hack/image/version.ts)
  *
- * Entrypoint: the registry CLI (`velodex serve ...`); the operator runs the same image with
+ * Entrypoint: the registry CLI (`velodex serve ...`), with the serving V8 flags
+ * (registry/src/workers/v8-flags.ts); the operator runs the same image with
  * `node /app/operator/dist/main.js` as its command. The Dockerfile builds the equivalent image
  * where a Docker engine is at hand.
  *
@@ -24,6 +25,7 @@ import { dirname, join, resolve } from 'node:path';
 import { imageArchive, layer, tree, type Entry } from './oci-archive.js';
 import { imageVersion, withVersion } from './version.js';
 import { MALLOC_TUNABLES } from '../../registry/src/workers/allocator-env.js';
+import { SERVING_V8_FLAGS } from '../../registry/src/workers/v8-flags.js';
 
 const NODE_VERSION = '20.20.2';
 const REPO = resolve(dirname(new URL(import.meta.url).pathname), '..', '..');
@@ -105,7 +107,7 @@ async function main(): Promise<void> {
       config: {
         User: `${USER}:${USER}`,
         Env: ['PATH=/usr/local/bin:/usr/bin:/bin', 'NODE_ENV=production', `GLIBC_TUNABLES=${MALLOC_TUNABLES}`],
-        Entrypoint: ['/usr/local/bin/node', '/app/registry/dist/cli.js'],
+        Entrypoint: ['/usr/local/bin/node', ...SERVING_V8_FLAGS, '/app/registry/dist/cli.js'],
         Cmd: ['serve', '--host', '0.0.0.0', '--port', '8080', '--data-dir', '/tmp/velodex'],
         WorkingDir: '/app',
         ExposedPorts: { '8080/tcp': {} },

@@ -15,6 +15,7 @@ import { CLI, REPO, TOOLS, tool } from '../support/paths.js';
 import { freePort } from '../support/pypiserver.js';
 import { stopChild } from '../support/stop-child.js';
 import { MALLOC_TUNABLES } from '../../registry/src/workers/allocator-env.js';
+import { SERVING_V8_FLAGS } from '../../registry/src/workers/v8-flags.js';
 
 export interface Server {
   name: string;
@@ -103,7 +104,8 @@ export async function startVelodexBench(dataDir: string, logLevel: 'warn' | 'inf
   return launchServer({
     name: `velodex (log_level ${logLevel}, ${workers} worker${workers === 1 ? '' : 's'})`,
     cmd: process.execPath,
-    args: [CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
+    // The V8 flags of the image's command line (Dockerfile), so one process runs as a pod's does.
+    args: [...SERVING_V8_FLAGS, CLI, 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', dataDir, ...config],
     // One process unless asked: auto would give one worker per core, and the rows compare processes.
     // The allocator setting of the image (Dockerfile), so one process runs as a pod's does.
     env: { VELODEX_LOG_LEVEL: logLevel, VELODEX_WORKERS: String(workers), GLIBC_TUNABLES: MALLOC_TUNABLES },

@@ -13,6 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVING_V8_FLAGS } from '../../registry/src/workers/v8-flags.js';
 import { Receiver, until } from '../events/receiver.js';
 import { runV111 } from '../oci/conformance-support.js';
 import { hosted, oci, toml } from '../support/config.js';
@@ -92,6 +93,12 @@ describe('two workers, one server', () => {
     // stdout and stderr share the test's buffer, so the banner is counted, not matched by line.
     expect(logs.split('velodex listening on ').length - 1).toBe(1);
     expect(logs).toContain(`velodex listening on ${server.url} (${join(server.dataDir, 'velodex.toml')}; 2 worker processes)`);
+  });
+
+  it('starts each worker with the serving V8 flags, which the primary was not given', () => {
+    const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    expect(argv(server.pid)).not.toContain('--no-memory-reducer');
+    for (const pid of workerPids(server)) expect(argv(pid)).toEqual(expect.arrayContaining([...SERVING_V8_FLAGS]));
   });
 
   it('new connections reach both workers', async () => {

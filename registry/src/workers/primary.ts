@@ -15,6 +15,7 @@ import { pino } from 'pino';
 import type { Config } from '../config/types.js';
 import { loggerOptions } from '../observe/log.js';
 import { allocatorEnv } from './allocator-env.js';
+import { workerExecArgv } from './v8-flags.js';
 import { FlightTable, type Forward } from './flight-table.js';
 import { LockTable, type Holder as LockHolder } from './lock-table.js';
 import { BatchedSender, messagesIn } from './batches.js';
@@ -144,6 +145,8 @@ export function runPrimary(config: Config): void {
     }
   };
 
+  // Workers start with the serving V8 flags (v8-flags.ts) whether or not this process has them.
+  cluster.setupPrimary({ execArgv: workerExecArgv(process.execArgv) });
   const fork = (slot: Slot): void => {
     const worker = cluster.fork({ ...allocatorEnv(process.env), [WORKER_SLOT_ENV]: String(slot.index) });
     slot.worker = worker;
