@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVING_V8_FLAGS } from '../../registry/src/workers/v8-flags.js';
 import { startContainerd, type Containerd } from '../support/containerd.js';
 import { startDistribution } from '../support/distribution.js';
 import { REPO, tool } from '../support/paths.js';
@@ -59,7 +60,9 @@ describe('make image', () => {
       const env = { HOME: work, DOCKER_CONFIG: join(work, 'docker') };
       await run(tool('crane'), ['push', '--insecure', archive, `${registry.host}/velodex/velodex:test`], { env });
       const config = JSON.parse((await run(tool('crane'), ['config', '--insecure', `${registry.host}/velodex/velodex:test`], { env })).stdout) as { config?: { Entrypoint?: string[] } };
-      expect(config.config?.Entrypoint).toEqual(['/usr/local/bin/node', '/app/registry/dist/cli.js']);
+      // The serving V8 flags ride on the command line (registry/src/workers/v8-flags.ts).
+      expect(config.config?.Entrypoint).toEqual(['/usr/local/bin/node', ...SERVING_V8_FLAGS, '/app/registry/dist/cli.js']);
+      expect(SERVING_V8_FLAGS).toContain('--no-memory-reducer');
     } finally {
       await registry.stop();
     }
