@@ -3,10 +3,12 @@
  * in meta-store.test.ts), and what only it has (its staging folder swept by
  * age when it opens, a document cache validated by the file's identity).
  */
-import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FsBlobStore } from '../../registry/src/storage/fs/blob-store.js';
 import { FsMetaStore } from '../../registry/src/storage/fs/meta-store.js';
 import { ConflictError } from '../../registry/src/storage/types.js';
@@ -25,6 +27,35 @@ describeBlobStore('fs', async () => {
 });
 
 describe('fs staging', () => {
+  it('fsyncs a committed blob before its name appears: a crash cannot leave a short blob under a digest', async () => {
+    const root = tempDir('velodex-store-');
+    const store = new FsBlobStore(root);
+    await store.init();
+    const bytes = Buffer.from('bytes that must be on the disk before their name');
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    const named = join(root, 'blobs', 'sha256', digest.slice(0, 2), digest);
+    // FileHandle is not exported; its prototype is that of any open handle.
+    const probe = await open(join(root, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const namedAtSync: boolean[] = [];
+    const original = proto.sync;
+    const sync = vi.spyOn(proto, 'sync').mockImplementation(function (this: FileHandle) {
+      namedAtSync.push(existsSync(named));
+      return original.call(this);
+    });
+    try {
+      const stage = await store.stage();
+      await stage.append(Readable.from([bytes]));
+      expect(await stage.commit(digest)).toEqual({ digest, size: bytes.length });
+      await stage.abort();
+    } finally {
+      sync.mockRestore();
+      rmSync(root, { recursive: true, force: true });
+    }
+    expect(namedAtSync).toEqual([false]);
+  });
+
   it('sweeps staged files a killed process left, by age, at start-up; live ones stay', async () => {
     const root = tempDir('velodex-store-');
     const first = new FsBlobStore(root);
