@@ -8,12 +8,13 @@ import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
+import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Secret } from '../../registry/src/config/secret.js';
 import type { StorageConfig } from '../../registry/src/config/types.js';
 import { S3BlobStore } from '../../registry/src/storage/s3/blob-store.js';
 import { s3Location } from '../../registry/src/storage/s3/connect.js';
-import { putVerified } from '../../registry/src/storage/s3/put.js';
+import { putChecked, putVerified } from '../../registry/src/storage/s3/put.js';
 import { ASK_ABOVE_BYTES } from '../../registry/src/storage/s3/stage.js';
 import { DigestMismatchError, StoreUnavailableError } from '../../registry/src/storage/types.js';
 import { startMinio, type Minio } from '../support/minio.js';
@@ -235,6 +236,33 @@ describe('s3 BlobStore', () => {
       expect(readdirSync(scratch)).toEqual([]);
     }, 60_000);
 
+    it('an append that fails across a part boundary is taken back: the parts sent after it carry the checksums of the bytes kept', async () => {
+      const prefix = `t-${randomUUID()}`;
+      const { store } = await s3Store(prefix);
+      const expected = await hashOf(generated(20 * MiB));
+      const stage = await store.stage({ expected: expected.digest });
+      const key = store.key(expected.digest);
+      // 6 MiB of other bytes on top of 5: past the first part's end, then the source dies.
+      const dying = Readable.from(
+        (async function* () {
+          for (let i = 0; i < 6; i++) yield Buffer.alloc(MiB, 0xaa);
+          throw new Error('the source died');
+        })(),
+      );
+      try {
+        for (let i = 0; i < 5; i++) await stage.append(generated(MiB));
+        await expect(stage.append(dying)).rejects.toThrow('the source died');
+        expect(stage.size).toBe(5 * MiB);
+        for (let i = 5; i < 20; i++) await stage.append(generated(MiB));
+        // The store checks each part's CRC32: a checksum of the undone bytes would be refused.
+        expect(await stage.commit()).toEqual(expected);
+      } finally {
+        await stage.abort();
+      }
+      expect(await hashOf((await store.get(expected.digest))!)).toEqual(expected);
+      expect((await minio.client.statObject(minio.bucket, key)).etag).toMatch(/-3$/);
+    }, 60_000);
+
     it('a stage begun with a digest its bytes do not have leaves nothing visible and no unfinished upload', async () => {
       const prefix = `t-${randomUUID()}`;
       const { store } = await s3Store(prefix);
@@ -325,6 +353,24 @@ describe('s3 BlobStore', () => {
         for await (const c of body) chunks.push(c as Buffer);
         expect(Buffer.concat(chunks)).toEqual(right);
       }
+    });
+
+    it('streams a slice of a local file as the body, and sends nothing the file cannot fill', async () => {
+      const loc = s3Location(s3Config(minio, `t-${randomUUID()}`));
+      const path = join(tempDir('velodex-slice-'), 'scratch');
+      writeFileSync(path, Buffer.concat([Buffer.from('head:'), right, Buffer.from(':tail')]));
+      const key = `${loc.prefix}blobs/sha256/${digest.slice(0, 2)}/${digest}`;
+      // Past the end of the file: refused before the store sees a whole body, and nothing is kept.
+      await expect(putVerified(loc, key, { path, start: 5, length: right.length + 10 }, digest)).rejects.toThrow(/ended after/);
+      expect(await keys(loc.prefix)).toEqual([]);
+      await putVerified(loc, key, { path, start: 5, length: right.length }, digest);
+      const body = await minio.client.getObject(minio.bucket, key);
+      expect((await hashOf(body)).digest).toBe(digest);
+      // A CRC32 that is not the slice's is refused by the store.
+      const other = `${loc.prefix}other`;
+      await expect(putChecked(loc, other, { path, start: 5, length: right.length }, crc32(wrong))).rejects.toMatchObject({ code: 'XAmzContentChecksumMismatch' });
+      await putChecked(loc, other, { path, start: 5, length: right.length }, crc32(right));
+      expect((await keys(loc.prefix)).sort()).toEqual([key, other].sort());
     });
 
     it('a blob of one part is one PUT to its key: no staging object, no multipart upload', async () => {

@@ -29,8 +29,23 @@ type State = 'open' | 'committed' | 'aborted';
 /** The store's publish step: makes the fsynced file at `path` (open as `file`, not to be closed) the blob `digest`. */
 export type Publish = (path: string, digest: Sha256Hex, file: FileHandle) => Promise<void>;
 
-/** How many bytes of an append may wait for the write in flight before the source is paused. */
-const COALESCE_BYTES = 1024 * 1024;
+/**
+ * How many bytes of an append may wait for the write in flight before its source is paused: up
+ * to 1 MiB, so few large writes land (fewer pauses of the source, fewer writes: measured, 4
+ * concurrent 256 MiB pushes cost 12% more CPU at 256 KiB), and fewer when many appends run at
+ * once, so they share `COALESCE_BUDGET` (32 concurrent 16 MiB uploads peaked about 70 MiB higher
+ * at 1 MiB each than at 256 KiB: the waiting bytes, and the spent ones the collector frees later).
+ */
+const COALESCE_MAX = 1024 * 1024;
+const COALESCE_MIN = 64 * 1024;
+const COALESCE_BUDGET = 8 * 1024 * 1024;
+
+/** Appends under way in this process. */
+let appending = 0;
+
+function coalesceBytes(): number {
+  return Math.max(COALESCE_MIN, Math.min(COALESCE_MAX, Math.floor(COALESCE_BUDGET / Math.max(1, appending))));
+}
 
 export class FsStage implements BlobStage {
   readonly id: string;
@@ -95,6 +110,7 @@ export class FsStage implements BlobStage {
     }
     // The write in progress when the source fails: the undo waits for it, or it would land after.
     let landing: Promise<void> = Promise.resolve();
+    appending++;
     try {
       await pipeline(
         source,
@@ -102,7 +118,7 @@ export class FsStage implements BlobStage {
           // Chunks that arrive while a write is landing wait here and land together in one
           // positional write (`writev`): fewer writes, and fewer wake-ups of the readers tailing
           // the stage, with no wait added (a chunk never waits for more to come).
-          highWaterMark: COALESCE_BYTES,
+          highWaterMark: coalesceBytes(),
           writev: (chunks, done) => {
             const buffers = chunks.map((c) => c.chunk as Buffer);
             landing = this.#write(buffers);
@@ -125,6 +141,7 @@ export class FsStage implements BlobStage {
       await this.handle.truncate(before.size).catch(() => undefined);
       throw err;
     } finally {
+      appending--;
       // A declared length larger than what came is given back.
       this.claim.shrink(this.#size);
       this.#appending = false;

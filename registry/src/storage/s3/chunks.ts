@@ -65,6 +65,7 @@ export class S3ChunkStore implements ChunkStore {
               while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off, size + off)).bytesWritten;
               size += chunk.length;
               // A chunk is never undone in part: every byte written is final.
+              parts.checksums.add(chunk);
               parts.advance(size);
             })().then(() => done(), done);
           },

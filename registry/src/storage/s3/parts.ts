@@ -3,40 +3,44 @@
  * written: `advance(stable)` uploads, in the background, every whole part below `stable` (bytes
  * that will not change: an append can only undo itself, never what came before it); `finish`
  * uploads the rest and completes the upload. So a commit waits only for the last part, not for
- * the whole blob, and at most one part per upload is in memory, and `MAX_PARTS_IN_FLIGHT` in the
- * whole process.
+ * the whole blob. Parts stream from the file (`requests.ts`): none is held in memory whole, and
+ * at most `MAX_PARTS_IN_FLIGHT` go out at once in the whole process.
  *
  * Background uploads are an optimisation, never a source of failure: if one fails (the store
  * went away for a moment), `finish` discards the upload and sends the whole file again from the
  * local copy, and reports an error only if that fails too.
  *
  * Each part (and the one PUT of a file that fits a part) is checked by the store against its
- * CRC32 (`put.ts`), so a part that changed on the way is refused, and the client hashes nothing.
+ * CRC32 (`put.ts`), so a part that changed on the way is refused. The writer tells `checksums`
+ * every byte it writes (`PartChecksums`), so the CRC32s are computed as the bytes land, and the
+ * file is read only to send it.
  */
-import { open, type FileHandle } from 'node:fs/promises';
 import type { S3Location } from './connect.js';
 import type { Sha256Hex } from '../types.js';
 import { asUnavailable } from './errors.js';
+import { PartChecksums } from './part-checksums.js';
 import { PartSlots } from './part-slots.js';
 import { putChecked, putVerified, uploadPartChecked } from './put.js';
+import type { FileSlice } from './requests.js';
 
 /**
- * Bytes per uploaded part, and so per upload in memory: above S3's 5 MiB minimum for all parts
- * but the last, small enough that many concurrent uploads stay far below the RSS budget, and
- * 10 000 parts (S3's maximum) of it are 80 GiB.
+ * Bytes per uploaded part: above S3's 5 MiB minimum for all parts but the last, and 10 000 parts
+ * (S3's maximum) of it are 80 GiB.
  */
 export const PART_SIZE = 8 * 1024 * 1024;
 
 /**
- * Parts in memory at once in this process, across every upload: 6 x 8 MiB = 48 MiB, a fifth of
- * the 256 MiB a process should stay under however many uploads run (`part-slots.ts`).
+ * Parts sent at once by this process, across every upload (`part-slots.ts`): enough to keep the
+ * store busy, few enough that many uploads do not open a connection and a file stream each.
  */
 export const MAX_PARTS_IN_FLIGHT = 6;
 
 /** Shared by every uploader of the process. */
-export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT, PART_SIZE);
+export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT);
 
 export class PartUploader {
+  /** The CRC32 of each part, from every byte the writer wrote to the file (and took back). */
+  readonly checksums = new PartChecksums(PART_SIZE);
   #uploadId: string | undefined;
   readonly #etags: { part: number; etag: string }[] = [];
   /** Bytes already uploaded as parts (a multiple of PART_SIZE). */
@@ -78,8 +82,8 @@ export class PartUploader {
     const { client, bucket } = this.loc;
     const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
-    // The part's buffer exists only while it holds a slot.
-    const etag = await partSlots.run(async (buffer) => uploadPartChecked(this.loc, this.key, uploadId, part, await this.#read(buffer, this.#uploaded, length)));
+    const crc = this.checksums.of(part - 1, length);
+    const etag = await partSlots.run(() => uploadPartChecked(this.loc, this.key, uploadId, part, this.#slice(this.#uploaded, length), crc));
     this.#etags.push({ part, etag });
     this.#uploaded += length;
   }
@@ -114,7 +118,8 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      await partSlots.run(async (buffer) => putChecked(this.loc, this.key, await this.#read(buffer, 0, size)));
+      const crc = this.checksums.of(0, size);
+      await partSlots.run(() => putChecked(this.loc, this.key, this.#slice(0, size), crc));
       return;
     }
     while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));
@@ -134,7 +139,7 @@ export class PartUploader {
     if (size > PART_SIZE) throw new Error(`${size} bytes do not fit one part`);
     await this.cancel();
     try {
-      await partSlots.run(async (buffer) => putVerified(this.loc, key, await this.#read(buffer, 0, size), sha256));
+      await partSlots.run(() => putVerified(this.loc, key, this.#slice(0, size), sha256));
     } catch (err) {
       throw asUnavailable(err, this.loc.endpoint, `uploading ${key}`);
     }
@@ -155,20 +160,8 @@ export class PartUploader {
     this.#failed = false;
   }
 
-  /** Reads `length` bytes at `position` of the local copy into the start of `into`; returns that part of it. */
-  async #read(into: Buffer, position: number, length: number): Promise<Buffer> {
-    const fh: FileHandle = await open(this.path, 'r');
-    try {
-      const buf = into.subarray(0, length);
-      let off = 0;
-      while (off < length) {
-        const { bytesRead } = await fh.read(buf, off, length - off, position + off);
-        if (bytesRead === 0) throw new Error(`scratch file ${this.path} ended at ${position + off}, before ${position + length}`);
-        off += bytesRead;
-      }
-      return buf;
-    } finally {
-      await fh.close();
-    }
+  /** `length` bytes of the local copy from `start`, sent straight from the file. */
+  #slice(start: number, length: number): FileSlice {
+    return { path: this.path, start, length };
   }
 }

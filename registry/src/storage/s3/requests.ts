@@ -3,7 +3,8 @@
  * `If-None-Match` when a copy is kept), a blob HEAD, a blob GET, and the PUTs of bytes held in
  * memory (a document, a blob of one part, a part). One request signed with AWS Signature V4 by
  * `aws4` (which keeps the derived signing key for the day), sent on the location's kept-alive
- * agent and response timeout, and its answer handed back as it streams.
+ * agent and response timeout, and its answer handed back as it streams. A PUT's body is bytes in
+ * memory or a slice of a local file, streamed from the file as it is sent.
  *
  * Why beside the `minio` client, which does everything else (multipart bookkeeping, listings,
  * copies, deletes, presigning): for each request that client validates its arguments, derives the
@@ -18,7 +19,9 @@
  * reads only `code`): the `<Code>` of the error document, or for a HEAD, which has no body, the
  * code its status means.
  */
+import { createReadStream } from 'node:fs';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import { Readable } from 'node:stream';
 import aws4 from 'aws4';
 
 /** sha256 of the empty body: what a GET or HEAD signs as its payload. */
@@ -28,6 +31,12 @@ const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
 /** An error document is a few hundred bytes; more is not read. */
 const MAX_ERROR_BODY = 64 * 1024;
+
+/**
+ * Bytes read from a file per write to the socket when a body streams from a file: few reads and
+ * writes for a part of 8 MiB, and what such a body holds in memory at once.
+ */
+const FILE_READ_BYTES = 1024 * 1024;
 
 /** How a request is sent: `http.request` or `https.request` with the response deadline (connect.ts). */
 export type Send = (options: RequestOptions, callback: (res: IncomingMessage) => void) => ClientRequest;
@@ -52,9 +61,16 @@ export class S3RequestError extends Error {
   }
 }
 
-/** A PUT's body, held in memory, and what guards it on the way. */
+/** `length` bytes of the local file at `path`, from `start`: a body sent straight from the file. */
+export interface FileSlice {
+  path: string;
+  start: number;
+  length: number;
+}
+
+/** A PUT's body, in memory or in a local file, and what guards it on the way. */
 export interface PutBody {
-  bytes: Buffer;
+  bytes: Buffer | FileSlice;
   /**
    * The body's sha256 (hex), when known: signed as the payload over http, so the store refuses
    * other bytes. Without it (or over https, where TLS guards the way) the payload is signed
@@ -108,9 +124,39 @@ export class S3Requests {
         },
       );
       req.once('error', reject);
-      req.end(body?.bytes);
+      const bytes = body?.bytes;
+      if (bytes === undefined || Buffer.isBuffer(bytes)) req.end(bytes);
+      // A file that fails destroys `req` with its error, which rejects through 'error' above.
+      else sendFileSlice(bytes, req);
     });
   }
+}
+
+/**
+ * Streams `slice` into `req`, and fails it if the file holds fewer bytes than its length (which
+ * its `Content-Length` announced: the store would otherwise wait for the rest until a timeout).
+ */
+function sendFileSlice(slice: FileSlice, req: ClientRequest): void {
+  if (slice.length === 0) {
+    req.end();
+    return;
+  }
+  const file = createReadStream(slice.path, { start: slice.start, end: slice.start + slice.length - 1, highWaterMark: FILE_READ_BYTES });
+  const body = Readable.from(exactly(file, slice));
+  // Not `pipeline`: it would abort `req` without the cause, and the caller must see the cause.
+  body.once('error', (err) => req.destroy(err));
+  req.once('close', () => body.destroy());
+  body.pipe(req);
+}
+
+/** The chunks of `file`, then an error if they were fewer bytes than `slice.length`. */
+async function* exactly(file: AsyncIterable<Buffer>, slice: FileSlice): AsyncGenerator<Buffer> {
+  let sent = 0;
+  for await (const chunk of file) {
+    sent += chunk.length;
+    yield chunk;
+  }
+  if (sent !== slice.length) throw new Error(`${slice.path} ended after ${sent} of the ${slice.length} bytes from ${slice.start} to send`);
 }
 
 /** The error a response that is not an answer stands for. */

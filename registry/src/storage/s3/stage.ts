@@ -85,8 +85,20 @@ export class S3Stage implements BlobStage {
     return this.local.path;
   }
 
-  async append(source: Readable, opts?: AppendOptions): Promise<void> {
-    await this.local.append(source, opts);
+  async append(source: Readable, opts: AppendOptions = {}): Promise<void> {
+    const { checksums } = this.#parts;
+    const before = checksums.mark();
+    const onWritten = (size: number, chunks: readonly Buffer[]): void => {
+      for (const chunk of chunks) checksums.add(chunk);
+      opts.onWritten?.(size, chunks);
+    };
+    try {
+      await this.local.append(source, { ...opts, onWritten });
+    } catch (err) {
+      // The local copy was truncated back to where it stood.
+      checksums.rewind(before);
+      throw err;
+    }
     // Only now are these bytes stable: a failed append is undone by truncating the file.
     this.#parts.advance(this.local.size);
   }
