@@ -5,6 +5,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
@@ -410,6 +411,30 @@ describe('s3 BlobStore', () => {
     expect(stat).toHaveBeenCalledTimes(1);
     expect((await minio.client.statObject(minio.bucket, store.key(digest))).etag).toBe(etag);
     expect(await keys(`${prefix}/`)).toEqual([store.key(digest)]);
+  });
+
+  it('does not fsync a stage\'s scratch copy: it is unlinked once uploaded, and the PUT makes the blob durable', async () => {
+    const { store, scratch } = await s3Store();
+    const bytes = Buffer.concat([Buffer.from(`scratch only ${randomUUID()}`), Buffer.alloc(ASK_ABOVE_BYTES * 2, 3)]);
+    const digest = createHash('sha256').update(bytes).digest('hex');
+    // FileHandle is not exported; its prototype is that of any open handle.
+    const probe = await open(join(scratch, 'probe'), 'w');
+    const sync = vi.spyOn(Object.getPrototypeOf(probe) as FileHandle, 'sync');
+    await probe.close();
+    let syncs: number;
+    try {
+      const stage = await store.stage({ expected: digest, absent: true });
+      await stage.append(Readable.from([bytes]));
+      expect(await stage.commit()).toEqual({ digest, size: bytes.length });
+      await stage.abort();
+    } finally {
+      // Counted before the restore, which forgets the calls.
+      syncs = sync.mock.calls.length;
+      sync.mockRestore();
+    }
+    expect(syncs).toBe(0);
+    expect(await buffer((await store.get(digest))!)).toEqual(bytes);
+    expect(readdirSync(scratch).filter((n) => n !== 'probe')).toEqual([]);
   });
 
   it('small bytes (a manifest, a config) are put without asking whether they are stored, and put again identical', async () => {

@@ -1,6 +1,6 @@
 /**
  * Filesystem BlobStore. Layout under `root`: `blobs/sha256/<ab>/<digest>` for published bytes and
- * `staging/` for bytes in flight. A blob is written to staging (`FsStage`), fsynced, verified,
+ * `staging/` for bytes in flight. A blob is written to staging (`FsStage`), verified, fsynced,
  * then renamed into place, so a crash at any moment leaves no partial blob visible. Staged files a
  * killed process left behind are swept by age when the store opens.
  */
@@ -79,12 +79,14 @@ export class FsBlobStore implements BlobStore {
   }
 
   /**
-   * Renames verified, fsynced bytes at `from` (open as `file`) under `digest`. A blob stored there
-   * already is the same bytes, so the rename may replace it: no look first (readers of the old
-   * file keep their inode).
+   * Fsyncs the verified bytes at `from` (open as `file`) and renames them under `digest`. A blob
+   * stored there already is the same bytes, so the rename may replace it: no look first (readers
+   * of the old file keep their inode).
    */
   async #publish(from: string, digest: Sha256Hex, file: FileHandle): Promise<void> {
     const target = this.#path(digest);
+    // The bytes reach the disk before the name does, or a crash could leave a short blob under it.
+    await file.sync();
     await this.#renameInto(from, target);
     await fsyncPath(dirname(target));
     // The stage hashed these bytes on their way in and found `digest`: the file as renamed is a

@@ -1,8 +1,9 @@
 /**
  * The fs backend's staged write: one file `staging/stage-<id>` written and read through one
  * read-write handle with positional writes and reads, so readers may tail it while it grows and
- * keep reading after `commit` renamed it into place (the inode lives on). `commit` fsyncs the file
- * and renames it under its digest; `abort` unlinks what was not committed and closes the handle.
+ * keep reading after `commit` renamed it into place (the inode lives on). `commit` checks the
+ * digest and hands the file to the store's publish step (the fs store fsyncs it and renames it
+ * under its digest); `abort` unlinks what was not committed and closes the handle.
  * (One handle, not a writer and a reader: an open and a close fewer per staged blob.)
  *
  * Every byte it writes is covered by its claim on the scratch budget (`scratch-budget.ts`) before
@@ -10,7 +11,8 @@
  * and `abort` gives the claim back.
  *
  * The s3 backend stages through this class too, as its local scratch copy (`s3/stage.ts`): its
- * `publish` uploads the file instead of renaming it.
+ * `publish` uploads the file instead of renaming it, and does not fsync it (the copy is unlinked
+ * once uploaded; the store's PUT is what makes the blob durable).
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
@@ -26,7 +28,10 @@ export const STAGE_PREFIX = 'stage-';
 
 type State = 'open' | 'committed' | 'aborted';
 
-/** The store's publish step: makes the fsynced file at `path` (open as `file`, not to be closed) the blob `digest`. */
+/**
+ * The store's publish step: makes the file at `path` (open as `file`, not to be closed) the blob
+ * `digest`, durably. The file is written but not fsynced: a store that keeps it fsyncs it.
+ */
 export type Publish = (path: string, digest: Sha256Hex, file: FileHandle) => Promise<void>;
 
 /**
@@ -59,7 +64,7 @@ export class FsStage implements BlobStage {
     /** Read and write: stays open after `commit` for the readers still tailing the file. */
     private readonly handle: FileHandle,
     id: string,
-    /** Moves the fsynced file (open as `file`) under its digest (the store's publish step). */
+    /** Makes the file (open as `file`) the blob under its digest (the store's publish step). */
     private readonly publish: Publish,
     /** The digest a commit requires when it names none (`StageOptions.expected`). */
     private readonly expected: Sha256Hex | undefined,
@@ -188,7 +193,6 @@ export class FsStage implements BlobStage {
     if (this.#appending) throw new Error(`stage ${this.id} is still receiving an append`);
     const digest = this.digest();
     if (expected !== undefined && digest !== expected) throw new DigestMismatchError(expected, digest);
-    await this.handle.sync();
     await this.publish(this.path, digest, this.handle);
     this.#state = 'committed';
     return { digest, size: this.#size };
