@@ -2,8 +2,9 @@
  * Memory on the s3 backend, against a real MinIO this file starts: a 1 GiB layer pushed in
  * chunked PATCHes and as one monolithic upload, then pulled whole, moves through a velodex whose
  * peak resident memory stays under 256 MiB; and 32 concurrent uploads, whose parts would need
- * 256 MiB at once, stay under it too (the process-wide cap on parts in flight). The bytes come
- * from a deterministic generator, so the test never holds a blob either.
+ * 256 MiB at once if each were held in memory, stay under it too (parts stream from the scratch
+ * files, a few at a time, and the appends share one budget for bytes waiting to be written).
+ * The bytes come from a deterministic generator, so the test never holds a blob either.
  */
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
