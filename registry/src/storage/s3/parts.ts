@@ -12,8 +12,7 @@
  *
  * Each part (and the one PUT of a file that fits a part) is checked by the store against its
  * CRC32 (`put.ts`), so a part that changed on the way is refused. The writer tells `checksums`
- * every byte it writes (`PartChecksums`), so the CRC32s are computed as the bytes land, and the
- * file is read only to send it.
+ * every byte it writes (`PartChecksums`), so most CRC32s are computed as the bytes land.
  */
 import type { S3Location } from './connect.js';
 import type { Sha256Hex } from '../types.js';
@@ -40,7 +39,7 @@ export const partSlots = new PartSlots(MAX_PARTS_IN_FLIGHT);
 
 export class PartUploader {
   /** The CRC32 of each part, from every byte the writer wrote to the file (and took back). */
-  readonly checksums = new PartChecksums(PART_SIZE);
+  readonly checksums: PartChecksums;
   #uploadId: string | undefined;
   readonly #etags: { part: number; etag: string }[] = [];
   /** Bytes already uploaded as parts (a multiple of PART_SIZE). */
@@ -55,7 +54,9 @@ export class PartUploader {
     private readonly loc: S3Location,
     private readonly key: string,
     private readonly path: string,
-  ) {}
+  ) {
+    this.checksums = new PartChecksums(PART_SIZE, path);
+  }
 
   /** Bytes below `stable` will not change: upload their whole parts in the background. */
   advance(stable: number): void {
@@ -82,7 +83,7 @@ export class PartUploader {
     const { client, bucket } = this.loc;
     const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
-    const crc = this.checksums.of(part - 1, length);
+    const crc = await this.checksums.of(part - 1, length);
     const etag = await partSlots.run(() => uploadPartChecked(this.loc, this.key, uploadId, part, this.#slice(this.#uploaded, length), crc));
     this.#etags.push({ part, etag });
     this.#uploaded += length;
@@ -118,7 +119,7 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      const crc = this.checksums.of(0, size);
+      const crc = await this.checksums.of(0, size);
       await partSlots.run(() => putChecked(this.loc, this.key, this.#slice(0, size), crc));
       return;
     }

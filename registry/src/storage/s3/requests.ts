@@ -19,9 +19,8 @@
  * reads only `code`): the `<Code>` of the error document, or for a HEAD, which has no body, the
  * code its status means.
  */
-import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
-import { Readable } from 'node:stream';
 import aws4 from 'aws4';
 
 /** sha256 of the empty body: what a GET or HEAD signs as its payload. */
@@ -127,36 +126,40 @@ export class S3Requests {
       const bytes = body?.bytes;
       if (bytes === undefined || Buffer.isBuffer(bytes)) req.end(bytes);
       // A file that fails destroys `req` with its error, which rejects through 'error' above.
-      else sendFileSlice(bytes, req);
+      else sendFileSlice(bytes, req).catch((err: Error) => req.destroy(err));
     });
   }
 }
 
 /**
- * Streams `slice` into `req`, and fails it if the file holds fewer bytes than its length (which
- * its `Content-Length` announced: the store would otherwise wait for the rest until a timeout).
+ * Sends `slice` as the body of `req`, read from the file into one buffer of at most a megabyte,
+ * which is read into again once the socket has taken what it held (a small slice: one read, one
+ * write). Fails if the file holds fewer bytes than the slice's length (which its `Content-Length`
+ * announced: the store would otherwise wait for the rest until a timeout).
  */
-function sendFileSlice(slice: FileSlice, req: ClientRequest): void {
+async function sendFileSlice(slice: FileSlice, req: ClientRequest): Promise<void> {
   if (slice.length === 0) {
     req.end();
     return;
   }
-  const file = createReadStream(slice.path, { start: slice.start, end: slice.start + slice.length - 1, highWaterMark: FILE_READ_BYTES });
-  const body = Readable.from(exactly(file, slice));
-  // Not `pipeline`: it would abort `req` without the cause, and the caller must see the cause.
-  body.once('error', (err) => req.destroy(err));
-  req.once('close', () => body.destroy());
-  body.pipe(req);
-}
-
-/** The chunks of `file`, then an error if they were fewer bytes than `slice.length`. */
-async function* exactly(file: AsyncIterable<Buffer>, slice: FileSlice): AsyncGenerator<Buffer> {
-  let sent = 0;
-  for await (const chunk of file) {
-    sent += chunk.length;
-    yield chunk;
+  const file = await open(slice.path, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(Math.min(FILE_READ_BYTES, slice.length));
+    let sent = 0;
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, 0, Math.min(buffer.length, slice.length - sent), slice.start + sent);
+      if (bytesRead === 0) throw new Error(`${slice.path} ended after ${sent} of the ${slice.length} bytes from ${slice.start} to send`);
+      sent += bytesRead;
+      const chunk = buffer.subarray(0, bytesRead);
+      if (sent === slice.length) {
+        req.end(chunk);
+        return;
+      }
+      await new Promise<void>((resolve, reject) => req.write(chunk, (err) => (err ? reject(err) : resolve())));
+    }
+  } finally {
+    await file.close();
   }
-  if (sent !== slice.length) throw new Error(`${slice.path} ended after ${sent} of the ${slice.length} bytes from ${slice.start} to send`);
 }
 
 /** The error a response that is not an answer stands for. */
