@@ -1,7 +1,7 @@
 /**
- * The process-wide cap on multipart parts in flight to the store. Each part streams from its
- * stage's local copy (`requests.ts`, at most about a megabyte of it in memory at once); without a
- * cap, N concurrent uploads would open N file streams and N requests to the store at once (and a
+ * The process-wide cap on multipart parts in flight to the store. Each part is sent from its
+ * stage's local copy through a buffer of at most a megabyte (`requests.ts`); without a cap, N
+ * concurrent uploads would hold N files, buffers and requests to the store at once (and a
  * commit's final parts on top). With it, a part waits for a slot before it is sent: stages go on
  * writing to their local copies (disk, not memory), and only the uploads to the store queue up.
  * Slots are granted in arrival order and never time out: a part that waits is slowed down, never

@@ -30,7 +30,7 @@ export const PART_SIZE = 8 * 1024 * 1024;
 
 /**
  * Parts sent at once by this process, across every upload (`part-slots.ts`): enough to keep the
- * store busy, few enough that many uploads do not open a connection and a file stream each.
+ * store busy, few enough that many uploads do not each hold a connection, a file and a buffer.
  */
 export const MAX_PARTS_IN_FLIGHT = 6;
 
@@ -83,8 +83,8 @@ export class PartUploader {
     const { client, bucket } = this.loc;
     const uploadId = (this.#uploadId ??= await client.initiateNewMultipartUpload(bucket, this.key, {}));
     const part = this.#etags.length + 1;
-    const crc = await this.checksums.of(part - 1, length);
-    const etag = await partSlots.run(() => uploadPartChecked(this.loc, this.key, uploadId, part, this.#slice(this.#uploaded, length), crc));
+    // In the slot: the first part's checksum reads the file.
+    const etag = await partSlots.run(async () => uploadPartChecked(this.loc, this.key, uploadId, part, this.#slice(this.#uploaded, length), await this.checksums.of(part - 1, length)));
     this.#etags.push({ part, etag });
     this.#uploaded += length;
   }
@@ -119,8 +119,7 @@ export class PartUploader {
   /** Sends what is not sent yet and completes the upload (one PUT when nothing was sent and it fits a part). */
   async #complete(size: number): Promise<void> {
     if (this.#uploadId === undefined && size <= PART_SIZE) {
-      const crc = await this.checksums.of(0, size);
-      await partSlots.run(() => putChecked(this.loc, this.key, this.#slice(0, size), crc));
+      await partSlots.run(async () => putChecked(this.loc, this.key, this.#slice(0, size), await this.checksums.of(0, size)));
       return;
     }
     while (this.#uploaded < size) await this.#uploadPart(Math.min(PART_SIZE, size - this.#uploaded));

@@ -1,10 +1,10 @@
 /**
  * The lean path for the requests a request's reads and writes are made of: a document GET (with
- * `If-None-Match` when a copy is kept), a blob HEAD, a blob GET, and the PUTs of bytes held in
- * memory (a document, a blob of one part, a part). One request signed with AWS Signature V4 by
- * `aws4` (which keeps the derived signing key for the day), sent on the location's kept-alive
- * agent and response timeout, and its answer handed back as it streams. A PUT's body is bytes in
- * memory or a slice of a local file, streamed from the file as it is sent.
+ * `If-None-Match` when a copy is kept), a blob HEAD, a blob GET, and the PUTs of a document (in
+ * memory), a blob of one part and a part (a slice of a stage's local file, read as it is sent).
+ * One request signed with AWS Signature V4 by `aws4` (which keeps the derived signing key for the
+ * day), sent on the location's kept-alive agent and response timeout, and its answer handed back
+ * as it streams.
  *
  * Why beside the `minio` client, which does everything else (multipart bookkeeping, listings,
  * copies, deletes, presigning): for each request that client validates its arguments, derives the
@@ -32,7 +32,7 @@ const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 const MAX_ERROR_BODY = 64 * 1024;
 
 /**
- * Bytes read from a file per write to the socket when a body streams from a file: few reads and
+ * Bytes read from a file per write to the socket when a body is sent from a file: few reads and
  * writes for a part of 8 MiB, and what such a body holds in memory at once.
  */
 const FILE_READ_BYTES = 1024 * 1024;
