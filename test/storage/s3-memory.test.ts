@@ -114,7 +114,7 @@ it('a 1 GiB layer pushed in 16 MiB PATCHes and as one upload, and pulled whole, 
   expect(server.peakRss(), peakMiB()).toBeLessThan(RSS_LIMIT);
 }, 600_000);
 
-it('32 concurrent 16 MiB uploads (256 MiB of parts without the cap) stay within 256 MiB', async () => {
+it('32 concurrent 16 MiB uploads (256 MiB of parts, were each held in memory) stay within 256 MiB', async () => {
   const seeds = Array.from({ length: 32 }, (_, i) => 100 + i);
   const size = 16 * MiB;
   const hexes = seeds.map((s) => digestOfBlocks(s, size));
